@@ -1,0 +1,6 @@
+#![doc = "waitroom: a virtual waiting room for Rust web services, as Tower middleware."]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub use waitroom_layer as layer;
+pub use waitroom_verify as verify;

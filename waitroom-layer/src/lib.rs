@@ -1,0 +1,1 @@
+//! waitroom-layer
