@@ -1,6 +1,6 @@
 //! The embedded store: one process, zero set-up, the default.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -48,7 +48,6 @@ struct Rec {
     /// 0 while it has no number.
     number: u64,
     last_seen_ms: u64,
-    deadline_ms: u64,
 }
 
 #[derive(Debug)]
@@ -62,7 +61,9 @@ struct Event {
     line: VecDeque<Arc<str>>,
     last_number: u64,
     served: u64,
-    active: HashSet<Arc<str>>,
+    /// Admitted and active sessions with their deadlines (kept apart from `sessions` so the expiry scan touches
+    /// only these few thousand entries).
+    active: HashMap<Arc<str>, u64>,
     /// (second, admissions in that second) over the last minute.
     recent_admits: VecDeque<(u64, u64)>,
     counters: Counters,
@@ -80,7 +81,7 @@ impl Event {
             line: VecDeque::new(),
             last_number: 0,
             served: 0,
-            active: HashSet::new(),
+            active: HashMap::new(),
             recent_admits: VecDeque::new(),
             counters: Counters::default(),
         }
@@ -134,7 +135,6 @@ impl Event {
             state: SessionState::Waiting,
             number: 0,
             last_seen_ms: j.now_ms,
-            deadline_ms: 0,
         };
         if self.drawn {
             self.last_number += 1;
@@ -185,12 +185,8 @@ impl Event {
         let expired: Vec<Arc<str>> = self
             .active
             .iter()
-            .filter(|sid| {
-                self.sessions
-                    .get(&***sid)
-                    .is_some_and(|r| r.deadline_ms <= t.now_ms)
-            })
-            .cloned()
+            .filter(|(_, deadline)| **deadline <= t.now_ms)
+            .map(|(sid, _)| sid.clone())
             .collect();
         for sid in expired {
             self.active.remove(&sid);
@@ -227,8 +223,8 @@ impl Event {
                 report.abandoned.push(sid.to_string());
             } else {
                 r.state = SessionState::Admitted;
-                r.deadline_ms = t.now_ms + t.arrival_window_ms;
-                self.active.insert(sid.clone());
+                self.active
+                    .insert(sid.clone(), t.now_ms + t.arrival_window_ms);
                 self.counters.admitted += 1;
                 admitted += 1;
                 report.admitted.push(sid.to_string());
@@ -279,9 +275,10 @@ impl Store for MemoryStore {
         self.with_event(event, |ev| {
             if let Some(r) = ev.sessions.get_mut(session)
                 && r.state.is_active()
+                && let Some(deadline) = ev.active.get_mut(session)
             {
                 r.state = SessionState::Active;
-                r.deadline_ms = r.deadline_ms.max(now_ms + idle_timeout_ms);
+                *deadline = (*deadline).max(now_ms + idle_timeout_ms);
             }
             ev.placement(session)
         })
@@ -297,10 +294,13 @@ impl Store for MemoryStore {
                 }
             }
             for sid in &touches.active {
-                if let Some(r) = ev.sessions.get_mut(sid.as_str())
-                    && r.state == SessionState::Active
+                if ev
+                    .sessions
+                    .get(sid.as_str())
+                    .is_some_and(|r| r.state == SessionState::Active)
+                    && let Some(deadline) = ev.active.get_mut(sid.as_str())
                 {
-                    r.deadline_ms = r.deadline_ms.max(touches.now_ms + touches.idle_timeout_ms);
+                    *deadline = (*deadline).max(touches.now_ms + touches.idle_timeout_ms);
                 }
             }
         })
