@@ -158,7 +158,7 @@ pub(crate) fn eta(
 /// How far down the line (as a line number) the remaining seats are likely to reach, from the measured share of
 /// departing sessions that bought and their average order size. `None` until enough has been measured or without an
 /// inventory.
-pub(crate) fn reach(snap: &Snapshot) -> Option<u64> {
+pub fn reach(snap: &Snapshot) -> Option<u64> {
     let inv = snap.settings.inventory?;
     let c = &snap.counters;
     let departed = c.finished + c.expired;

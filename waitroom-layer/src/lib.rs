@@ -14,7 +14,7 @@ pub mod store;
 
 pub use builder::{Fairness, RoomBuilder, RoomConfig};
 pub use error::{ConfigError, StoreError};
-pub use estimate::{Eta, EtaBasis};
+pub use estimate::{Eta, EtaBasis, reach as estimate_reach};
 pub use room::{Stats, Status, ViewState, WaitingRoom};
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
 pub use waitroom_verify::{Clock, ManualClock, SharedClock, SystemClock};
