@@ -4,3 +4,5 @@
 
 pub use waitroom_layer as layer;
 pub use waitroom_verify as verify;
+
+pub mod rehearsal;

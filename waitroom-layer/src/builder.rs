@@ -1,0 +1,306 @@
+//! Building a room: every setting with its unit in its name, defaults from the seed's on-sale.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use waitroom_verify::{SharedClock, SystemClock};
+
+use crate::error::ConfigError;
+use crate::room::WaitingRoom;
+use crate::store::{MemoryStore, Settings, Store};
+
+/// The order people leave the line in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fairness {
+    /// First come, first served: the line number is the join order.
+    #[default]
+    Fifo,
+    /// Everyone who joins before `opens_at` waits in a pre-queue; at `opens_at` they are put in line in the order of
+    /// a secret random draw. Later arrivals queue behind them in arrival order. Arriving at 9:31 or at 9:59 makes no
+    /// difference.
+    RandomAtOpen {
+        /// When the draw happens and the door opens.
+        opens_at: SystemTime,
+    },
+}
+
+/// The room's fixed configuration (the shared, changeable part lives in the store's [`Settings`]).
+#[derive(Debug, Clone)]
+pub struct RoomConfig {
+    /// The on-sale's id (the token's audience, the store's key).
+    pub event: String,
+    /// The on-sale's name, shown on the holding page.
+    pub display_name: String,
+    /// How long an active session may idle before its place frees (and its token lapses).
+    pub idle_timeout: Duration,
+    /// How often the holding page polls.
+    pub poll_interval: Duration,
+    /// A waiting session not seen for this long is skipped when it reaches the head.
+    pub abandon_after: Duration,
+    /// How long an admitted session has to come and claim its place.
+    pub arrival_window: Duration,
+    /// How often the door ticks and the shared numbers are refreshed.
+    pub tick_interval: Duration,
+    /// How long a visit is expected to take, for wait estimates before anything is measured.
+    pub expected_visit: Duration,
+    /// The fairness policy.
+    pub fairness: Fairness,
+    /// The most sessions one tick looks at from the head.
+    pub max_scan_per_tick: u64,
+    /// How many sessions' places the room keeps in local memory.
+    pub session_cache_capacity: u64,
+}
+
+/// Builds a [`WaitingRoom`]. Start from [`WaitingRoom::builder`].
+#[must_use = "a builder does nothing until `build` is called"]
+#[derive(Debug)]
+pub struct RoomBuilder {
+    pub(crate) config: RoomConfig,
+    pub(crate) capacity: u64,
+    pub(crate) admit_per_minute: Option<u64>,
+    pub(crate) opens_at: Option<SystemTime>,
+    pub(crate) clock: SharedClock,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) spawn_background: bool,
+}
+
+impl RoomBuilder {
+    pub(crate) fn new(event: impl Into<String>) -> Self {
+        let event = event.into();
+        let poll = Duration::from_secs(20);
+        Self {
+            config: RoomConfig {
+                display_name: event.clone(),
+                event,
+                idle_timeout: Duration::from_secs(600),
+                poll_interval: poll,
+                abandon_after: poll * 3,
+                arrival_window: Duration::from_secs(60),
+                tick_interval: Duration::from_millis(250),
+                expected_visit: Duration::from_secs(240),
+                fairness: Fairness::Fifo,
+                max_scan_per_tick: 20_000,
+                session_cache_capacity: 1_000_000,
+            },
+            capacity: 8_000,
+            admit_per_minute: None,
+            opens_at: None,
+            clock: Arc::new(SystemClock),
+            store: Arc::new(MemoryStore::new()),
+            spawn_background: true,
+        }
+    }
+
+    /// The on-sale's name on the holding page (default: the event id).
+    pub fn display_name(mut self, name: impl Into<String>) -> Self {
+        self.config.display_name = name.into();
+        self
+    }
+
+    /// Most sessions active at once (default 8,000: 2,000 orders a minute times 4-minute visits).
+    pub fn capacity(mut self, sessions: u64) -> Self {
+        self.capacity = sessions;
+        self
+    }
+
+    /// Most new admissions in any sliding minute, on top of the capacity (default: none).
+    pub fn admit_per_minute(mut self, sessions: u64) -> Self {
+        self.admit_per_minute = Some(sessions);
+        self
+    }
+
+    /// How long an active session may idle before its place frees (default 10 minutes). Also the token lifetime.
+    pub fn idle_timeout(mut self, d: Duration) -> Self {
+        self.config.idle_timeout = d;
+        self
+    }
+
+    /// How often the holding page polls (default 20 s). Also sets the abandon grace to three intervals unless
+    /// [`abandon_after`](Self::abandon_after) is called afterwards.
+    pub fn poll_interval(mut self, d: Duration) -> Self {
+        self.config.poll_interval = d;
+        self.config.abandon_after = d * 3;
+        self
+    }
+
+    /// A waiting session not seen for this long is skipped when it reaches the head (default 3 poll intervals).
+    pub fn abandon_after(mut self, d: Duration) -> Self {
+        self.config.abandon_after = d;
+        self
+    }
+
+    /// How long an admitted session has to come and claim its place before the place frees (default 60 s).
+    pub fn arrival_window(mut self, d: Duration) -> Self {
+        self.config.arrival_window = d;
+        self
+    }
+
+    /// How often the door ticks and the shared numbers refresh (default 250 ms).
+    pub fn tick_interval(mut self, d: Duration) -> Self {
+        self.config.tick_interval = d;
+        self
+    }
+
+    /// How long a visit is expected to take, used for wait estimates until the room has measured (default 4 min).
+    pub fn expected_visit(mut self, d: Duration) -> Self {
+        self.config.expected_visit = d;
+        self
+    }
+
+    /// The fairness policy (default [`Fairness::Fifo`]).
+    pub fn fairness(mut self, f: Fairness) -> Self {
+        self.config.fairness = f;
+        self
+    }
+
+    /// Keeps the door shut until `at` (with [`Fairness::Fifo`], people queue in arrival order before then).
+    pub fn opens_at(mut self, at: SystemTime) -> Self {
+        self.opens_at = Some(at);
+        self
+    }
+
+    /// The clock (default: the system clock). Tests and rehearsals pass a [`waitroom_verify::ManualClock`].
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The store (default: a fresh [`MemoryStore`]).
+    pub fn store(mut self, store: impl Store) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// The store, already shared.
+    pub fn shared_store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// How many sessions' places to keep in local memory (default 1,000,000).
+    pub fn session_cache_capacity(mut self, n: u64) -> Self {
+        self.config.session_cache_capacity = n;
+        self
+    }
+
+    /// Whether `build` starts the background task (tick, refresh, flush). Default true; tests that drive the room by
+    /// hand with [`WaitingRoom::tick_now`] turn it off.
+    pub fn background(mut self, spawn: bool) -> Self {
+        self.spawn_background = spawn;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<Settings, ConfigError> {
+        let c = &self.config;
+        if c.event.is_empty()
+            || c.event.len() > 64
+            || !c
+                .event
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        {
+            return Err(ConfigError::invalid(
+                "event",
+                format!(
+                    "`{}` must be 1 to 64 characters of letters, digits, `-`, `_`, `.`, `:`",
+                    c.event
+                ),
+            ));
+        }
+        if self.capacity == 0 {
+            return Err(ConfigError::invalid(
+                "capacity",
+                "must be at least 1 (pause the door instead of a zero capacity)",
+            ));
+        }
+        if self.admit_per_minute == Some(0) {
+            return Err(ConfigError::invalid(
+                "admit_per_minute",
+                "must be at least 1 (pause the door to stop admitting)",
+            ));
+        }
+        for (name, d) in [
+            ("idle_timeout", c.idle_timeout),
+            ("poll_interval", c.poll_interval),
+            ("abandon_after", c.abandon_after),
+            ("arrival_window", c.arrival_window),
+            ("tick_interval", c.tick_interval),
+            ("expected_visit", c.expected_visit),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::invalid(name, "must be longer than zero"));
+            }
+        }
+        if c.abandon_after < c.poll_interval {
+            return Err(ConfigError::invalid(
+                "abandon_after",
+                format!(
+                    "{:?} is shorter than the poll interval {:?}: people who poll on time would be skipped",
+                    c.abandon_after, c.poll_interval
+                ),
+            ));
+        }
+        let to_ms = |t: SystemTime| {
+            t.duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0)
+        };
+        let (random_draw, opens_at_ms) = match c.fairness {
+            Fairness::Fifo => (false, self.opens_at.map(to_ms)),
+            Fairness::RandomAtOpen { opens_at } => {
+                if self.opens_at.is_some_and(|o| o != opens_at) {
+                    return Err(ConfigError::invalid(
+                        "opens_at",
+                        "differs from the opening time given in Fairness::RandomAtOpen; give it once",
+                    ));
+                }
+                (true, Some(to_ms(opens_at)))
+            }
+        };
+        Ok(Settings {
+            capacity: self.capacity,
+            admit_per_minute: self.admit_per_minute,
+            paused: false,
+            closed: false,
+            opens_at_ms,
+            random_draw,
+            inventory: None,
+        })
+    }
+
+    /// Builds the room: checks the settings, writes them to the store unless the on-sale already has settings there
+    /// (a restarted instance keeps what operators changed), reads the shared numbers, and starts the background task
+    /// (when inside a Tokio runtime and [`background`](Self::background) is on).
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] names the setting and the reason; [`ConfigError::Store`] when the store cannot be
+    /// reached at start.
+    pub async fn build(self) -> Result<WaitingRoom, ConfigError> {
+        let defaults = self.validate()?;
+        WaitingRoom::from_builder(self, defaults).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn refuses_bad_settings_with_a_reason() {
+        let e = WaitingRoom::builder("x")
+            .capacity(0)
+            .build()
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("capacity"), "{e}");
+        let e = WaitingRoom::builder("bad id!").build().await.unwrap_err();
+        assert!(e.to_string().contains("event"), "{e}");
+        let e = WaitingRoom::builder("x")
+            .poll_interval(Duration::from_secs(20))
+            .abandon_after(Duration::from_secs(5))
+            .build()
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("abandon_after"), "{e}");
+    }
+}

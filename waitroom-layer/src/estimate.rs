@@ -1,0 +1,181 @@
+//! Honest numbers: how fast the head moves, how long a position will wait, how far the seats will reach.
+//!
+//! Everything here comes from what the room measures in the shared [`Snapshot`]s it refreshes: places free when
+//! sessions finish, idle out or are skipped, and in the steady state the door lets in exactly as many as left. So
+//! the head's pace is the *departure rate*, measured over the last minutes, and it moves both ways by itself:
+//! payment slowing down lowers it, people ahead giving up raises it. Until there is something to measure, the
+//! estimate comes from configuration (capacity / expected visit length) and says so.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::store::Snapshot;
+
+/// Where an estimate comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EtaBasis {
+    /// From the measured pace of the head.
+    Measured,
+    /// From capacity and the configured visit length (nothing measured yet).
+    Configured,
+}
+
+/// A wait estimate for one position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Eta {
+    /// The point estimate, in seconds.
+    pub seconds: u64,
+    /// The short end of the range.
+    pub low_seconds: u64,
+    /// The long end of the range.
+    pub high_seconds: u64,
+    /// Where it comes from.
+    pub basis: EtaBasis,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at_ms: u64,
+    /// Places freed so far: finished + expired + skipped.
+    freed: u64,
+    served: u64,
+}
+
+/// Measures the head's pace from snapshots.
+#[derive(Debug, Default)]
+pub(crate) struct HeadMeter {
+    samples: VecDeque<Sample>,
+}
+
+const KEEP_MS: u64 = 10 * 60_000;
+const SHORT_MS: u64 = 60_000;
+const LONG_MS: u64 = 5 * 60_000;
+/// A window must span at least this long before its rate is believed.
+const MIN_SPAN_MS: u64 = 30_000;
+
+impl HeadMeter {
+    pub(crate) fn record(&mut self, now_ms: u64, snap: &Snapshot) {
+        let c = &snap.counters;
+        let s = Sample {
+            at_ms: now_ms,
+            freed: c.finished + c.expired + c.abandoned,
+            served: snap.served,
+        };
+        if self
+            .samples
+            .back()
+            .is_some_and(|b| now_ms < b.at_ms + 1_000)
+        {
+            // At most one sample a second; keep the newest figures in it.
+            if let Some(b) = self.samples.back_mut() {
+                b.freed = s.freed;
+                b.served = s.served;
+            }
+        } else {
+            self.samples.push_back(s);
+        }
+        while self
+            .samples
+            .front()
+            .is_some_and(|f| f.at_ms + KEEP_MS < now_ms)
+        {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Places freed per minute over the last `window_ms`, if the samples span long enough and something moved.
+    fn rate(&self, window_ms: u64) -> Option<f64> {
+        let last = self.samples.back()?;
+        let first = self
+            .samples
+            .iter()
+            .find(|s| s.at_ms + window_ms >= last.at_ms)?;
+        let span = last.at_ms.saturating_sub(first.at_ms);
+        if span < MIN_SPAN_MS {
+            return None;
+        }
+        let freed = last.freed.saturating_sub(first.freed);
+        (freed > 0).then(|| freed as f64 * 60_000.0 / span as f64)
+    }
+
+    /// The head's pace, per minute: `(point, slow, fast)`.
+    pub(crate) fn pace(&self) -> Option<(f64, f64, f64)> {
+        let short = self.rate(SHORT_MS);
+        let long = self.rate(LONG_MS);
+        match (short, long) {
+            (Some(s), Some(l)) => Some(((s + l) / 2.0, s.min(l), s.max(l))),
+            (Some(r), None) | (None, Some(r)) => Some((r, r, r)),
+            (None, None) => None,
+        }
+    }
+
+    /// Numbers served per minute over the last minute (what the door actually did, bursts included).
+    pub(crate) fn served_per_minute(&self) -> f64 {
+        let (Some(last), Some(first)) = (
+            self.samples.back(),
+            self.samples
+                .iter()
+                .find(|s| s.at_ms + SHORT_MS >= self.samples.back().map_or(0, |b| b.at_ms)),
+        ) else {
+            return 0.0;
+        };
+        let span = last.at_ms.saturating_sub(first.at_ms);
+        if span == 0 {
+            return 0.0;
+        }
+        last.served.saturating_sub(first.served) as f64 * 60_000.0 / span as f64
+    }
+}
+
+/// Estimates the wait for a session at `position` (1 = next), given the free places the door will fill at its next
+/// tick and the measured (or configured) pace.
+pub(crate) fn eta(
+    position: u64,
+    snap: &Snapshot,
+    pace: Option<(f64, f64, f64)>,
+    configured_per_minute: f64,
+) -> Eta {
+    let free = snap.settings.capacity.saturating_sub(snap.active);
+    let ahead = position.saturating_sub(free.max(1)) as f64;
+    let (point, slow, fast, basis) = match pace {
+        Some((p, s, f)) => (p, s * 0.9, f * 1.1, EtaBasis::Measured),
+        None => {
+            let r = configured_per_minute.max(1.0);
+            (r, r * 0.75, r * 1.25, EtaBasis::Configured)
+        }
+    };
+    let secs = |rate: f64| (ahead / rate.max(0.001) * 60.0).ceil() as u64;
+    Eta {
+        seconds: secs(point),
+        low_seconds: secs(fast),
+        high_seconds: secs(slow),
+        basis,
+    }
+}
+
+/// How far down the line (as a line number) the remaining seats are likely to reach, from the measured share of
+/// departing sessions that bought and their average order size. `None` until enough has been measured or without an
+/// inventory.
+pub fn reach(snap: &Snapshot) -> Option<u64> {
+    let inv = snap.settings.inventory?;
+    let c = &snap.counters;
+    let departed = c.finished + c.expired;
+    if departed < 20 || c.orders == 0 {
+        return None;
+    }
+    let buy_share = c.orders as f64 / departed as f64;
+    let seats_per_admission = buy_share * (c.seats_bought as f64 / c.orders as f64);
+    let skip_share = if snap.served > 0 {
+        c.abandoned as f64 / snap.served as f64
+    } else {
+        0.0
+    };
+    let remaining = inv.total.saturating_sub(inv.sold) as f64;
+    // Those inside now buy first.
+    let for_line = (remaining - snap.active as f64 * seats_per_admission).max(0.0);
+    let admissions = for_line / seats_per_admission.max(1e-9);
+    let numbers = admissions / (1.0 - skip_share).max(0.05);
+    Some(snap.served + numbers.round() as u64)
+}

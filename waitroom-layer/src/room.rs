@@ -1,0 +1,699 @@
+//! The room handle: one `Arc` shared by every route, every layer and the background task.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Serialize;
+use waitroom_verify::SharedClock;
+
+use crate::builder::{RoomBuilder, RoomConfig};
+use crate::error::{ConfigError, StoreError};
+use crate::estimate::{self, Eta, HeadMeter};
+use crate::store::{
+    Inventory, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
+    TickReport, Touches,
+};
+
+/// A waiting room for one on-sale. Cheap to clone: one `Arc` inside, so every clone (every route, every layer) shares
+/// one line.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), waitroom_layer::ConfigError> {
+/// use waitroom_layer::WaitingRoom;
+/// let room = WaitingRoom::builder("tour-2026-stadium").capacity(8_000).build().await?;
+/// let me = WaitingRoom::new_session_id();
+/// let place = room.join(&me, None).await.expect("the embedded store is always up");
+/// println!("{:?}", room.status(Some(&place)));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct WaitingRoom {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for WaitingRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitingRoom")
+            .field("event", &self.inner.config.event)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: RoomConfig,
+    pub(crate) clock: SharedClock,
+    pub(crate) store: Arc<dyn Store>,
+    snap: ArcSwap<Snapshot>,
+    store_ok: AtomicBool,
+    last_error_log_ms: AtomicU64,
+    last_flush_ms: AtomicU64,
+    meter: Mutex<HeadMeter>,
+    pending: Mutex<Pending>,
+    cache: moka::sync::Cache<String, Placement>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    waiting: HashSet<String>,
+    active: HashSet<String>,
+}
+
+/// Bound on liveness marks held while the store is down (beyond it, the oldest batch is dropped).
+const MAX_PENDING: usize = 2_000_000;
+/// How often touches are flushed to the store.
+const FLUSH_EVERY_MS: u64 = 1_000;
+/// How often a failing store is logged.
+const ERROR_LOG_EVERY_MS: u64 = 10_000;
+
+/// What a person in line (or at the door) is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViewState {
+    /// Joined before the draw; no position yet.
+    Prequeue,
+    /// In line.
+    Waiting,
+    /// Let in: the pass is ready.
+    Admitted,
+    /// Every seat is sold.
+    SoldOut,
+    /// The on-sale is closed.
+    Closed,
+    /// In line, but the door is paused (by an operator, or because every seat is held).
+    Paused,
+    /// Not in line (never joined, or the last visit ended).
+    NotInLine,
+}
+
+impl ViewState {
+    /// The state's wire name (`Waitroom-State` header, JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Prequeue => "prequeue",
+            Self::Waiting => "waiting",
+            Self::Admitted => "admitted",
+            Self::SoldOut => "sold_out",
+            Self::Closed => "closed",
+            Self::Paused => "paused",
+            Self::NotInLine => "not_in_line",
+        }
+    }
+}
+
+/// The status of one session, answered from local memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    /// The on-sale id.
+    pub event: String,
+    /// The on-sale's name.
+    pub name: String,
+    /// What to tell the person.
+    pub state: ViewState,
+    /// Places ahead, counting this one (1 = next), while in line.
+    pub position: Option<u64>,
+    /// The line number, once assigned.
+    pub number: Option<u64>,
+    /// The estimated wait, while in line.
+    pub eta_seconds: Option<u64>,
+    /// The short end of the estimate's range.
+    pub eta_low_seconds: Option<u64>,
+    /// The long end of the estimate's range.
+    pub eta_high_seconds: Option<u64>,
+    /// Where the estimate comes from (`measured` or `configured`).
+    pub eta_basis: Option<estimate::EtaBasis>,
+    /// How far down the line the remaining seats are likely to reach, as a position (null until measured).
+    pub reach_position: Option<u64>,
+    /// The seats are likely to run out before this position's turn.
+    pub beyond_reach: bool,
+    /// People in line or in the pre-queue.
+    pub in_line: u64,
+    /// When to ask again, in seconds.
+    pub refresh_seconds: u64,
+    /// When the door opens (and the draw happens), RFC 3339, if in the future.
+    pub opens_at: Option<String>,
+    /// False when the shared store could not be reached lately: the figures are the last known ones.
+    pub store_ok: bool,
+    /// When these figures were taken, RFC 3339.
+    pub updated_at: String,
+}
+
+/// A snapshot of the room for operators.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// The on-sale id.
+    pub event: String,
+    /// People in line (numbers not yet served) plus the pre-queue.
+    pub waiting: u64,
+    /// People in the pre-queue.
+    pub prequeue: u64,
+    /// Sessions admitted or active.
+    pub active: u64,
+    /// The capacity.
+    pub capacity: u64,
+    /// The per-minute cap.
+    pub admit_per_minute: Option<u64>,
+    /// Numbers served (admitted or skipped).
+    pub served: u64,
+    /// Running totals.
+    pub counters: crate::store::Counters,
+    /// Places freeing per minute (measured), if measured.
+    pub head_rate_per_minute: Option<f64>,
+    /// Numbers served per minute over the last minute.
+    pub served_per_minute: f64,
+    /// The estimated wait at the back of the line, in seconds.
+    pub tail_eta_seconds: Option<u64>,
+    /// The seats, if reported.
+    pub inventory: Option<Inventory>,
+    /// The door is paused.
+    pub paused: bool,
+    /// The on-sale is closed.
+    pub closed: bool,
+    /// Every seat is sold.
+    pub sold_out: bool,
+    /// The store answered lately.
+    pub store_ok: bool,
+}
+
+fn rfc3339(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+impl WaitingRoom {
+    /// Starts building a room for the on-sale `event` (its id: the token audience and the store key).
+    pub fn builder(event: impl Into<String>) -> RoomBuilder {
+        RoomBuilder::new(event)
+    }
+
+    /// A fresh random session id: 16 bytes from the thread's cryptographic RNG, base64url (22 characters).
+    pub fn new_session_id() -> String {
+        URL_SAFE_NO_PAD.encode(rand::random::<[u8; 16]>())
+    }
+
+    pub(crate) async fn from_builder(
+        b: RoomBuilder,
+        defaults: Settings,
+    ) -> Result<Self, ConfigError> {
+        let settings = b
+            .store
+            .init(&b.config.event, &defaults)
+            .await
+            .map_err(|e| ConfigError::Store(e.to_string()))?;
+        let _ = settings;
+        let snap = b
+            .store
+            .snapshot(&b.config.event)
+            .await
+            .map_err(|e| ConfigError::Store(e.to_string()))?;
+        let cache = moka::sync::Cache::builder()
+            .max_capacity(b.config.session_cache_capacity)
+            .build();
+        let inner = Arc::new(Inner {
+            config: b.config,
+            clock: b.clock,
+            store: b.store,
+            snap: ArcSwap::from_pointee(snap),
+            store_ok: AtomicBool::new(true),
+            last_error_log_ms: AtomicU64::new(0),
+            last_flush_ms: AtomicU64::new(0),
+            meter: Mutex::new(HeadMeter::default()),
+            pending: Mutex::new(Pending::default()),
+            cache,
+        });
+        let room = Self { inner };
+        room.record_snapshot();
+        if b.spawn_background && tokio::runtime::Handle::try_current().is_ok() {
+            room.spawn();
+        }
+        Ok(room)
+    }
+
+    /// Starts the background task (tick, refresh, flush) on the current Tokio runtime. `build` does this already
+    /// unless [`RoomBuilder::background`] was turned off. The task stops when the last handle to the room drops.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime.
+    pub fn spawn(&self) {
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let every = self.inner.config.tick_interval;
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(every);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                let Some(inner) = weak.upgrade() else { break };
+                let room = WaitingRoom { inner };
+                let _ = room.run_once(false).await;
+            }
+        });
+    }
+
+    /// The fixed configuration.
+    pub fn config(&self) -> &RoomConfig {
+        &self.inner.config
+    }
+
+    /// The room's clock.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// The store behind the room.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    fn event(&self) -> &str {
+        &self.inner.config.event
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
+    /// The last shared numbers (refreshed by every tick).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner.snap.load_full()
+    }
+
+    /// Whether the store answered at the last attempt.
+    pub fn store_ok(&self) -> bool {
+        self.inner.store_ok.load(Ordering::Relaxed)
+    }
+
+    fn note_store(&self, r: Result<(), &StoreError>) {
+        match r {
+            Ok(()) => {
+                if !self.inner.store_ok.swap(true, Ordering::Relaxed) {
+                    tracing::info!(event = %self.event(), "store reachable again");
+                }
+            }
+            Err(e) => {
+                self.inner.store_ok.store(false, Ordering::Relaxed);
+                let now = self.now_ms();
+                let last = self.inner.last_error_log_ms.load(Ordering::Relaxed);
+                if now >= last + ERROR_LOG_EVERY_MS
+                    && self
+                        .inner
+                        .last_error_log_ms
+                        .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    tracing::warn!(event = %self.event(), error = %e, "store unavailable; answering from the last snapshot");
+                }
+            }
+        }
+    }
+
+    fn observe<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        self.note_store(r.as_ref().map(|_| ()));
+        r
+    }
+
+    fn mark_waiting(&self, session: &str) {
+        let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if p.waiting.len() < MAX_PENDING && !p.waiting.contains(session) {
+            p.waiting.insert(session.to_owned());
+        }
+    }
+
+    /// Records that an active session made a protected request (batched; its idle deadline moves at the next flush).
+    pub fn touch_active(&self, session: &str) {
+        let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if p.active.len() < MAX_PENDING && !p.active.contains(session) {
+            p.active.insert(session.to_owned());
+        }
+    }
+
+    fn remember(&self, p: &Placement) {
+        if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
+            self.inner.cache.insert(p.session.clone(), p.clone());
+            self.mark_waiting(&p.session);
+        } else {
+            self.inner.cache.invalidate(&p.session);
+        }
+    }
+
+    /// Joins the line (idempotent). With an `account`, the account holds one place whichever session asks; the
+    /// returned placement names the session that holds it.
+    ///
+    /// # Errors
+    /// When the store cannot be reached; nothing changed then.
+    pub async fn join(
+        &self,
+        session: &str,
+        account: Option<&str>,
+    ) -> Result<Placement, StoreError> {
+        let join = Join {
+            session: session.to_owned(),
+            account: account.map(str::to_owned),
+            now_ms: self.now_ms(),
+            draw_key: rand::random(),
+        };
+        let p = self.observe(self.inner.store.join(self.event(), &join).await)?;
+        self.remember(&p);
+        Ok(p)
+    }
+
+    /// Where a session stands. The hot path: a waiting session whose line number is known (from its signed cookie,
+    /// `number_hint`, or from the local cache) is answered from local memory with no store call; its liveness is
+    /// recorded for the next batch. Others are looked up once in the store.
+    ///
+    /// # Errors
+    /// When the store must be asked and cannot be reached.
+    pub async fn locate(
+        &self,
+        session: &str,
+        number_hint: Option<u64>,
+    ) -> Result<Option<Placement>, StoreError> {
+        let snap = self.inner.snap.load();
+        if let Some(n) = number_hint
+            && n > snap.served
+        {
+            self.mark_waiting(session);
+            return Ok(Some(Placement {
+                session: session.to_owned(),
+                state: SessionState::Waiting,
+                number: Some(n),
+            }));
+        }
+        if let Some(p) = self.inner.cache.get(session) {
+            let fresh = match p.state {
+                SessionState::Waiting => p.number.is_some_and(|n| n > snap.served),
+                SessionState::PreQueue => !snap.drawn,
+                _ => false,
+            };
+            if fresh {
+                self.mark_waiting(session);
+                return Ok(Some(p));
+            }
+        }
+        drop(snap);
+        let p = self.observe(self.inner.store.lookup(self.event(), session).await)?;
+        if let Some(p) = &p {
+            self.remember(p);
+        }
+        Ok(p)
+    }
+
+    /// An admitted session comes for its pass: it turns active (its idle deadline starts). Returns its placement.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn claim(&self, session: &str) -> Result<Option<Placement>, StoreError> {
+        let idle = self.inner.config.idle_timeout.as_millis() as u64;
+        let p = self.observe(
+            self.inner
+                .store
+                .claim(self.event(), session, self.now_ms(), idle)
+                .await,
+        )?;
+        self.inner.cache.invalidate(session);
+        Ok(p)
+    }
+
+    /// Marks a session finished: it leaves the active count at once and the next tick lets the next person in.
+    /// `seats` is what its order bought (0 when it left without buying). Returns whether it was active.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
+        let r = self.observe(
+            self.inner
+                .store
+                .finish(self.event(), session, seats, self.now_ms())
+                .await,
+        )?;
+        self.inner.cache.invalidate(session);
+        {
+            let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.active.remove(session);
+        }
+        self.refresh().await.ok();
+        Ok(r)
+    }
+
+    /// What to tell the holder of `placement` (`None`: not in line). Local: no store call.
+    pub fn status(&self, placement: Option<&Placement>) -> Status {
+        let snap = self.inner.snap.load();
+        let now = self.now_ms();
+        let s = &snap.settings;
+        let mut st = Status {
+            event: self.inner.config.event.clone(),
+            name: self.inner.config.display_name.clone(),
+            state: ViewState::NotInLine,
+            position: None,
+            number: placement.and_then(|p| p.number),
+            eta_seconds: None,
+            eta_low_seconds: None,
+            eta_high_seconds: None,
+            eta_basis: None,
+            reach_position: None,
+            beyond_reach: false,
+            in_line: snap.waiting(),
+            refresh_seconds: self.inner.config.poll_interval.as_secs().max(1),
+            opens_at: s.opens_at_ms.filter(|&t| t > now).map(rfc3339),
+            store_ok: self.store_ok(),
+            updated_at: rfc3339(now),
+        };
+        let state = placement.map(|p| p.state);
+        st.state = match state {
+            Some(SessionState::Admitted | SessionState::Active) => ViewState::Admitted,
+            _ if s.closed => ViewState::Closed,
+            _ if s.sold_out() => ViewState::SoldOut,
+            Some(SessionState::PreQueue) => ViewState::Prequeue,
+            Some(SessionState::Waiting) => {
+                if s.paused || s.inventory.is_some_and(|i| i.available() == 0) {
+                    ViewState::Paused
+                } else {
+                    ViewState::Waiting
+                }
+            }
+            _ => ViewState::NotInLine,
+        };
+        if let (Some(SessionState::Waiting), Some(n)) = (state, placement.and_then(|p| p.number)) {
+            let position = n.saturating_sub(snap.served).max(1);
+            st.position = Some(position);
+            let eta = self.eta_for(position, &snap);
+            st.eta_seconds = Some(eta.seconds);
+            st.eta_low_seconds = Some(eta.low_seconds);
+            st.eta_high_seconds = Some(eta.high_seconds);
+            st.eta_basis = Some(eta.basis);
+            if let Some(reach) = estimate::reach(&snap) {
+                let reach_pos = reach.saturating_sub(snap.served);
+                st.reach_position = Some(reach_pos);
+                st.beyond_reach = position > reach_pos;
+            }
+        }
+        st
+    }
+
+    fn configured_rate(&self) -> f64 {
+        let snap = self.inner.snap.load();
+        snap.settings.capacity as f64 / (self.inner.config.expected_visit.as_secs_f64() / 60.0)
+    }
+
+    fn eta_for(&self, position: u64, snap: &Snapshot) -> Eta {
+        let pace = self
+            .inner
+            .meter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pace();
+        estimate::eta(position, snap, pace, self.configured_rate())
+    }
+
+    /// A snapshot of the room for operators and dashboards.
+    pub fn stats(&self) -> Stats {
+        let snap = self.inner.snap.load();
+        let (pace, served_pm) = {
+            let m = self.inner.meter.lock().unwrap_or_else(|e| e.into_inner());
+            (m.pace(), m.served_per_minute())
+        };
+        let tail = snap.waiting();
+        Stats {
+            event: self.inner.config.event.clone(),
+            waiting: tail,
+            prequeue: snap.prequeue,
+            active: snap.active,
+            capacity: snap.settings.capacity,
+            admit_per_minute: snap.settings.admit_per_minute,
+            served: snap.served,
+            counters: snap.counters,
+            head_rate_per_minute: pace.map(|p| p.0),
+            served_per_minute: served_pm,
+            tail_eta_seconds: (tail > 0)
+                .then(|| estimate::eta(tail, &snap, pace, self.configured_rate()).seconds),
+            inventory: snap.settings.inventory,
+            paused: snap.settings.paused,
+            closed: snap.settings.closed,
+            sold_out: snap.settings.sold_out(),
+            store_ok: self.store_ok(),
+        }
+    }
+
+    fn record_snapshot(&self) {
+        let snap = self.inner.snap.load();
+        self.inner
+            .meter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(self.now_ms(), &snap);
+    }
+
+    /// Reads the shared numbers from the store now.
+    ///
+    /// # Errors
+    /// When the store cannot be reached; the last snapshot stays in force.
+    pub async fn refresh(&self) -> Result<(), StoreError> {
+        let snap = self.observe(self.inner.store.snapshot(self.event()).await)?;
+        self.inner.snap.store(Arc::new(snap));
+        self.record_snapshot();
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        let (waiting, active) = {
+            let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                std::mem::take(&mut p.waiting),
+                std::mem::take(&mut p.active),
+            )
+        };
+        if waiting.is_empty() && active.is_empty() {
+            return Ok(());
+        }
+        let touches = Touches {
+            now_ms: self.now_ms(),
+            waiting: waiting.iter().cloned().collect(),
+            active: active.iter().cloned().collect(),
+            idle_timeout_ms: self.inner.config.idle_timeout.as_millis() as u64,
+        };
+        let r = self.observe(self.inner.store.touch(self.event(), &touches).await);
+        if r.is_err() {
+            // Keep the marks for the next attempt: a store outage must not make people look abandoned.
+            let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+            for s in waiting {
+                if p.waiting.len() >= MAX_PENDING {
+                    break;
+                }
+                p.waiting.insert(s);
+            }
+            for s in active {
+                if p.active.len() >= MAX_PENDING {
+                    break;
+                }
+                p.active.insert(s);
+            }
+        }
+        r
+    }
+
+    async fn run_once(&self, force_flush: bool) -> Result<TickReport, StoreError> {
+        let now = self.now_ms();
+        let last = self.inner.last_flush_ms.load(Ordering::Relaxed);
+        if force_flush || now >= last + FLUSH_EVERY_MS || now < last {
+            self.inner.last_flush_ms.store(now, Ordering::Relaxed);
+            let _ = self.flush().await;
+        }
+        let tick = Tick {
+            now_ms: now,
+            arrival_window_ms: self.inner.config.arrival_window.as_millis() as u64,
+            abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
+            max_scan: self.inner.config.max_scan_per_tick,
+        };
+        let report = self.observe(self.inner.store.tick(self.event(), &tick).await);
+        if let Ok(r) = &report {
+            for s in r.expired.iter().chain(&r.admitted).chain(&r.abandoned) {
+                self.inner.cache.invalidate(s);
+            }
+            if r.drew {
+                tracing::info!(event = %self.event(), "the draw ran; the door is open");
+            }
+        }
+        let _ = self.refresh().await;
+        report
+    }
+
+    /// Runs one round of the background work now: flushes liveness and touches, runs the admission tick, refreshes
+    /// the shared numbers. Tests and rehearsals with a manual clock call this instead of waiting.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn tick_now(&self) -> Result<TickReport, StoreError> {
+        self.run_once(true).await
+    }
+
+    async fn change(&self, change: SettingsChange) -> Result<Settings, StoreError> {
+        let s = self.observe(self.inner.store.update(self.event(), &change).await)?;
+        let _ = self.refresh().await;
+        Ok(s)
+    }
+
+    /// Sets the capacity (every instance sharing the store sees it at its next refresh).
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn set_capacity(&self, capacity: u64) -> Result<Settings, StoreError> {
+        self.change(SettingsChange::Capacity { capacity }).await
+    }
+
+    /// Sets or clears the per-minute admission cap.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn set_admit_per_minute(
+        &self,
+        per_minute: Option<u64>,
+    ) -> Result<Settings, StoreError> {
+        self.change(SettingsChange::AdmitPerMinute { per_minute })
+            .await
+    }
+
+    /// Pauses the door.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn pause(&self) -> Result<Settings, StoreError> {
+        self.change(SettingsChange::Pause).await
+    }
+
+    /// Resumes the door.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn resume(&self) -> Result<Settings, StoreError> {
+        self.change(SettingsChange::Resume).await
+    }
+
+    /// Opens the door now (with a random draw, the draw runs at the next tick).
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn open_now(&self) -> Result<Settings, StoreError> {
+        self.change(SettingsChange::OpenNow {
+            now_ms: self.now_ms(),
+        })
+        .await
+    }
+
+    /// Closes the on-sale: nobody new joins or is let in.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn close(&self) -> Result<Settings, StoreError> {
+        self.change(SettingsChange::Close).await
+    }
+
+    /// Reports the seats: the door stops when none is available and the room turns sold out when all are sold.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn set_inventory(&self, inventory: Inventory) -> Result<Settings, StoreError> {
+        self.change(SettingsChange::Inventory { inventory }).await
+    }
+}

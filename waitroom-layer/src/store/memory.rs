@@ -1,0 +1,352 @@
+//! The embedded store: one process, zero set-up, the default.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use super::{
+    Counters, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
+    TickReport, Touches,
+};
+use crate::error::StoreError;
+
+/// The embedded in-process store: every on-sale's line in this process's memory, behind one mutex.
+///
+/// About 140 bytes per waiting session (see BENCHMARKS.md). Cheap to clone; clones share the data.
+#[derive(Debug, Default, Clone)]
+pub struct MemoryStore {
+    events: Arc<Mutex<HashMap<String, Event>>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Event>> {
+        // A panic while holding the lock cannot leave an event half-updated in a way later calls misread (every
+        // step below completes before it returns), so a poisoned lock is taken over rather than spread.
+        self.events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn with_event<T>(&self, event: &str, f: impl FnOnce(&mut Event) -> T) -> Result<T, StoreError> {
+        let mut events = self.lock();
+        match events.get_mut(event) {
+            Some(ev) => Ok(f(ev)),
+            None => Err(StoreError::Unavailable(format!(
+                "on-sale `{event}` was not initialised"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    state: SessionState,
+    /// 0 while it has no number.
+    number: u64,
+    last_seen_ms: u64,
+}
+
+#[derive(Debug)]
+struct Event {
+    settings: Settings,
+    drawn: bool,
+    sessions: HashMap<Arc<str>, Rec>,
+    accounts: HashMap<Box<str>, Arc<str>>,
+    prequeue: Vec<(u64, Arc<str>)>,
+    /// Sessions with numbers `served + 1 ..= last_number`, front first.
+    line: VecDeque<Arc<str>>,
+    last_number: u64,
+    served: u64,
+    /// Admitted and active sessions with their deadlines (kept apart from `sessions` so the expiry scan touches
+    /// only these few thousand entries).
+    active: HashMap<Arc<str>, u64>,
+    /// (second, admissions in that second) over the last minute.
+    recent_admits: VecDeque<(u64, u64)>,
+    counters: Counters,
+}
+
+impl Event {
+    fn new(settings: Settings) -> Self {
+        let drawn = !settings.random_draw;
+        Self {
+            settings,
+            drawn,
+            sessions: HashMap::new(),
+            accounts: HashMap::new(),
+            prequeue: Vec::new(),
+            line: VecDeque::new(),
+            last_number: 0,
+            served: 0,
+            active: HashMap::new(),
+            recent_admits: VecDeque::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    fn placement(&self, sid: &str) -> Option<Placement> {
+        self.sessions.get(sid).map(|r| Placement {
+            session: sid.to_owned(),
+            state: r.state,
+            number: (r.number > 0).then_some(r.number),
+        })
+    }
+
+    fn draw_due(&self, now_ms: u64) -> bool {
+        !self.drawn && self.settings.opens_at_ms.is_none_or(|t| now_ms >= t)
+    }
+
+    /// The draw: the pre-queue, ordered by secret random key, takes the next numbers.
+    fn draw(&mut self) {
+        let mut pre = std::mem::take(&mut self.prequeue);
+        pre.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        for (_, sid) in pre {
+            self.last_number += 1;
+            if let Some(r) = self.sessions.get_mut(&sid) {
+                r.state = SessionState::Waiting;
+                r.number = self.last_number;
+            }
+            self.line.push_back(sid);
+        }
+        self.drawn = true;
+    }
+
+    fn join(&mut self, j: &Join) -> Placement {
+        if let Some(account) = &j.account
+            && let Some(owner) = self.accounts.get(account.as_str())
+            && let Some(p) = self.placement(owner)
+            && !p.state.is_terminal()
+        {
+            return p;
+        }
+        if let Some(p) = self.placement(&j.session)
+            && !p.state.is_terminal()
+        {
+            return p;
+        }
+        let sid: Arc<str> = Arc::from(j.session.as_str());
+        if self.draw_due(j.now_ms) {
+            self.draw();
+        }
+        let mut rec = Rec {
+            state: SessionState::Waiting,
+            number: 0,
+            last_seen_ms: j.now_ms,
+        };
+        if self.drawn {
+            self.last_number += 1;
+            rec.number = self.last_number;
+            self.line.push_back(sid.clone());
+        } else {
+            rec.state = SessionState::PreQueue;
+            self.prequeue.push((j.draw_key, sid.clone()));
+        }
+        self.sessions.insert(sid.clone(), rec);
+        if let Some(account) = &j.account {
+            self.accounts.insert(account.as_str().into(), sid);
+        }
+        self.counters.joined += 1;
+        self.placement(&j.session).expect("just inserted")
+    }
+
+    fn admitted_last_minute(&mut self, now_ms: u64) -> u64 {
+        let now_s = now_ms / 1000;
+        while self
+            .recent_admits
+            .front()
+            .is_some_and(|&(s, _)| s + 60 <= now_s)
+        {
+            self.recent_admits.pop_front();
+        }
+        self.recent_admits.iter().map(|&(_, n)| n).sum()
+    }
+
+    fn note_admits(&mut self, now_ms: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let now_s = now_ms / 1000;
+        match self.recent_admits.back_mut() {
+            Some((s, c)) if *s == now_s => *c += n,
+            _ => self.recent_admits.push_back((now_s, n)),
+        }
+    }
+
+    fn tick(&mut self, t: &Tick) -> TickReport {
+        let mut report = TickReport::default();
+        if self.draw_due(t.now_ms) {
+            self.draw();
+            report.drew = true;
+        }
+        // Expire idle actives (and admitted sessions that never came).
+        let expired: Vec<Arc<str>> = self
+            .active
+            .iter()
+            .filter(|(_, deadline)| **deadline <= t.now_ms)
+            .map(|(sid, _)| sid.clone())
+            .collect();
+        for sid in expired {
+            self.active.remove(&sid);
+            if let Some(r) = self.sessions.get_mut(&sid) {
+                r.state = SessionState::Expired;
+            }
+            self.counters.expired += 1;
+            report.expired.push(sid.to_string());
+        }
+        if !self.settings.door_open(t.now_ms) {
+            return report;
+        }
+        let mut room = self
+            .settings
+            .capacity
+            .saturating_sub(self.active.len() as u64);
+        if let Some(cap) = self.settings.admit_per_minute {
+            room = room.min(cap.saturating_sub(self.admitted_last_minute(t.now_ms)));
+        }
+        let mut scanned = 0;
+        let mut admitted = 0;
+        while admitted < room && scanned < t.max_scan {
+            let Some(sid) = self.line.pop_front() else {
+                break;
+            };
+            scanned += 1;
+            self.served += 1;
+            let Some(r) = self.sessions.get_mut(&sid) else {
+                continue;
+            };
+            if r.last_seen_ms.saturating_add(t.abandon_after_ms) < t.now_ms {
+                r.state = SessionState::Abandoned;
+                self.counters.abandoned += 1;
+                report.abandoned.push(sid.to_string());
+            } else {
+                r.state = SessionState::Admitted;
+                self.active
+                    .insert(sid.clone(), t.now_ms + t.arrival_window_ms);
+                self.counters.admitted += 1;
+                admitted += 1;
+                report.admitted.push(sid.to_string());
+            }
+        }
+        self.note_admits(t.now_ms, admitted);
+        report
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            settings: self.settings.clone(),
+            drawn: self.drawn,
+            prequeue: self.prequeue.len() as u64,
+            last_number: self.last_number,
+            served: self.served,
+            active: self.active.len() as u64,
+            counters: self.counters,
+        }
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn init(&self, event: &str, defaults: &Settings) -> Result<Settings, StoreError> {
+        let mut events = self.lock();
+        let ev = events
+            .entry(event.to_owned())
+            .or_insert_with(|| Event::new(defaults.clone()));
+        Ok(ev.settings.clone())
+    }
+
+    async fn join(&self, event: &str, join: &Join) -> Result<Placement, StoreError> {
+        self.with_event(event, |ev| ev.join(join))
+    }
+
+    async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.placement(session))
+    }
+
+    async fn claim(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        idle_timeout_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| {
+            if let Some(r) = ev.sessions.get_mut(session)
+                && r.state.is_active()
+                && let Some(deadline) = ev.active.get_mut(session)
+            {
+                r.state = SessionState::Active;
+                *deadline = (*deadline).max(now_ms + idle_timeout_ms);
+            }
+            ev.placement(session)
+        })
+    }
+
+    async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
+        self.with_event(event, |ev| {
+            for sid in &touches.waiting {
+                if let Some(r) = ev.sessions.get_mut(sid.as_str())
+                    && matches!(r.state, SessionState::Waiting | SessionState::PreQueue)
+                {
+                    r.last_seen_ms = r.last_seen_ms.max(touches.now_ms);
+                }
+            }
+            for sid in &touches.active {
+                if ev
+                    .sessions
+                    .get(sid.as_str())
+                    .is_some_and(|r| r.state == SessionState::Active)
+                    && let Some(deadline) = ev.active.get_mut(sid.as_str())
+                {
+                    *deadline = (*deadline).max(touches.now_ms + touches.idle_timeout_ms);
+                }
+            }
+        })
+    }
+
+    async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError> {
+        self.with_event(event, |ev| ev.tick(tick))
+    }
+
+    async fn finish(
+        &self,
+        event: &str,
+        session: &str,
+        seats: u32,
+        _now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        self.with_event(event, |ev| {
+            let Some(r) = ev.sessions.get_mut(session) else {
+                return false;
+            };
+            if !r.state.is_active() {
+                return false;
+            }
+            r.state = SessionState::Finished;
+            ev.active.remove(session);
+            ev.counters.finished += 1;
+            if seats > 0 {
+                ev.counters.orders += 1;
+                ev.counters.seats_bought += u64::from(seats);
+                if let Some(inv) = ev.settings.inventory.as_mut() {
+                    inv.sold = (inv.sold + u64::from(seats)).min(inv.total);
+                    inv.held = inv.held.saturating_sub(u64::from(seats));
+                }
+            }
+            true
+        })
+    }
+
+    async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
+        self.with_event(event, |ev| ev.snapshot())
+    }
+
+    async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError> {
+        self.with_event(event, |ev| {
+            change.apply(&mut ev.settings);
+            ev.settings.clone()
+        })
+    }
+}

@@ -1,0 +1,355 @@
+//! Where the line lives.
+//!
+//! A [`Store`] holds one or several on-sales (each named by its event id): the line (line numbers in join order,
+//! the pre-queue before a random draw), the `served` counter, the active sessions with their deadlines, and the
+//! settings that operators change while the room runs. Every method is one atomic step, so several room instances
+//! may call them at once (the admission tick included) and the capacity still holds exactly.
+//!
+//! Two stores ship: [`MemoryStore`] (embedded, the default) and, with the `redis` feature, `RedisStore`. The
+//! contract is written so a store can serve it with one round trip per call: polls of waiting sessions do not
+//! reach the store at all (the room answers them from a [`Snapshot`] it refreshes a few times a second), liveness
+//! and touches arrive in batches ([`Touches`]), and the admission tick is one call per instance per interval.
+
+mod memory;
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+pub use memory::MemoryStore;
+
+use crate::error::StoreError;
+
+/// Where a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// Joined before a random draw; no line number yet.
+    PreQueue,
+    /// In line with a number.
+    Waiting,
+    /// Reached the head and let in; has not come to claim the place yet.
+    Admitted,
+    /// Admitted and claimed its pass; counted as active until it finishes or idles out.
+    Active,
+    /// Terminal: the order service marked it finished.
+    Finished,
+    /// Terminal: admitted or active, then idle past its deadline (or never came to claim its place).
+    Expired,
+    /// Terminal: stopped polling while in line and was skipped at the head.
+    Abandoned,
+}
+
+impl SessionState {
+    /// Whether this state ends a join (a new join starts a new place at the back).
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Finished | Self::Expired | Self::Abandoned)
+    }
+
+    /// Whether the session counts against the capacity.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Admitted | Self::Active)
+    }
+
+    /// A stable one-byte code (used by stores that pack records).
+    pub fn code(self) -> u8 {
+        match self {
+            Self::PreQueue => b'p',
+            Self::Waiting => b'w',
+            Self::Admitted => b'a',
+            Self::Active => b'A',
+            Self::Finished => b'f',
+            Self::Expired => b'e',
+            Self::Abandoned => b'x',
+        }
+    }
+
+    /// The inverse of [`SessionState::code`].
+    pub fn from_code(c: u8) -> Option<Self> {
+        Some(match c {
+            b'p' => Self::PreQueue,
+            b'w' => Self::Waiting,
+            b'a' => Self::Admitted,
+            b'A' => Self::Active,
+            b'f' => Self::Finished,
+            b'e' => Self::Expired,
+            b'x' => Self::Abandoned,
+            _ => return None,
+        })
+    }
+}
+
+/// What the store knows of one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The session that holds the place (differs from the asking session when an account already holds one).
+    pub session: String,
+    /// Where it stands.
+    pub state: SessionState,
+    /// Its line number, once it has one; never changes for this join.
+    pub number: Option<u64>,
+}
+
+/// The state of the seats, as the inventory reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Inventory {
+    /// Seats on sale in all.
+    pub total: u64,
+    /// Seats sold.
+    pub sold: u64,
+    /// Seats held by someone at checkout (they come back if the hold expires).
+    pub held: u64,
+}
+
+impl Inventory {
+    /// Seats neither sold nor held.
+    pub fn available(&self) -> u64 {
+        self.total
+            .saturating_sub(self.sold)
+            .saturating_sub(self.held)
+    }
+
+    /// Every seat is sold.
+    pub fn sold_out(&self) -> bool {
+        self.total > 0 && self.sold >= self.total
+    }
+}
+
+/// Settings shared by every instance of one on-sale; operators change them while the room runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Most sessions active (admitted and not yet finished or expired) at once.
+    pub capacity: u64,
+    /// Most new admissions in any sliding minute, if set.
+    pub admit_per_minute: Option<u64>,
+    /// The door is paused by an operator: nobody new is let in.
+    pub paused: bool,
+    /// The on-sale is closed: nobody new joins or is let in.
+    pub closed: bool,
+    /// When the door opens (ms since the Unix epoch), if it does not open at once.
+    pub opens_at_ms: Option<u64>,
+    /// Sessions joining before `opens_at_ms` are ordered by a random draw at opening.
+    pub random_draw: bool,
+    /// The seats, once the app reports them.
+    pub inventory: Option<Inventory>,
+}
+
+impl Settings {
+    /// Whether the door may let anyone in at `now_ms` (ignoring the capacity).
+    pub fn door_open(&self, now_ms: u64) -> bool {
+        !self.paused
+            && !self.closed
+            && self.opens_at_ms.is_none_or(|t| now_ms >= t)
+            && self.inventory.is_none_or(|i| i.available() > 0)
+    }
+
+    /// Every seat is sold.
+    pub fn sold_out(&self) -> bool {
+        self.inventory.is_some_and(|i| i.sold_out())
+    }
+}
+
+/// A change to the shared settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op")]
+pub enum SettingsChange {
+    /// Set the capacity.
+    Capacity {
+        /// The new capacity.
+        capacity: u64,
+    },
+    /// Set or clear the per-minute admission cap.
+    AdmitPerMinute {
+        /// The new cap; `None` removes it.
+        per_minute: Option<u64>,
+    },
+    /// Stop letting people in.
+    Pause,
+    /// Let people in again.
+    Resume,
+    /// Open the door now (runs the draw at the next tick).
+    OpenNow {
+        /// The time of opening.
+        now_ms: u64,
+    },
+    /// Close the on-sale.
+    Close,
+    /// Report the seats.
+    Inventory {
+        /// The new inventory.
+        inventory: Inventory,
+    },
+}
+
+impl SettingsChange {
+    /// Applies the change to `s`.
+    pub fn apply(&self, s: &mut Settings) {
+        match *self {
+            Self::Capacity { capacity } => s.capacity = capacity,
+            Self::AdmitPerMinute { per_minute } => s.admit_per_minute = per_minute,
+            Self::Pause => s.paused = true,
+            Self::Resume => s.paused = false,
+            Self::OpenNow { now_ms } => {
+                if s.opens_at_ms.is_none_or(|t| t > now_ms) {
+                    s.opens_at_ms = Some(now_ms);
+                }
+            }
+            Self::Close => s.closed = true,
+            Self::Inventory { inventory } => s.inventory = Some(inventory),
+        }
+    }
+}
+
+/// A request to join the line.
+#[derive(Debug, Clone)]
+pub struct Join {
+    /// The session joining.
+    pub session: String,
+    /// The account, when the app supplies one: an account holds one place whichever session asks.
+    pub account: Option<String>,
+    /// The time of joining.
+    pub now_ms: u64,
+    /// A secret random key for the draw (used only when joining the pre-queue).
+    pub draw_key: u64,
+}
+
+/// A batch of liveness marks and touches, flushed by the room about once a second.
+#[derive(Debug, Clone, Default)]
+pub struct Touches {
+    /// The time of the flush.
+    pub now_ms: u64,
+    /// Waiting or pre-queued sessions that polled since the last flush.
+    pub waiting: Vec<String>,
+    /// Active sessions that made a protected request since the last flush (their idle deadline moves).
+    pub active: Vec<String>,
+    /// How long an active session may idle before it expires.
+    pub idle_timeout_ms: u64,
+}
+
+impl Touches {
+    /// Nothing to send.
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty() && self.active.is_empty()
+    }
+}
+
+/// The parameters of one admission tick.
+#[derive(Debug, Clone)]
+pub struct Tick {
+    /// The time of the tick.
+    pub now_ms: u64,
+    /// How long an admitted session has to come and claim its place.
+    pub arrival_window_ms: u64,
+    /// A waiting session not seen for this long is abandoned when it reaches the head.
+    pub abandon_after_ms: u64,
+    /// The most sessions this tick may look at from the head (admitted plus skipped): bounds one call's work.
+    pub max_scan: u64,
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    /// Sessions let in.
+    pub admitted: Vec<String>,
+    /// Sessions skipped at the head as abandoned.
+    pub abandoned: Vec<String>,
+    /// Active or admitted sessions that idled past their deadline.
+    pub expired: Vec<String>,
+    /// Whether this tick ran the random draw.
+    pub drew: bool,
+}
+
+/// Running totals of one on-sale.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Joins (a rejoin after a terminal state counts again).
+    pub joined: u64,
+    /// Sessions let in.
+    pub admitted: u64,
+    /// Sessions finished by the order service.
+    pub finished: u64,
+    /// Sessions that idled out (or never claimed their place).
+    pub expired: u64,
+    /// Sessions skipped as abandoned.
+    pub abandoned: u64,
+    /// Finished sessions that bought at least one seat.
+    pub orders: u64,
+    /// Seats bought by finished sessions.
+    pub seats_bought: u64,
+}
+
+/// The shared numbers every instance refreshes a few times a second.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The settings in force.
+    pub settings: Settings,
+    /// Whether the random draw has run (always true without a draw).
+    pub drawn: bool,
+    /// Sessions in the pre-queue (before the draw).
+    pub prequeue: u64,
+    /// The highest line number given out.
+    pub last_number: u64,
+    /// Numbers that have left the head (admitted or skipped).
+    pub served: u64,
+    /// Sessions admitted or active now.
+    pub active: u64,
+    /// Running totals.
+    pub counters: Counters,
+}
+
+impl Snapshot {
+    /// Sessions in line or in the pre-queue (sessions that gave up count until the head reaches them).
+    pub fn waiting(&self) -> u64 {
+        self.last_number.saturating_sub(self.served) + self.prequeue
+    }
+}
+
+/// The line's storage. See the module docs.
+///
+/// Every method is atomic with respect to the others, for every caller sharing the store.
+#[async_trait]
+pub trait Store: Send + Sync + fmt::Debug + 'static {
+    /// Writes `defaults` as the settings of `event` unless it already has settings; returns the settings in force.
+    async fn init(&self, event: &str, defaults: &Settings) -> Result<Settings, StoreError>;
+
+    /// Joins the line. Idempotent: a session (or account) already in line or admitted gets its place back. A session
+    /// whose last join ended (finished, expired, abandoned) joins again at the back.
+    async fn join(&self, event: &str, join: &Join) -> Result<Placement, StoreError>;
+
+    /// Where a session stands, if the store knows it.
+    async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError>;
+
+    /// Turns an admitted session active (it came to claim its pass); its idle deadline starts. Returns its
+    /// placement; an already active session stays active and is touched.
+    async fn claim(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        idle_timeout_ms: u64,
+    ) -> Result<Option<Placement>, StoreError>;
+
+    /// Records a batch of liveness marks (waiting) and touches (active).
+    async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError>;
+
+    /// The admission tick: runs the draw when due, expires idle sessions, then lets people in from the head while
+    /// the door is open, `active < capacity` and the per-minute cap allows, skipping abandoned sessions.
+    async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError>;
+
+    /// Marks an admitted or active session finished (it leaves the active count at once); `seats` is what its
+    /// order bought, added to the inventory's sold seats. Returns whether the session was admitted or active.
+    async fn finish(
+        &self,
+        event: &str,
+        session: &str,
+        seats: u32,
+        now_ms: u64,
+    ) -> Result<bool, StoreError>;
+
+    /// The shared numbers.
+    async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError>;
+
+    /// Changes the settings; returns the settings in force after the change.
+    async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError>;
+}

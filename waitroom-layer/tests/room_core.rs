@@ -1,0 +1,506 @@
+//! The room's core through its public handle, with a manual clock: fairness of the draw, back-pressure, the door's
+//! operations, the session lifecycle, and that a waiting poll costs no store call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use waitroom_layer::store::{
+    Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick, TickReport,
+    Touches,
+};
+use waitroom_layer::{
+    Fairness, Inventory, ManualClock, MemoryStore, StoreError, ViewState, WaitingRoom,
+};
+
+const T0: u64 = 1_800_000_000_000;
+
+fn clock() -> ManualClock {
+    ManualClock::new(T0)
+}
+
+/// Spearman's rank correlation of two equally long sequences of distinct values.
+fn spearman(a: &[u64], b: &[u64]) -> f64 {
+    fn ranks(v: &[u64]) -> Vec<f64> {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by_key(|&i| v[i]);
+        let mut r = vec![0.0; v.len()];
+        for (rank, i) in idx.into_iter().enumerate() {
+            r[i] = rank as f64;
+        }
+        r
+    }
+    let (ra, rb) = (ranks(a), ranks(b));
+    let n = a.len() as f64;
+    let d2: f64 = ra.iter().zip(&rb).map(|(x, y)| (x - y).powi(2)).sum();
+    1.0 - 6.0 * d2 / (n * (n * n - 1.0))
+}
+
+async fn drawn_numbers(ids: &[String]) -> Vec<u64> {
+    let c = clock();
+    let opens = UNIX_EPOCH + Duration::from_millis(T0 + 3_600_000);
+    let room = WaitingRoom::builder("draw")
+        .fairness(Fairness::RandomAtOpen { opens_at: opens })
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    for id in ids {
+        c.advance(Duration::from_millis(100));
+        let p = room.join(id, None).await.unwrap();
+        assert_eq!(p.state, SessionState::PreQueue);
+        assert_eq!(p.number, None, "no number before the draw");
+        assert_eq!(room.status(Some(&p)).state, ViewState::Prequeue);
+    }
+    assert!(room.status(None).opens_at.is_some());
+    c.set_ms(T0 + 3_600_000);
+    let r = room.tick_now().await.unwrap();
+    assert!(r.drew);
+    let mut out = Vec::new();
+    for id in ids {
+        let p = room.locate(id, None).await.unwrap().unwrap();
+        out.push(p.number.expect("numbered by the draw"));
+    }
+    // Someone arriving after the opening queues behind everyone from the pre-queue.
+    let late = room.join("late-arrival-000000000", None).await.unwrap();
+    assert_eq!(late.number, Some(ids.len() as u64 + 1));
+    out
+}
+
+/// 10,000 sessions join the pre-queue in a known order. Under independence Spearman's rho between join order and
+/// line number is approximately normal with standard deviation 1/sqrt(n-1) ≈ 0.01, so |rho| < 0.05 is a five-sigma
+/// bound (a fair draw fails it with probability below 1e-6). The draw is not a function of the session id: the same
+/// ids drawn twice give uncorrelated orders, and the number is uncorrelated with the id's own order.
+#[tokio::test]
+async fn the_draw_is_uncorrelated_with_join_order_and_unpredictable_from_the_id() {
+    let n = 10_000usize;
+    let ids: Vec<String> = (0..n)
+        .map(|i| format!("sess-{i:06}-aaaaaaaaaaaa"))
+        .collect();
+    let first = drawn_numbers(&ids).await;
+    let second = drawn_numbers(&ids).await;
+    let mut sorted = first.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        (1..=n as u64).collect::<Vec<_>>(),
+        "numbers unique and dense"
+    );
+    let order: Vec<u64> = (0..n as u64).collect();
+    let rho_join = spearman(&order, &first);
+    let rho_repeat = spearman(&first, &second);
+    println!("rho(join order, number) = {rho_join:.4}; rho(draw 1, draw 2) = {rho_repeat:.4}");
+    assert!(
+        rho_join.abs() < 0.05,
+        "draw correlates with join order: rho = {rho_join}"
+    );
+    assert!(
+        rho_repeat.abs() < 0.05,
+        "the same ids gave a similar order twice: rho = {rho_repeat}"
+    );
+}
+
+/// A back-pressure run: capacity 8,000, every admitted person claims at once and finishes after a visit of varying
+/// length (mean 4 minutes, then 6); admissions per minute settle at capacity / mean visit length without anything
+/// being reconfigured.
+#[tokio::test]
+async fn admissions_follow_visit_length() {
+    let c = clock();
+    let room = WaitingRoom::builder("bp")
+        .capacity(8_000)
+        .abandon_after(Duration::from_secs(7_200))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    for i in 0..140_000u32 {
+        room.join(&format!("bp-{i:07}-zzzzzzzzzzzz"), None)
+            .await
+            .unwrap();
+    }
+    let mut visits: std::collections::VecDeque<(u64, String)> = Default::default();
+    let mut per_minute: Vec<u64> = Vec::new();
+    let mut visit_ms = 240_000;
+    let mut rng: u64 = 42;
+    for second in 0..(40 * 60) {
+        if second == 20 * 60 {
+            visit_ms = 360_000; // payment slows down: visits stretch to six minutes
+        }
+        c.advance(Duration::from_secs(1));
+        let now = c.now_ms_pub();
+        while visits.front().is_some_and(|(t, _)| *t <= now) {
+            let (_, s) = visits.pop_front().unwrap();
+            room.finish(&s, 3).await.unwrap();
+        }
+        let r = room.tick_now().await.unwrap();
+        for s in r.admitted {
+            room.claim(&s).await.unwrap();
+            // Visits vary: uniform between a quarter and 1.75 times the mean (a fixed-seed generator).
+            rng = rng
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let f = 0.25 + 1.5 * ((rng >> 11) as f64 / (1u64 << 53) as f64);
+            let at = now + (visit_ms as f64 * f) as u64;
+            let i = visits.partition_point(|(t, _)| *t <= at);
+            visits.insert(i, (at, s));
+        }
+        assert!(room.snapshot().active <= 8_000);
+        if second % 60 == 59 {
+            per_minute.push(room.snapshot().counters.admitted);
+        }
+    }
+    let rate =
+        |from: usize, to: usize| (per_minute[to] - per_minute[from]) as f64 / (to - from) as f64;
+    let four = rate(12, 19);
+    let six = rate(32, 39);
+    println!("admissions per minute: 4-minute visits {four:.0}, 6-minute visits {six:.0}");
+    assert!(
+        (four - 2_000.0).abs() < 100.0,
+        "4-minute visits: {four}/min"
+    );
+    assert!((six - 1_333.0).abs() < 100.0, "6-minute visits: {six}/min");
+}
+
+trait NowPub {
+    fn now_ms_pub(&self) -> u64;
+}
+impl NowPub for ManualClock {
+    fn now_ms_pub(&self) -> u64 {
+        waitroom_layer::Clock::now_ms(self)
+    }
+}
+
+/// A real MemoryStore that counts calls, to show what reaches the store.
+#[derive(Debug, Default)]
+struct Counting {
+    inner: MemoryStore,
+    calls: AtomicU64,
+}
+
+impl Counting {
+    fn bump(&self) {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl Store for Counting {
+    async fn init(&self, e: &str, d: &Settings) -> Result<Settings, StoreError> {
+        self.bump();
+        self.inner.init(e, d).await
+    }
+    async fn join(&self, e: &str, j: &Join) -> Result<Placement, StoreError> {
+        self.bump();
+        self.inner.join(e, j).await
+    }
+    async fn lookup(&self, e: &str, s: &str) -> Result<Option<Placement>, StoreError> {
+        self.bump();
+        self.inner.lookup(e, s).await
+    }
+    async fn claim(
+        &self,
+        e: &str,
+        s: &str,
+        n: u64,
+        i: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.bump();
+        self.inner.claim(e, s, n, i).await
+    }
+    async fn touch(&self, e: &str, t: &Touches) -> Result<(), StoreError> {
+        self.bump();
+        self.inner.touch(e, t).await
+    }
+    async fn tick(&self, e: &str, t: &Tick) -> Result<TickReport, StoreError> {
+        self.bump();
+        self.inner.tick(e, t).await
+    }
+    async fn finish(&self, e: &str, s: &str, seats: u32, n: u64) -> Result<bool, StoreError> {
+        self.bump();
+        self.inner.finish(e, s, seats, n).await
+    }
+    async fn snapshot(&self, e: &str) -> Result<Snapshot, StoreError> {
+        self.bump();
+        self.inner.snapshot(e).await
+    }
+    async fn update(&self, e: &str, c: &SettingsChange) -> Result<Settings, StoreError> {
+        self.bump();
+        self.inner.update(e, c).await
+    }
+}
+
+/// Polls of waiting sessions are answered from local memory: 10,000 polls, zero store calls; liveness reaches the
+/// store as one batch at the next tick.
+#[tokio::test]
+async fn a_waiting_poll_needs_no_store_call() {
+    let store = Arc::new(Counting::default());
+    let c = clock();
+    let room = WaitingRoom::builder("poll")
+        .capacity(1)
+        .clock(Arc::new(c.clone()))
+        .shared_store(store.clone())
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let mut placed = Vec::new();
+    for i in 0..1_000 {
+        placed.push(
+            room.join(&format!("poll-{i:05}-qqqqqqqqqqqq"), None)
+                .await
+                .unwrap(),
+        );
+    }
+    room.tick_now().await.unwrap();
+    let before = store.calls.load(Ordering::SeqCst);
+    for _ in 0..10 {
+        for p in &placed[1..] {
+            // Once with the number from the cookie, once from the local cache.
+            let by_hint = room.locate(&p.session, p.number).await.unwrap().unwrap();
+            let by_cache = room.locate(&p.session, None).await.unwrap().unwrap();
+            assert_eq!(by_hint.number, by_cache.number);
+            let st = room.status(Some(&by_hint));
+            assert_eq!(st.state, ViewState::Waiting);
+            assert_eq!(st.position, Some(p.number.unwrap() - 1));
+        }
+    }
+    assert_eq!(
+        store.calls.load(Ordering::SeqCst),
+        before,
+        "waiting polls reached the store"
+    );
+    room.tick_now().await.unwrap();
+    // flush (1 touch batch) + tick + snapshot
+    assert_eq!(store.calls.load(Ordering::SeqCst), before + 3);
+}
+
+async fn manual_room(event: &str, capacity: u64, c: &ManualClock) -> WaitingRoom {
+    WaitingRoom::builder(event)
+        .capacity(capacity)
+        .poll_interval(Duration::from_secs(20))
+        .idle_timeout(Duration::from_secs(600))
+        .arrival_window(Duration::from_secs(60))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn lifecycle_finish_expiry_no_show_and_abandon() {
+    let c = clock();
+    let room = manual_room("life", 2, &c).await;
+    let ids: Vec<String> = (0..6)
+        .map(|i| format!("life-{i}-wwwwwwwwwwwwwwww"))
+        .collect();
+    for id in &ids {
+        room.join(id, None).await.unwrap();
+    }
+    // Idempotent.
+    assert_eq!(room.join(&ids[0], None).await.unwrap().number, Some(1));
+    let r = room.tick_now().await.unwrap();
+    assert_eq!(r.admitted, vec![ids[0].clone(), ids[1].clone()]);
+    assert_eq!(room.snapshot().active, 2);
+    // 0 claims and finishes: it leaves the count at once.
+    room.claim(&ids[0]).await.unwrap();
+    assert!(room.finish(&ids[0], 2).await.unwrap());
+    assert_eq!(room.snapshot().active, 1);
+    assert!(
+        !room.finish(&ids[0], 2).await.unwrap(),
+        "finishing twice counts once"
+    );
+    // 1 never claims: after the arrival window its place frees.
+    c.advance(Duration::from_secs(10));
+    for id in &ids[2..] {
+        room.locate(id, None).await.unwrap();
+    }
+    let r = room.tick_now().await.unwrap();
+    assert_eq!(r.admitted, vec![ids[2].clone()]);
+    room.claim(&ids[2]).await.unwrap();
+    c.advance(Duration::from_secs(55));
+    // ids[3] keeps polling; ids[4] and ids[5] stopped at t=10 s.
+    room.locate(&ids[3], None).await.unwrap();
+    let r = room.tick_now().await.unwrap();
+    assert_eq!(
+        r.expired,
+        vec![ids[1].clone()],
+        "the no-show frees its place"
+    );
+    assert_eq!(r.admitted, vec![ids[3].clone()]);
+    room.claim(&ids[3]).await.unwrap();
+    // ids[2] and ids[3] stay active while touched; ids[4], ids[5] are abandoned when the head reaches them.
+    for _ in 0..12 {
+        c.advance(Duration::from_secs(60));
+        room.touch_active(&ids[2]);
+        room.tick_now().await.unwrap();
+    }
+    let r = room.tick_now().await.unwrap();
+    let _ = r;
+    let s = room.snapshot();
+    assert_eq!(s.counters.expired, 2, "{:?}", s.counters);
+    let p3 = room.locate(&ids[3], None).await.unwrap().unwrap();
+    assert_eq!(p3.state, SessionState::Expired, "idle past the timeout");
+    let p2 = room.locate(&ids[2], None).await.unwrap().unwrap();
+    assert_eq!(p2.state, SessionState::Active, "touched sessions stay");
+    assert_eq!(
+        room.locate(&ids[4], None).await.unwrap().unwrap().state,
+        SessionState::Abandoned
+    );
+    assert_eq!(
+        room.locate(&ids[5], None).await.unwrap().unwrap().state,
+        SessionState::Abandoned
+    );
+    // A finished session that comes back joins at the back.
+    let again = room.join(&ids[0], None).await.unwrap();
+    assert_eq!(again.state, SessionState::Waiting);
+    assert_eq!(again.number, Some(7));
+    room.refresh().await.unwrap();
+    let st = room.stats();
+    assert_eq!(st.counters.joined, 7);
+    assert_eq!(st.counters.finished, 1);
+    assert_eq!(st.counters.abandoned, 2);
+}
+
+async fn poll_all(room: &WaitingRoom, n: usize) {
+    for i in 0..n {
+        room.locate(&format!("ops-{i:03}-vvvvvvvvvvvvvv"), None)
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn door_operations_pause_cap_open_close_and_inventory() {
+    let c = clock();
+    let room = manual_room("ops", 100, &c).await;
+    for i in 0..50 {
+        room.join(&format!("ops-{i:03}-vvvvvvvvvvvvvv"), None)
+            .await
+            .unwrap();
+    }
+    room.pause().await.unwrap();
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        0,
+        "paused door admits nobody"
+    );
+    let p = room.locate("ops-000-vvvvvvvvvvvvvv", None).await.unwrap();
+    assert_eq!(room.status(p.as_ref()).state, ViewState::Paused);
+    room.resume().await.unwrap();
+    room.set_admit_per_minute(Some(10)).await.unwrap();
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        10,
+        "per-minute cap"
+    );
+    c.advance(Duration::from_secs(30));
+    poll_all(&room, 50).await;
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        0,
+        "cap holds within the minute"
+    );
+    c.advance(Duration::from_secs(31));
+    poll_all(&room, 50).await;
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        10,
+        "a new minute, ten more"
+    );
+    room.set_admit_per_minute(None).await.unwrap();
+    room.set_capacity(25).await.unwrap();
+    // The first ten never came to claim their places (60 s arrival window), so ten are active: fifteen more fit.
+    assert_eq!(room.snapshot().active, 10);
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        15,
+        "capacity change applies at once"
+    );
+    // No seat available: the door stops; holds expire: it reopens; all sold: sold out.
+    room.set_inventory(Inventory {
+        total: 10,
+        sold: 6,
+        held: 4,
+    })
+    .await
+    .unwrap();
+    room.set_capacity(100).await.unwrap();
+    assert_eq!(room.tick_now().await.unwrap().admitted.len(), 0);
+    room.set_inventory(Inventory {
+        total: 10,
+        sold: 6,
+        held: 2,
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        15,
+        "seats came back: the rest of the line is let in"
+    );
+    room.set_inventory(Inventory {
+        total: 10,
+        sold: 10,
+        held: 0,
+    })
+    .await
+    .unwrap();
+    let p = room.join("late-ops-xxxxxxxxxxxxxxx", None).await.unwrap();
+    assert_eq!(room.tick_now().await.unwrap().admitted.len(), 0);
+    assert_eq!(room.status(Some(&p)).state, ViewState::SoldOut);
+    assert!(room.stats().sold_out);
+    room.close().await.unwrap();
+    assert_eq!(room.status(Some(&p)).state, ViewState::Closed);
+}
+
+#[tokio::test]
+async fn a_fifo_room_with_an_opening_time_and_open_now() {
+    let c = clock();
+    let room = WaitingRoom::builder("fifo-open")
+        .opens_at(UNIX_EPOCH + Duration::from_millis(T0 + 600_000))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let a = room.join("fifo-a-uuuuuuuuuuuuuuuuu", None).await.unwrap();
+    let b = room.join("fifo-b-uuuuuuuuuuuuuuuuu", None).await.unwrap();
+    assert_eq!(
+        (a.number, b.number),
+        (Some(1), Some(2)),
+        "FIFO numbers by join order"
+    );
+    assert!(
+        room.tick_now().await.unwrap().admitted.is_empty(),
+        "closed until the opening"
+    );
+    room.open_now().await.unwrap();
+    assert_eq!(room.tick_now().await.unwrap().admitted.len(), 2);
+}
+
+#[tokio::test]
+async fn an_account_holds_one_place() {
+    let c = clock();
+    let room = manual_room("acct", 1, &c).await;
+    let a = room
+        .join("acct-browser-1-kkkkkkkkk", Some("user-42"))
+        .await
+        .unwrap();
+    let b = room
+        .join("acct-browser-2-kkkkkkkkk", Some("user-42"))
+        .await
+        .unwrap();
+    assert_eq!(
+        a, b,
+        "a second browser of the same account gets the same place"
+    );
+    let other = room
+        .join("acct-browser-3-kkkkkkkkk", Some("user-43"))
+        .await
+        .unwrap();
+    assert_eq!(other.number, Some(2));
+}

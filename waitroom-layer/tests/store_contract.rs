@@ -1,0 +1,396 @@
+//! The store contract, written once and run against every store: the embedded `MemoryStore` here, and `RedisStore`
+//! (with the `redis` feature) against a real redis-server.
+//!
+//! Random interleavings of join, poll, tick, claim, touch, finish and clock advances (proptest), and a concurrency
+//! test, checking: active never exceeds capacity; line numbers are unique and dense; admission follows line order
+//! exactly, skipping only sessions that were really abandoned; nothing is admitted twice; every join ends in exactly
+//! one terminal state.
+
+mod contract {
+    use std::collections::{BTreeMap, HashMap, HashSet};
+    use std::sync::Arc;
+
+    use waitroom_layer::store::{Join, SessionState, Settings, Store, Tick, Touches};
+
+    pub const IDLE_MS: u64 = 30_000;
+    pub const ABANDON_MS: u64 = 10_000;
+    pub const ARRIVAL_MS: u64 = 5_000;
+
+    #[derive(Debug, Clone)]
+    pub enum Op {
+        Join(usize),
+        Poll(usize),
+        Tick,
+        Claim(usize),
+        Touch(usize),
+        Finish(usize, u32),
+        Advance(u64),
+        OpenNow,
+    }
+
+    pub fn settings(capacity: u64, random: bool, opens_at_ms: Option<u64>) -> Settings {
+        Settings {
+            capacity,
+            admit_per_minute: None,
+            paused: false,
+            closed: false,
+            opens_at_ms,
+            random_draw: random,
+            inventory: None,
+        }
+    }
+
+    fn tick_at(now_ms: u64) -> Tick {
+        Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: ABANDON_MS,
+            max_scan: 1_000,
+        }
+    }
+
+    /// Runs `ops` against `store` (on-sale `event`, already initialised) and checks every invariant.
+    pub async fn run(store: Arc<dyn Store>, event: &str, capacity: u64, start_ms: u64, ops: &[Op]) {
+        let sid = |i: usize| format!("session-{i:04}-abcdefghij");
+        let mut now = start_ms;
+        // What the test knows: the number each join got (by session and join round), when each was last seen.
+        let mut seen: HashMap<String, u64> = HashMap::new();
+        let mut number_of: HashMap<String, u64> = HashMap::new();
+        let mut owner_of_number: BTreeMap<u64, String> = BTreeMap::new();
+        let mut served_numbers: Vec<u64> = Vec::new();
+        let mut admitted_ever: HashSet<(String, u64)> = HashSet::new();
+        let mut joins = 0u64;
+
+        for op in ops {
+            match op {
+                Op::Join(i) => {
+                    let s = sid(*i);
+                    let before = store.lookup(event, &s).await.unwrap();
+                    let p = store
+                        .join(
+                            event,
+                            &Join {
+                                session: s.clone(),
+                                account: None,
+                                now_ms: now,
+                                draw_key: rand_key(*i, now),
+                            },
+                        )
+                        .await
+                        .unwrap();
+                    let rejoined = before.as_ref().is_none_or(|b| b.state.is_terminal());
+                    if rejoined {
+                        joins += 1;
+                        seen.insert(s.clone(), now);
+                        number_of.remove(&s);
+                    } else {
+                        assert_eq!(Some(&p), before.as_ref(), "join must be idempotent");
+                    }
+                    assert!(
+                        matches!(p.state, SessionState::Waiting | SessionState::PreQueue)
+                            || !rejoined
+                    );
+                }
+                Op::Poll(i) => {
+                    let s = sid(*i);
+                    if let Some(p) = store.lookup(event, &s).await.unwrap()
+                        && matches!(p.state, SessionState::Waiting | SessionState::PreQueue)
+                    {
+                        let t = Touches {
+                            now_ms: now,
+                            waiting: vec![s.clone()],
+                            active: vec![],
+                            idle_timeout_ms: IDLE_MS,
+                        };
+                        store.touch(event, &t).await.unwrap();
+                        seen.insert(s, now);
+                    }
+                }
+                Op::Touch(i) => {
+                    let t = Touches {
+                        now_ms: now,
+                        waiting: vec![],
+                        active: vec![sid(*i)],
+                        idle_timeout_ms: IDLE_MS,
+                    };
+                    store.touch(event, &t).await.unwrap();
+                }
+                Op::Claim(i) => {
+                    let s = sid(*i);
+                    let before = store.lookup(event, &s).await.unwrap();
+                    let after = store.claim(event, &s, now, IDLE_MS).await.unwrap();
+                    if let Some(b) = before {
+                        let a = after.expect("claim of a known session returns it");
+                        if b.state.is_active() {
+                            assert_eq!(a.state, SessionState::Active);
+                        } else {
+                            assert_eq!(
+                                a.state, b.state,
+                                "claim must not change a session that is not admitted"
+                            );
+                        }
+                    }
+                }
+                Op::Finish(i, seats) => {
+                    let s = sid(*i);
+                    let before = store.lookup(event, &s).await.unwrap();
+                    let done = store.finish(event, &s, *seats, now).await.unwrap();
+                    assert_eq!(done, before.is_some_and(|b| b.state.is_active()));
+                    if done {
+                        let p = store.lookup(event, &s).await.unwrap().unwrap();
+                        assert_eq!(p.state, SessionState::Finished);
+                    }
+                }
+                Op::Advance(ms) => now += ms,
+                Op::OpenNow => {
+                    store
+                        .update(
+                            event,
+                            &waitroom_layer::store::SettingsChange::OpenNow { now_ms: now },
+                        )
+                        .await
+                        .unwrap();
+                }
+                Op::Tick => {
+                    let snap_before = store.snapshot(event).await.unwrap();
+                    let report = store.tick(event, &tick_at(now)).await.unwrap();
+                    // Numbers of everyone that has one, now (the draw may just have given them).
+                    for i in 0..64 {
+                        let s = sid(i);
+                        if let Some(p) = store.lookup(event, &s).await.unwrap()
+                            && let Some(n) = p.number
+                            && !number_of.contains_key(&s)
+                        {
+                            number_of.insert(s.clone(), n);
+                            let prev = owner_of_number.insert(n, s.clone());
+                            assert!(
+                                prev.is_none(),
+                                "line number {n} given twice ({prev:?} and {s})"
+                            );
+                        }
+                    }
+                    let mut left: Vec<(u64, bool, String)> = Vec::new();
+                    for s in &report.admitted {
+                        left.push((number_of[s], true, s.clone()));
+                        assert!(
+                            admitted_ever.insert((s.clone(), number_of[s])),
+                            "{s} admitted twice"
+                        );
+                    }
+                    for s in &report.abandoned {
+                        left.push((number_of[s], false, s.clone()));
+                        let last = seen[s];
+                        assert!(
+                            last + ABANDON_MS < now,
+                            "{s} skipped as abandoned but seen at {last} (now {now})"
+                        );
+                    }
+                    left.sort();
+                    // Exactly the next numbers from the head, in order.
+                    let expect: Vec<u64> =
+                        (snap_before.served + 1..=snap_before.served + left.len() as u64).collect();
+                    let got: Vec<u64> = left.iter().map(|l| l.0).collect();
+                    assert_eq!(got, expect, "admission must follow line order");
+                    served_numbers.extend(got);
+                    // Everyone passed over was abandoned; an admitted one after a live one is fine; a live one
+                    // left behind cannot be (head order).
+                    let snap = store.snapshot(event).await.unwrap();
+                    assert!(
+                        snap.active <= capacity,
+                        "active {} exceeds capacity {capacity}",
+                        snap.active
+                    );
+                    assert_eq!(snap.served, snap_before.served + left.len() as u64);
+                    for s in &report.expired {
+                        let p = store.lookup(event, s).await.unwrap().unwrap();
+                        assert_eq!(p.state, SessionState::Expired);
+                    }
+                }
+            }
+            let snap = store.snapshot(event).await.unwrap();
+            assert!(
+                snap.active <= capacity,
+                "active {} exceeds capacity {capacity}",
+                snap.active
+            );
+        }
+
+        // Drain: let time pass until every join has ended.
+        for _ in 0..200 {
+            now += IDLE_MS;
+            store.tick(event, &tick_at(now)).await.unwrap();
+            let snap = store.snapshot(event).await.unwrap();
+            if snap.active == 0 && snap.waiting() == 0 {
+                break;
+            }
+        }
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(snap.active, 0);
+        assert_eq!(snap.waiting(), 0, "line not drained");
+        let c = snap.counters;
+        assert_eq!(c.joined, joins, "joins counted");
+        assert_eq!(
+            c.finished + c.expired + c.abandoned,
+            c.joined,
+            "every join ends in exactly one terminal state: {c:?}"
+        );
+        // Dense: numbers 1..=last_number, each given once.
+        assert_eq!(snap.served, snap.last_number);
+        for i in 0..64 {
+            if let Some(p) = store.lookup(event, &sid(i)).await.unwrap() {
+                assert!(p.state.is_terminal(), "{} ended in {:?}", sid(i), p.state);
+            }
+        }
+    }
+
+    fn rand_key(i: usize, now: u64) -> u64 {
+        // Any key works for the contract; a real room uses its RNG.
+        (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now.rotate_left(17)
+    }
+
+    /// Many tasks join, poll, tick, claim and finish at once; afterwards the invariants hold.
+    pub async fn concurrent(store: Arc<dyn Store>, event: &str, capacity: u64) {
+        let now = Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
+        let mut tasks = Vec::new();
+        for t in 0..8u64 {
+            let store = store.clone();
+            let event = event.to_owned();
+            let now = now.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut max_active = 0;
+                for k in 0..150u64 {
+                    let at = now.fetch_add(37, std::sync::atomic::Ordering::SeqCst);
+                    let s = format!("conc-{t}-{k:04}-xxxxxxxxxx");
+                    store
+                        .join(
+                            &event,
+                            &Join {
+                                session: s.clone(),
+                                account: None,
+                                now_ms: at,
+                                draw_key: k * 7 + t,
+                            },
+                        )
+                        .await
+                        .unwrap();
+                    let r = store
+                        .tick(
+                            &event,
+                            &Tick {
+                                now_ms: at,
+                                arrival_window_ms: 60_000,
+                                abandon_after_ms: 600_000,
+                                max_scan: 50,
+                            },
+                        )
+                        .await
+                        .unwrap();
+                    for a in &r.admitted {
+                        store.claim(&event, a, at, IDLE_MS).await.unwrap();
+                        if k % 3 == 0 {
+                            store.finish(&event, a, 1, at).await.unwrap();
+                        }
+                    }
+                    let snap = store.snapshot(&event).await.unwrap();
+                    max_active = max_active.max(snap.active);
+                }
+                max_active
+            }));
+        }
+        for t in tasks {
+            let m = t.await.unwrap();
+            assert!(m <= capacity, "active reached {m} > capacity {capacity}");
+        }
+        // Drain and check the books.
+        let mut at = now.load(std::sync::atomic::Ordering::SeqCst);
+        for _ in 0..500 {
+            at += IDLE_MS * 10;
+            store
+                .tick(
+                    event,
+                    &Tick {
+                        now_ms: at,
+                        arrival_window_ms: 60_000,
+                        abandon_after_ms: 600_000,
+                        max_scan: 10_000,
+                    },
+                )
+                .await
+                .unwrap();
+            let s = store.snapshot(event).await.unwrap();
+            if s.waiting() == 0 && s.active == 0 {
+                break;
+            }
+        }
+        let s = store.snapshot(event).await.unwrap();
+        assert_eq!(s.counters.joined, 8 * 150);
+        assert_eq!(s.last_number, 8 * 150, "numbers dense");
+        assert_eq!(s.served, s.last_number);
+        let c = s.counters;
+        assert_eq!(c.finished + c.expired + c.abandoned, c.joined, "{c:?}");
+    }
+
+    pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
+        use proptest::prelude::*;
+        let op = prop_oneof![
+            4 => (0usize..24).prop_map(Op::Join),
+            3 => (0usize..24).prop_map(Op::Poll),
+            4 => Just(Op::Tick),
+            2 => (0usize..24).prop_map(Op::Claim),
+            2 => (0usize..24).prop_map(Op::Touch),
+            2 => ((0usize..24), (0u32..5)).prop_map(|(i, s)| Op::Finish(i, s)),
+            3 => (1u64..15_000).prop_map(Op::Advance),
+            1 => Just(Op::OpenNow),
+        ];
+        proptest::collection::vec(op, 1..120)
+    }
+}
+
+mod memory {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+    use waitroom_layer::MemoryStore;
+    use waitroom_layer::store::Store;
+
+    use super::contract;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fifo_interleavings_keep_the_invariants(ops in contract::ops_strategy(), capacity in 1u64..5) {
+            rt().block_on(async {
+                let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+                store.init("ev", &contract::settings(capacity, false, None)).await.unwrap();
+                contract::run(store, "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+
+        #[test]
+        fn draw_interleavings_keep_the_invariants(ops in contract::ops_strategy(), capacity in 1u64..5, opens in 0u64..60_000) {
+            rt().block_on(async {
+                let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+                store.init("ev", &contract::settings(capacity, true, Some(1_000_000 + opens))).await.unwrap();
+                contract::run(store, "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_callers_keep_the_invariants() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        store
+            .init("ev", &contract::settings(7, false, None))
+            .await
+            .unwrap();
+        contract::concurrent(store, "ev", 7).await;
+    }
+}
