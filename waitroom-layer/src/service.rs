@@ -109,3 +109,141 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use http::header::{ACCEPT, COOKIE, SET_COOKIE};
+    use http::{HeaderValue, StatusCode};
+    use http_body_util::{BodyExt, Full};
+    use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+    use waitroom_verify::{FINISH_HEADER, ManualClock};
+
+    use crate::{RoomBody, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
+
+    type Res = http::Response<RoomBody<Full<Bytes>>>;
+
+    async fn handler(req: http::Request<Full<Bytes>>) -> Result<http::Response<Full<Bytes>>, Infallible> {
+        let mut res = http::Response::new(Full::new(Bytes::from(format!("inner {}", req.uri().path()))));
+        if req.uri().path() == "/checkout/done" {
+            res.headers_mut()
+                .insert(FINISH_HEADER, HeaderValue::from_static("finish; seats=2"));
+        }
+        if req.uri().path() == "/public/finish" {
+            res.headers_mut()
+                .insert(FINISH_HEADER, HeaderValue::from_static("finish"));
+        }
+        Ok(res)
+    }
+
+    async fn room(clock: &ManualClock, capacity: u64) -> WaitingRoom {
+        WaitingRoom::builder("ev")
+            .capacity(capacity)
+            .idle_timeout(Duration::from_secs(60))
+            .clock(std::sync::Arc::new(clock.clone()))
+            .background(false)
+            .secure_cookies(false)
+            .build()
+            .await
+            .unwrap()
+    }
+
+    fn get(path: &str, cookies: &[String]) -> http::Request<Full<Bytes>> {
+        let mut req = http::Request::get(path).body(Full::default()).unwrap();
+        if !cookies.is_empty() {
+            req.headers_mut()
+                .insert(COOKIE, HeaderValue::try_from(cookies.join("; ")).unwrap());
+        }
+        req
+    }
+
+    /// The `name=value` pairs a response sets (a tiny cookie jar).
+    fn absorb(jar: &mut Vec<String>, res: &Res) {
+        for v in res.headers().get_all(SET_COOKIE) {
+            let pair = v.to_str().unwrap().split(';').next().unwrap().to_owned();
+            let name = pair.split('=').next().unwrap().to_owned();
+            jar.retain(|c| !c.starts_with(&format!("{name}=")));
+            if !v.to_str().unwrap().contains("Max-Age=0") {
+                jar.push(pair);
+            }
+        }
+    }
+
+    async fn body(res: Res) -> String {
+        String::from_utf8(res.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn holds_then_admits_then_passes_then_finishes() {
+        let clock = ManualClock::starting_now();
+        let room = room(&clock, 1).await;
+        let layer = WaitingRoomLayer::builder(room.clone())
+            .protect_prefix("/checkout")
+            .build()
+            .unwrap();
+        let mut svc = ServiceBuilder::new().layer(layer).service(service_fn(handler));
+        let mut jar = Vec::new();
+
+        // Unprotected: untouched (but a stray finish command is stripped).
+        let res = svc.ready().await.unwrap().call(get("/public/finish", &[])).await.unwrap();
+        assert!(res.headers().get(FINISH_HEADER).is_none());
+        assert_eq!(body(res).await, "inner /public/finish");
+
+        // First visit: a session cookie and the holding page.
+        let res = svc.ready().await.unwrap().call(get("/checkout", &jar)).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()[STATE_HEADER], "waiting");
+        assert_eq!(res.headers()["cache-control"], "no-store");
+        absorb(&mut jar, &res);
+        assert!(jar[0].starts_with("waitroom_session="));
+        assert!(body(res).await.contains("You are next."));
+
+        // Admitted at the next tick; the status poll claims and sets the token.
+        room.tick_now().await.unwrap();
+        let mut req = get("/waitroom/status?return_to=%2Fcheckout", &jar);
+        req.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let res = svc.ready().await.unwrap().call(req).await.unwrap();
+        assert_eq!(res.headers()[STATE_HEADER], "admitted");
+        absorb(&mut jar, &res);
+        let json: serde_json::Value = serde_json::from_str(&body(res).await).unwrap();
+        assert_eq!(json["state"], "admitted");
+        assert_eq!(json["next"], "/checkout");
+        assert!(jar.iter().any(|c| c.starts_with("waitroom_token=")));
+
+        // The token opens the protected routes.
+        let res = svc.ready().await.unwrap().call(get("/checkout/x", &jar)).await.unwrap();
+        assert_eq!(body(res).await, "inner /checkout/x");
+
+        // Finish through the response: the header is consumed, the place freed, the token refused.
+        let res = svc.ready().await.unwrap().call(get("/checkout/done", &jar)).await.unwrap();
+        assert!(res.headers().get(FINISH_HEADER).is_none());
+        assert_eq!(room.stats().active, 0);
+        let before = jar.clone();
+        absorb(&mut jar, &res);
+        assert!(!jar.iter().any(|c| c.starts_with("waitroom_token=")));
+        let res = svc.ready().await.unwrap().call(get("/checkout/x", &before)).await.unwrap();
+        assert_ne!(body(res).await, "inner /checkout/x");
+    }
+
+    #[tokio::test]
+    async fn serves_jwks_and_refuses_unknown_endpoints() {
+        let clock = ManualClock::starting_now();
+        let room = room(&clock, 1).await;
+        let svc = ServiceBuilder::new()
+            .layer(WaitingRoomLayer::new(room))
+            .service(service_fn(handler));
+        let res = svc.clone().oneshot(get("/waitroom/jwks.json", &[])).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let jwks: serde_json::Value = serde_json::from_str(&body(res).await).unwrap();
+        assert_eq!(jwks["keys"][0]["kty"], "OKP");
+        let res = svc.clone().oneshot(get("/waitroom/nope", &[])).await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let mut req = get("/waitroom/status", &[]);
+        *req.method_mut() = http::Method::DELETE;
+        let res = svc.oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
+}
