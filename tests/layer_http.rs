@@ -154,7 +154,10 @@ async fn passes(b: &reqwest::Client, s: &Site, path: &str) -> bool {
     let from_room = res.headers().contains_key(STATE_HEADER);
     let body = res.text().await.unwrap();
     let reached = body == "seat map" || body == "a seat";
-    assert_eq!(reached, !from_room, "a response comes from the room or from the handler: {body}");
+    assert_eq!(
+        reached, !from_room,
+        "a response comes from the room or from the handler: {body}"
+    );
     reached
 }
 
@@ -206,13 +209,19 @@ async fn first_visit_holds_then_the_line_moves_and_the_token_opens_the_door() {
     assert_eq!(state(&res), "waiting");
     assert_eq!(res.headers()["cache-control"], "no-store");
     let cookies = set_cookies(&res);
-    let session = cookies.iter().find(|c| c.starts_with("waitroom_session=")).unwrap();
+    let session = cookies
+        .iter()
+        .find(|c| c.starts_with("waitroom_session="))
+        .unwrap();
     for attr in ["HttpOnly", "SameSite=Lax", "Path=/"] {
         assert!(session.contains(attr), "{session}");
     }
     let html = res.text().await.unwrap();
     assert!(html.contains("The 2026 Tour"));
-    assert!(html.contains(r#"id="wr-position">1<"#), "position 1 on the page");
+    assert!(
+        html.contains(r#"id="wr-position">1<"#),
+        "position 1 on the page"
+    );
     assert!(html.contains("/waitroom/status?return_to=%2Fcheckout%2Fseats%2F7"));
     assert!(html.contains(r#"http-equiv="refresh""#));
 
@@ -222,7 +231,13 @@ async fn first_visit_holds_then_the_line_moves_and_the_token_opens_the_door() {
     assert!(res.text().await.unwrap().contains(r#"id="wr-position">2<"#));
     assert_eq!(poll(&b, &s).await["position"], 2);
     let again = a.get(s.at("/checkout")).send().await.unwrap();
-    assert!(again.text().await.unwrap().contains(r#"id="wr-position">1<"#));
+    assert!(
+        again
+            .text()
+            .await
+            .unwrap()
+            .contains(r#"id="wr-position">1<"#)
+    );
     assert_eq!(poll(&a, &s).await["position"], 1);
 
     // Not yet let in: nothing passes.
@@ -242,7 +257,10 @@ async fn first_visit_holds_then_the_line_moves_and_the_token_opens_the_door() {
     // A finishes through the order service: its place frees, and B's next poll gets in.
     let res = a.post(s.at("/checkout/buy")).send().await.unwrap();
     assert_eq!(res.status(), 200);
-    assert!(res.headers().get(FINISH_HEADER).is_none(), "the finish command never reaches the browser");
+    assert!(
+        res.headers().get(FINISH_HEADER).is_none(),
+        "the finish command never reaches the browser"
+    );
     assert_eq!(s.room.stats().active, 0);
     assert_eq!(s.room.stats().counters.seats_bought, 2);
     s.room.tick_now().await.unwrap();
@@ -286,12 +304,20 @@ async fn only_a_valid_token_for_its_own_session_passes() {
     let b = browser();
     let (a_session, a_token) = admit(&a, &s).await;
     let (b_session, _b_token) = admit(&b, &s).await;
-    let plain = reqwest::Client::builder().redirect(Policy::none()).build().unwrap();
+    let plain = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
     let with = |cookie: String| {
         let plain = plain.clone();
         let url = s.at("/checkout");
         async move {
-            let res = plain.get(url).header("cookie", cookie).send().await.unwrap();
+            let res = plain
+                .get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
             let from_room = res.headers().contains_key(STATE_HEADER);
             let body = res.text().await.unwrap();
             assert_eq!(body == "seat map", !from_room);
@@ -299,7 +325,12 @@ async fn only_a_valid_token_for_its_own_session_passes() {
         }
     };
     // The genuine pair passes.
-    assert!(with(format!("waitroom_session={a_session}; waitroom_token={a_token}")).await);
+    assert!(
+        with(format!(
+            "waitroom_session={a_session}; waitroom_token={a_token}"
+        ))
+        .await
+    );
     // No cookie at all.
     assert!(!with(String::new()).await);
     // The token alone, with no session.
@@ -307,25 +338,41 @@ async fn only_a_valid_token_for_its_own_session_passes() {
     // A forged session cookie (A's id, a made-up tag) with A's token.
     let sid = a_session.split('.').next().unwrap();
     let forged = format!("{sid}.1.{}", "A".repeat(43));
-    assert!(!with(format!("waitroom_session={forged}; waitroom_token={a_token}")).await);
+    assert!(
+        !with(format!(
+            "waitroom_session={forged}; waitroom_token={a_token}"
+        ))
+        .await
+    );
     // A raw session id (what the verify crate alone would accept) is not the room's signed cookie.
     assert!(!with(format!("waitroom_session={sid}; waitroom_token={a_token}")).await);
     // Another session's token: B's session with A's token does not pass as A (and B's response is B's own: the
     // room re-issues B's token, it never accepts A's).
     let res = plain
         .get(s.at("/checkout"))
-        .header("cookie", format!("waitroom_session={b_session}; waitroom_token={a_token}"))
+        .header(
+            "cookie",
+            format!("waitroom_session={b_session}; waitroom_token={a_token}"),
+        )
         .send()
         .await
         .unwrap();
     let reissued = cookie_value(&set_cookies(&res), "waitroom_token");
     let reissued = reissued.expect("B gets its own token back");
-    assert_eq!(s.room.verifier().verify(&reissued).unwrap().sub, b_session.split('.').next().unwrap());
+    assert_eq!(
+        s.room.verifier().verify(&reissued).unwrap().sub,
+        b_session.split('.').next().unwrap()
+    );
     // A bearer token from an unadmitted session (C) with A's token.
     let c = browser();
     let res = c.get(s.at("/checkout")).send().await.unwrap();
     let c_session = cookie_value(&set_cookies(&res), "waitroom_session").unwrap();
-    assert!(!with(format!("waitroom_session={c_session}; waitroom_token={a_token}")).await);
+    assert!(
+        !with(format!(
+            "waitroom_session={c_session}; waitroom_token={a_token}"
+        ))
+        .await
+    );
     let res = plain
         .get(s.at("/checkout"))
         .header("cookie", format!("waitroom_session={c_session}"))
@@ -345,7 +392,12 @@ async fn only_a_valid_token_for_its_own_session_passes() {
         s.room.verifier().verify(&a_token),
         Err(waitroom::verify::Refusal::Expired)
     ));
-    assert!(!with(format!("waitroom_session={a_session}; waitroom_token={a_token}")).await);
+    assert!(
+        !with(format!(
+            "waitroom_session={a_session}; waitroom_token={a_token}"
+        ))
+        .await
+    );
 }
 
 #[tokio::test]
@@ -359,10 +411,17 @@ async fn renewal_keeps_an_active_session_alive_and_an_idle_one_lapses() {
     // Twenty seconds between requests for more than three token lifetimes.
     for _ in 0..10 {
         s.clock.advance(Duration::from_secs(20));
-        assert!(passes(&active, &s, "/checkout").await, "active at {}", s.clock.now_secs());
+        assert!(
+            passes(&active, &s, "/checkout").await,
+            "active at {}",
+            s.clock.now_secs()
+        );
         s.room.tick_now().await.unwrap();
     }
-    assert!(s.clock.now_secs() > first_exp + IDLE.as_secs(), "well past the first token's life");
+    assert!(
+        s.clock.now_secs() > first_exp + IDLE.as_secs(),
+        "well past the first token's life"
+    );
     assert!(passes(&active, &s, "/checkout").await);
     // The idle one lapsed: its token expired, its place went, and it is back in line.
     assert!(!passes(&idle, &s, "/checkout").await);
@@ -386,15 +445,26 @@ async fn the_finish_header_frees_the_place_and_the_token_stops_working() {
     assert_eq!(res.status(), 200);
     assert!(res.headers().get(FINISH_HEADER).is_none());
     let cleared = set_cookies(&res);
-    assert!(cleared.iter().any(|c| c.starts_with("waitroom_token=;") && c.contains("Max-Age=0")));
+    assert!(
+        cleared
+            .iter()
+            .any(|c| c.starts_with("waitroom_token=;") && c.contains("Max-Age=0"))
+    );
     assert_eq!(s.room.stats().active, 0);
     assert_eq!(s.room.stats().counters.finished, 1);
     // The old token, replayed with the old session cookie, no longer passes (the order service refuses it too).
     let plain = reqwest::Client::new();
     for path in ["/checkout", "/checkout/buy"] {
-        let req = if path.ends_with("buy") { plain.post(s.at(path)) } else { plain.get(s.at(path)) };
+        let req = if path.ends_with("buy") {
+            plain.post(s.at(path))
+        } else {
+            plain.get(s.at(path))
+        };
         let res = req
-            .header("cookie", format!("waitroom_session={session}; waitroom_token={token}"))
+            .header(
+                "cookie",
+                format!("waitroom_session={session}; waitroom_token={token}"),
+            )
             .header("accept", "application/json")
             .send()
             .await
@@ -424,7 +494,11 @@ async fn bypassed_paths_never_see_the_room_and_json_clients_get_json() {
         assert!(res.headers().get(STATE_HEADER).is_none());
         assert!(res.headers().get("set-cookie").is_none());
         if path == "/health" {
-            assert_eq!(res.headers()[FINISH_HEADER], "finish", "not even the finish header is touched");
+            assert_eq!(
+                res.headers()[FINISH_HEADER],
+                "finish",
+                "not even the finish header is touched"
+            );
         }
     }
     // Unprotected paths pass without a cookie.
@@ -445,17 +519,36 @@ async fn bypassed_paths_never_see_the_room_and_json_clients_get_json() {
     assert_eq!(res.headers()["retry-after"], "5");
     assert_eq!(state(&res), "waiting");
     let json: Value = res.json().await.unwrap();
-    for field in ["event", "state", "position", "eta_seconds", "refresh_seconds", "opens_at"] {
+    for field in [
+        "event",
+        "state",
+        "position",
+        "eta_seconds",
+        "refresh_seconds",
+        "opens_at",
+    ] {
         assert!(json.get(field).is_some(), "{field} in {json}");
     }
     assert_eq!(json["event"], "tour-2026");
     assert_eq!(json["position"], 1);
     assert_eq!(json["refresh_seconds"], 5);
     // The JWKS is there for the order service.
-    let jwks: Value = b.get(s.at("/waitroom/jwks.json")).send().await.unwrap().json().await.unwrap();
+    let jwks: Value = b
+        .get(s.at("/waitroom/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(jwks["keys"][0]["alg"], "EdDSA");
     // The join guard refuses a bot with its own response, stamped by the room.
-    let res = browser().get(s.at("/checkout")).header("x-bot", "1").send().await.unwrap();
+    let res = browser()
+        .get(s.at("/checkout"))
+        .header("x-bot", "1")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
     assert_eq!(res.headers()["cache-control"], "no-store");
     assert_eq!(res.text().await.unwrap(), "no bots");
@@ -471,7 +564,12 @@ async fn sold_out_closed_and_paused_are_told() {
     assert_eq!(state(&res), "paused");
     assert!(res.text().await.unwrap().contains("paused"));
     s.room.close().await.unwrap();
-    let res = a.get(s.at("/checkout")).header("accept", "application/json").send().await.unwrap();
+    let res = a
+        .get(s.at("/checkout"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::GONE);
     assert_eq!(state(&res), "closed");
 }
@@ -510,8 +608,15 @@ async fn pre_queue_then_the_draw_orders_the_line() {
     }
     let mut sorted = positions.clone();
     sorted.sort_unstable();
-    assert_eq!(sorted, (1..=12).collect::<Vec<u64>>(), "every pre-queued browser has one place");
-    assert_ne!(positions, sorted, "the draw, not the arrival order, decides (fails with odds 1 in 12!)");
+    assert_eq!(
+        sorted,
+        (1..=12).collect::<Vec<u64>>(),
+        "every pre-queued browser has one place"
+    );
+    assert_ne!(
+        positions, sorted,
+        "the draw, not the arrival order, decides (fails with odds 1 in 12!)"
+    );
     // A later arrival queues behind the draw.
     let late = browser();
     let _ = late.get(s.at("/checkout")).send().await.unwrap();
@@ -547,7 +652,10 @@ async fn route_layer_on_a_protected_sub_router() {
         clock,
     };
     let b = browser();
-    assert_eq!(b.get(s.at("/")).send().await.unwrap().text().await.unwrap(), "home");
+    assert_eq!(
+        b.get(s.at("/")).send().await.unwrap().text().await.unwrap(),
+        "home"
+    );
     let res = b.get(s.at("/seats")).send().await.unwrap();
     assert_eq!(state(&res), "waiting");
     assert_eq!(poll(&b, &s).await["position"], 1);

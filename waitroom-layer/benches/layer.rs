@@ -50,11 +50,14 @@ fn bench(c: &mut Criterion) {
             .protect_prefix("/checkout")
             .build()
             .unwrap();
-        let svc = ServiceBuilder::new().layer(layer).service(service_fn(handler));
+        let svc = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(handler));
         let get = |cookie: Option<&str>, path: &str| {
             let mut r = Request::get(path).body(Full::default()).unwrap();
             if let Some(c) = cookie {
-                r.headers_mut().insert(COOKIE, HeaderValue::try_from(c).unwrap());
+                r.headers_mut()
+                    .insert(COOKIE, HeaderValue::try_from(c).unwrap());
             }
             r
         };
@@ -72,24 +75,34 @@ fn bench(c: &mut Criterion) {
         let waiting = cookies_of(&res).join("; ");
         let admitted = admitted.join("; ");
         assert!(admitted.contains("waitroom_token="));
-        (svc, HeaderValue::try_from(waiting).unwrap(), HeaderValue::try_from(admitted).unwrap())
+        (
+            svc,
+            HeaderValue::try_from(waiting).unwrap(),
+            HeaderValue::try_from(admitted).unwrap(),
+        )
     });
     let bare = service_fn(handler);
 
     let mut g = c.benchmark_group("status_poll");
     g.bench_function("bare_handler", |b| {
         b.to_async(&rt).iter(|| async {
-            let mut r = Request::get("/waitroom/status").body(Full::default()).unwrap();
+            let mut r = Request::get("/waitroom/status")
+                .body(Full::default())
+                .unwrap();
             r.headers_mut().insert(COOKIE, waiting_cookie.clone());
-            r.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
+            r.headers_mut()
+                .insert(ACCEPT, HeaderValue::from_static("application/json"));
             black_box(bare.oneshot(r).await.unwrap())
         })
     });
     g.bench_function("waiting_session_via_layer", |b| {
         b.to_async(&rt).iter(|| async {
-            let mut r = Request::get("/waitroom/status").body(Full::default()).unwrap();
+            let mut r = Request::get("/waitroom/status")
+                .body(Full::default())
+                .unwrap();
             r.headers_mut().insert(COOKIE, waiting_cookie.clone());
-            r.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
+            r.headers_mut()
+                .insert(ACCEPT, HeaderValue::from_static("application/json"));
             let res = svc.clone().oneshot(r).await.unwrap();
             debug_assert_eq!(res.headers()["waitroom-state"], "waiting");
             black_box(res)

@@ -84,7 +84,10 @@ impl std::fmt::Debug for PassConfig {
             .field("also_publish", &self.also_publish.len())
             .field("issuer", &self.issuer)
             .field("max_qty", &self.max_qty)
-            .field("cookie_secret", &self.cookie_secret.as_ref().map(|_| "[redacted]"))
+            .field(
+                "cookie_secret",
+                &self.cookie_secret.as_ref().map(|_| "[redacted]"),
+            )
             .field("secure_cookies", &self.secure_cookies)
             .field("cookie_names", &self.cookie_names)
             .finish()

@@ -294,7 +294,10 @@ mod tests {
         let c = codec();
         let good = c.seal(SID, Some(7));
         let mut h = HeaderMap::new();
-        h.append(COOKIE, HeaderValue::from_static("a=b; waitroom_session=forged"));
+        h.append(
+            COOKIE,
+            HeaderValue::from_static("a=b; waitroom_session=forged"),
+        );
         h.append(
             COOKIE,
             HeaderValue::try_from(format!("waitroom_session={good}; waitroom_token=t1")).unwrap(),
@@ -315,7 +318,13 @@ mod tests {
         let v = c.set_session(SID, Some(3));
         let v = v.to_str().unwrap();
         assert!(v.starts_with("waitroom_session="));
-        for attr in ["Path=/", "HttpOnly", "SameSite=Lax", "Secure", "Max-Age=3600"] {
+        for attr in [
+            "Path=/",
+            "HttpOnly",
+            "SameSite=Lax",
+            "Secure",
+            "Max-Age=3600",
+        ] {
             assert!(v.contains(attr), "{v}");
         }
         assert!(c.clear_token().to_str().unwrap().contains("Max-Age=0"));

@@ -42,7 +42,8 @@ impl<B> Service<Request<B>> for RoomEndpoints {
     type Response = Response<RoomBody<Empty<Bytes>>>;
     type Error = Infallible;
     /// Boxed: the endpoints are `async fn`s over the room.
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send + 'static>>;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send + 'static>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))

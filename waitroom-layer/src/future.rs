@@ -134,7 +134,8 @@ where
                         }
                         After::Track { session, cookies } => {
                             let command = res.headers_mut().remove(FINISH_HEADER);
-                            let Some(seats) = command.as_ref().and_then(parse_finish_command) else {
+                            let Some(seats) = command.as_ref().and_then(parse_finish_command)
+                            else {
                                 if command.is_some() {
                                     tracing::debug!("ignored a malformed finish command");
                                 }

@@ -114,7 +114,9 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
         || session != original
         || ((joined || !fresh) && number != hint && placed.placement.is_some())
     {
-        placed.cookies.push(cookies_codec.set_session(&session, number));
+        placed
+            .cookies
+            .push(cookies_codec.set_session(&session, number));
     }
     if placed
         .placement
@@ -222,7 +224,11 @@ fn held_reply(shared: &Shared, parts: &Parts, placed: Placed, next: &str) -> Rep
 }
 
 /// A protected request without a valid token: let an admitted session in (with a fresh token), or join and hold.
-pub(crate) async fn hold(shared: Arc<Shared>, parts: Parts, cookie: Option<SessionCookie>) -> Decision {
+pub(crate) async fn hold(
+    shared: Arc<Shared>,
+    parts: Parts,
+    cookie: Option<SessionCookie>,
+) -> Decision {
     let placed = match place(&shared, &parts, cookie, true).await {
         Look::Placed(p) => p,
         Look::Refused(r) => return Decision::Reply(r),
@@ -330,8 +336,14 @@ mod tests {
             return_to(&parts("/waitroom/join?return_to=%2Fcheckout%3Fx%3D1")),
             Some("/checkout?x=1".into())
         );
-        assert_eq!(return_to(&parts("/waitroom/join?return_to=https%3A%2F%2Fevil")), None);
-        assert_eq!(return_to(&parts("/waitroom/join?return_to=%2F%2Fevil")), None);
+        assert_eq!(
+            return_to(&parts("/waitroom/join?return_to=https%3A%2F%2Fevil")),
+            None
+        );
+        assert_eq!(
+            return_to(&parts("/waitroom/join?return_to=%2F%2Fevil")),
+            None
+        );
         assert_eq!(return_to(&parts("/waitroom/join?return_to=%ff")), None);
         assert_eq!(return_to(&parts("/waitroom/join?return_to=%")), None);
         assert_eq!(percent_encode("/a b?c=1"), "%2Fa%20b%3Fc%3D1");

@@ -458,7 +458,10 @@ mod tests {
     #[test]
     fn custom_templates() {
         let t = PageTemplate::from_template("<p>{{ name }} #{{position}}</p>").unwrap();
-        assert_eq!(t.render(&ctx(ViewState::Waiting)), "<p>Tour &lt;2026&gt; #3</p>");
+        assert_eq!(
+            t.render(&ctx(ViewState::Waiting)),
+            "<p>Tour &lt;2026&gt; #3</p>"
+        );
         assert!(PageTemplate::from_template("{{nope}}").is_err());
         assert!(PageTemplate::from_template("{{name").is_err());
         let t = PageTemplate::from_fn(|c| format!("pos {}", c.status.position.unwrap_or(0)));

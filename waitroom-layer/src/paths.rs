@@ -68,7 +68,9 @@ impl Paths {
         {
             return Err(ConfigError::invalid(
                 "base_path",
-                format!("`{base}` must be an absolute path such as `/waitroom`, without `?`, `#`, `%`, `*`"),
+                format!(
+                    "`{base}` must be an absolute path such as `/waitroom`, without `?`, `#`, `%`, `*`"
+                ),
             ));
         }
         Ok(Self {
@@ -86,7 +88,9 @@ impl Paths {
         if !prefix.starts_with('/') || prefix.contains(['?', '#', '%', '*']) {
             return Err(ConfigError::invalid(
                 "protect_prefix",
-                format!("`{prefix}` must be an absolute path such as `/checkout`, without `?`, `#`, `%`, `*`"),
+                format!(
+                    "`{prefix}` must be an absolute path such as `/checkout`, without `?`, `#`, `%`, `*`"
+                ),
             ));
         }
         self.rules.push(Rule::Prefix(p.to_owned()));
@@ -181,7 +185,8 @@ fn pattern_matches(segs: &[Seg], path: &str) -> bool {
 
 /// Normalises a path for matching (see the module docs). Paths with nothing to normalise are borrowed.
 pub(crate) fn normalise(raw: &str) -> Cow<'_, str> {
-    let needs = raw.contains('%') || raw.contains("//") || raw.contains("/.") || !raw.starts_with('/');
+    let needs =
+        raw.contains('%') || raw.contains("//") || raw.contains("/.") || !raw.starts_with('/');
     if !needs {
         return Cow::Borrowed(raw);
     }
@@ -261,8 +266,14 @@ mod tests {
         let mut p = Paths::new("/waitroom").unwrap();
         p.add_prefix("/checkout").unwrap();
         p.add_pattern("/events/*/seats/**").unwrap();
-        assert_eq!(p.route("/waitroom/status"), Route::Endpoint(Endpoint::Status));
-        assert_eq!(p.route("/waitroom/jwks.json"), Route::Endpoint(Endpoint::Jwks));
+        assert_eq!(
+            p.route("/waitroom/status"),
+            Route::Endpoint(Endpoint::Status)
+        );
+        assert_eq!(
+            p.route("/waitroom/jwks.json"),
+            Route::Endpoint(Endpoint::Jwks)
+        );
         assert_eq!(p.route("/waitroom/join"), Route::Endpoint(Endpoint::Join));
         assert_eq!(p.route("/waitroom/x"), Route::Endpoint(Endpoint::Unknown));
         assert_eq!(p.route("/waitroomx"), Route::Unprotected);

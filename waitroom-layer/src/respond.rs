@@ -78,7 +78,10 @@ pub(crate) fn status_json(
         body,
         cookies,
     );
-    if matches!(http_status, StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE) {
+    if matches!(
+        http_status,
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    ) {
         res.headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(status.refresh_seconds));
     }
@@ -155,7 +158,10 @@ mod tests {
         assert!(!wants_json(&h));
         h.insert(ACCEPT, HeaderValue::from_static("application/problem+json"));
         assert!(wants_json(&h));
-        h.insert(ACCEPT, HeaderValue::from_bytes(b"application/json\xff").unwrap());
+        h.insert(
+            ACCEPT,
+            HeaderValue::from_bytes(b"application/json\xff").unwrap(),
+        );
         assert!(!wants_json(&h));
     }
 

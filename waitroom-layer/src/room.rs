@@ -13,13 +13,13 @@ use waitroom_verify::SharedClock;
 
 use crate::builder::{RoomBuilder, RoomConfig};
 use crate::cookie::CookieCodec;
-use crate::tokens::Tokens;
 use crate::error::{ConfigError, StoreError};
 use crate::estimate::{self, Eta, HeadMeter};
 use crate::store::{
     Inventory, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
     TickReport, Touches,
 };
+use crate::tokens::Tokens;
 
 /// A waiting room for one on-sale. Cheap to clone: one `Arc` inside, so every clone (every route, every layer) shares
 /// one line.

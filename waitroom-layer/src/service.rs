@@ -75,12 +75,7 @@ where
             }
             Route::Endpoint(endpoint) => {
                 let jar = shared.room.cookies().read(&parts.headers);
-                let fut = Box::pin(gate::endpoint(
-                    shared.clone(),
-                    endpoint,
-                    parts,
-                    jar.session,
-                ));
+                let fut = Box::pin(gate::endpoint(shared.clone(), endpoint, parts, jar.session));
                 let fut = Box::pin(async move { gate::Decision::Reply(fut.await) });
                 ResponseFuture::check(shared, fut, inner, body)
             }
@@ -126,8 +121,13 @@ mod tests {
 
     type Res = http::Response<RoomBody<Full<Bytes>>>;
 
-    async fn handler(req: http::Request<Full<Bytes>>) -> Result<http::Response<Full<Bytes>>, Infallible> {
-        let mut res = http::Response::new(Full::new(Bytes::from(format!("inner {}", req.uri().path()))));
+    async fn handler(
+        req: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<Full<Bytes>>, Infallible> {
+        let mut res = http::Response::new(Full::new(Bytes::from(format!(
+            "inner {}",
+            req.uri().path()
+        ))));
         if req.uri().path() == "/checkout/done" {
             res.headers_mut()
                 .insert(FINISH_HEADER, HeaderValue::from_static("finish; seats=2"));
@@ -184,16 +184,30 @@ mod tests {
             .protect_prefix("/checkout")
             .build()
             .unwrap();
-        let mut svc = ServiceBuilder::new().layer(layer).service(service_fn(handler));
+        let mut svc = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(handler));
         let mut jar = Vec::new();
 
         // Unprotected: untouched (but a stray finish command is stripped).
-        let res = svc.ready().await.unwrap().call(get("/public/finish", &[])).await.unwrap();
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/public/finish", &[]))
+            .await
+            .unwrap();
         assert!(res.headers().get(FINISH_HEADER).is_none());
         assert_eq!(body(res).await, "inner /public/finish");
 
         // First visit: a session cookie and the holding page.
-        let res = svc.ready().await.unwrap().call(get("/checkout", &jar)).await.unwrap();
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout", &jar))
+            .await
+            .unwrap();
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(res.headers()[STATE_HEADER], "waiting");
         assert_eq!(res.headers()["cache-control"], "no-store");
@@ -204,7 +218,8 @@ mod tests {
         // Admitted at the next tick; the status poll claims and sets the token.
         room.tick_now().await.unwrap();
         let mut req = get("/waitroom/status?return_to=%2Fcheckout", &jar);
-        req.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
+        req.headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static("application/json"));
         let res = svc.ready().await.unwrap().call(req).await.unwrap();
         assert_eq!(res.headers()[STATE_HEADER], "admitted");
         absorb(&mut jar, &res);
@@ -214,17 +229,35 @@ mod tests {
         assert!(jar.iter().any(|c| c.starts_with("waitroom_token=")));
 
         // The token opens the protected routes.
-        let res = svc.ready().await.unwrap().call(get("/checkout/x", &jar)).await.unwrap();
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout/x", &jar))
+            .await
+            .unwrap();
         assert_eq!(body(res).await, "inner /checkout/x");
 
         // Finish through the response: the header is consumed, the place freed, the token refused.
-        let res = svc.ready().await.unwrap().call(get("/checkout/done", &jar)).await.unwrap();
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout/done", &jar))
+            .await
+            .unwrap();
         assert!(res.headers().get(FINISH_HEADER).is_none());
         assert_eq!(room.stats().active, 0);
         let before = jar.clone();
         absorb(&mut jar, &res);
         assert!(!jar.iter().any(|c| c.starts_with("waitroom_token=")));
-        let res = svc.ready().await.unwrap().call(get("/checkout/x", &before)).await.unwrap();
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout/x", &before))
+            .await
+            .unwrap();
         assert_ne!(body(res).await, "inner /checkout/x");
     }
 
@@ -235,15 +268,58 @@ mod tests {
         let svc = ServiceBuilder::new()
             .layer(WaitingRoomLayer::new(room))
             .service(service_fn(handler));
-        let res = svc.clone().oneshot(get("/waitroom/jwks.json", &[])).await.unwrap();
+        let res = svc
+            .clone()
+            .oneshot(get("/waitroom/jwks.json", &[]))
+            .await
+            .unwrap();
         assert_eq!(res.status(), StatusCode::OK);
         let jwks: serde_json::Value = serde_json::from_str(&body(res).await).unwrap();
         assert_eq!(jwks["keys"][0]["kty"], "OKP");
-        let res = svc.clone().oneshot(get("/waitroom/nope", &[])).await.unwrap();
+        let res = svc
+            .clone()
+            .oneshot(get("/waitroom/nope", &[]))
+            .await
+            .unwrap();
         assert_eq!(res.status(), StatusCode::NOT_FOUND);
         let mut req = get("/waitroom/status", &[]);
         *req.method_mut() = http::Method::DELETE;
         let res = svc.oneshot(req).await.unwrap();
         assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
+
+    #[tokio::test]
+    async fn an_account_holds_one_place_across_browsers() {
+        let clock = ManualClock::starting_now();
+        let room = room(&clock, 1).await;
+        let layer = WaitingRoomLayer::builder(room.clone())
+            .account_key(|parts| {
+                parts
+                    .headers
+                    .get("x-account")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            })
+            .build()
+            .unwrap();
+        let svc = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(handler));
+        let mut first = Vec::new();
+        let mut req = get("/seats", &first);
+        req.headers_mut()
+            .insert("x-account", HeaderValue::from_static("alice"));
+        let res = svc.clone().oneshot(req).await.unwrap();
+        absorb(&mut first, &res);
+        let mut second = Vec::new();
+        let mut req = get("/seats", &second);
+        req.headers_mut()
+            .insert("x-account", HeaderValue::from_static("alice"));
+        let res = svc.clone().oneshot(req).await.unwrap();
+        absorb(&mut second, &res);
+        // The second browser took over the account's place: same session, same number.
+        assert_eq!(first, second);
+        room.refresh().await.unwrap();
+        assert_eq!(room.stats().waiting, 1);
     }
 }
