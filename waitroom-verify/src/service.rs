@@ -1,0 +1,446 @@
+//! [`VerifyService`]: the middleware made by [`VerifyLayer`](crate::VerifyLayer).
+
+use std::fmt;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use tower::Service;
+
+use crate::admission::Admission;
+use crate::future::ResponseFuture;
+use crate::layer::Shared;
+use crate::response::refusal_response;
+use crate::session::credentials;
+
+/// Checks each request's token and session, then either calls the inner service with an
+/// [`Admission`] in the request extensions, or answers with a refusal response.
+///
+/// - Generic over request bodies; the inner service's response body `B` must be `From<Bytes>` (refusals are
+///   built in it; `axum::body::Body` qualifies).
+/// - `Error = S::Error`: a refusal is a response, never an error.
+/// - `poll_ready` only forwards to the inner service; the decision is made in `call`, which is synchronous
+///   (a cached check is a cache lookup; a full check is one signature verification, tens of microseconds).
+/// - A request with a token but no session is refused as [`Refusal::NoSession`](crate::Refusal::NoSession) before
+///   any cryptography.
+#[derive(Clone)]
+pub struct VerifyService<S> {
+    inner: S,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for VerifyService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VerifyService")
+            .field("inner", &self.inner)
+            .field("join_url", &self.shared.join_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> VerifyService<S> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        VerifyService { inner, shared }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, ReqBody, B> Service<Request<ReqBody>> for VerifyService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<B>> + Clone,
+    B: From<Bytes>,
+{
+    type Response = Response<B>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, B>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
+        let shared = &*self.shared;
+        let checked = credentials(req.headers(), &shared.cookie_names).and_then(|c| {
+            shared
+                .verifier
+                .verify_for_session_shared(c.token, c.session_id)
+        });
+        match checked {
+            Ok(claims) => {
+                let (admission, cell) =
+                    Admission::bound(claims, shared.verifier.clone(), Arc::clone(&shared.sink));
+                req.extensions_mut().insert(admission);
+                // The service that was driven to readiness is the one that must be called.
+                let clone = self.inner.clone();
+                let mut inner = std::mem::replace(&mut self.inner, clone);
+                ResponseFuture::call(inner.call(req), cell)
+            }
+            Err(refusal) => {
+                tracing::debug!(
+                    reason = refusal.code(),
+                    path = req.uri().path(),
+                    "waitroom: request refused"
+                );
+                ResponseFuture::reply(refusal_response(
+                    refusal,
+                    req.headers(),
+                    req.uri(),
+                    &shared.join_url,
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use axum::body::Body;
+    use axum::routing::{get, post};
+    use axum::{Extension, Router};
+    use bytes::Bytes;
+    use http::header::{
+        ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, COOKIE, LOCATION, WWW_AUTHENTICATE,
+    };
+    use http::{HeaderMap, StatusCode};
+    use http_body_util::Full;
+    use tower::{ServiceBuilder, ServiceExt, service_fn};
+
+    use crate::admission::{FINISH_HEADER, Finish, FinishFuture, FinishSink, parse_finish_command};
+    use crate::{Admission, Claims, ManualClock, SigningKey, Verifier, VerifyLayer};
+
+    const START_MS: u64 = 1_800_000_000_000;
+    const ALICE: &str = "alice-session-0123456789";
+    const BOB: &str = "bob-session-0123456789";
+
+    struct App {
+        key: SigningKey,
+        clock: ManualClock,
+        layer: VerifyLayer,
+    }
+
+    impl App {
+        fn new() -> Self {
+            let key = SigningKey::generate_ed25519("2025-a").unwrap();
+            let clock = ManualClock::new(START_MS);
+            let verifier = Verifier::builder()
+                .keys(&key)
+                .issuer("room")
+                .audience("sale")
+                .clock(Arc::new(clock.clone()))
+                .build()
+                .unwrap();
+            App {
+                key,
+                clock,
+                layer: VerifyLayer::new(verifier).join_url("/line/join"),
+            }
+        }
+
+        fn token(&self, sub: &str) -> String {
+            let claims = Claims::new(
+                "room",
+                "sale",
+                sub,
+                START_MS / 1000,
+                Duration::from_secs(600),
+            )
+            .with_max_qty(4);
+            self.key.sign(&claims).unwrap()
+        }
+
+        fn router(&self) -> Router {
+            async fn show(Extension(a): Extension<Admission>) -> String {
+                format!(
+                    "{} {} {:?} {}",
+                    a.session_id(),
+                    a.event(),
+                    a.max_qty(),
+                    a.expires_at()
+                )
+            }
+            async fn buy(Extension(a): Extension<Admission>) -> &'static str {
+                a.finish_with_seats(3);
+                "bought"
+            }
+            Router::new()
+                .route("/show", get(show))
+                .route("/buy", post(buy))
+                .layer(self.layer.clone())
+        }
+    }
+
+    fn cookie_request(method: &str, uri: &str, session: &str, token: &str) -> Request<Body> {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(
+                COOKIE,
+                format!("waitroom_session={session}.17.mac; waitroom_token={token}"),
+            )
+            .body(Body::empty())
+            .unwrap()
+    }
+
+    async fn body_text(res: http::Response<Body>) -> String {
+        String::from_utf8(
+            axum::body::to_bytes(res.into_body(), 64 * 1024)
+                .await
+                .unwrap()
+                .to_vec(),
+        )
+        .unwrap()
+    }
+
+    async fn problem(res: http::Response<Body>) -> serde_json::Value {
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(res.headers()[CONTENT_TYPE], "application/problem+json");
+        assert_eq!(res.headers()[CACHE_CONTROL], "no-store");
+        let body: serde_json::Value = serde_json::from_str(&body_text(res).await).unwrap();
+        assert_eq!(body["status"], 401);
+        body
+    }
+
+    #[tokio::test]
+    async fn valid_token_passes_and_handler_sees_the_admission() {
+        let app = App::new();
+        let res = app
+            .router()
+            .oneshot(cookie_request("GET", "/show", ALICE, &app.token(ALICE)))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(res.headers().get(FINISH_HEADER).is_none());
+        let exp = START_MS / 1000 + 600;
+        assert_eq!(body_text(res).await, format!("{ALICE} sale Some(4) {exp}"));
+    }
+
+    #[tokio::test]
+    async fn bearer_with_session_header_passes() {
+        let app = App::new();
+        let req = Request::get("/show")
+            .header(AUTHORIZATION, format!("Bearer {}", app.token(BOB)))
+            .header("x-waitroom-session", BOB)
+            .body(Body::empty())
+            .unwrap();
+        let res = app.router().oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn another_sessions_cookie_is_refused() {
+        let app = App::new();
+        let stolen = app.token(ALICE);
+        let res = app
+            .router()
+            .oneshot(cookie_request("GET", "/show", BOB, &stolen))
+            .await
+            .unwrap();
+        assert_eq!(problem(res).await["reason"], "session_mismatch");
+        // Same for a browser, as a redirect.
+        let mut req = cookie_request("GET", "/show?x=1", BOB, &stolen);
+        req.headers_mut()
+            .insert(ACCEPT, "text/html,*/*;q=0.8".parse().unwrap());
+        let res = app.router().oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        assert_eq!(
+            res.headers()[LOCATION],
+            "/line/join?return_to=%2Fshow%3Fx%3D1"
+        );
+    }
+
+    #[tokio::test]
+    async fn after_finish_the_same_token_is_refused() {
+        let app = App::new();
+        let router = app.router();
+        let token = app.token(ALICE);
+        let res = router
+            .clone()
+            .oneshot(cookie_request("GET", "/show", ALICE, &token))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "verified once, so now cached");
+        let res = router
+            .clone()
+            .oneshot(cookie_request("POST", "/buy", ALICE, &token))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(parse_finish_command(&res.headers()[FINISH_HEADER]), Some(3));
+        let res = router
+            .clone()
+            .oneshot(cookie_request("GET", "/show", ALICE, &token))
+            .await
+            .unwrap();
+        let body = problem(res).await;
+        assert_eq!(body["reason"], "finished");
+        assert_eq!(body["join_url"], "/line/join");
+        // Other sessions are unaffected.
+        let res = router
+            .oneshot(cookie_request("GET", "/show", BOB, &app.token(BOB)))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn browser_and_api_refusals_have_the_right_status_and_headers() {
+        let app = App::new();
+        let router = app.router();
+        // API client, no token at all.
+        let res = router
+            .clone()
+            .oneshot(Request::get("/show").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.headers()[WWW_AUTHENTICATE], "Bearer");
+        assert_eq!(problem(res).await["reason"], "missing_token");
+        // API client, token but no session.
+        let req = Request::get("/show")
+            .header(AUTHORIZATION, format!("Bearer {}", app.token(ALICE)))
+            .body(Body::empty())
+            .unwrap();
+        let res = router.clone().oneshot(req).await.unwrap();
+        assert_eq!(
+            res.headers()[WWW_AUTHENTICATE],
+            "Bearer error=\"invalid_token\""
+        );
+        assert_eq!(problem(res).await["reason"], "missing_session");
+        // API client, expired token (the layer reads the verifier's clock).
+        app.clock.advance(Duration::from_secs(3600));
+        let res = router
+            .clone()
+            .oneshot(cookie_request("GET", "/show", ALICE, &app.token(ALICE)))
+            .await
+            .unwrap();
+        let body = problem(res).await;
+        assert_eq!(
+            (body["reason"].as_str(), body["title"].as_str()),
+            (Some("expired"), Some("Admission token expired"))
+        );
+        // Browser: 303 to the join URL, whatever the reason, with no body and no caching.
+        let req = Request::get("/show?seat=12&row=a%20b")
+            .header(ACCEPT, "text/html")
+            .header(COOKIE, "waitroom_token=garbage")
+            .body(Body::empty())
+            .unwrap();
+        let res = router.oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        assert_eq!(
+            res.headers()[LOCATION],
+            "/line/join?return_to=%2Fshow%3Fseat%3D12%26row%3Da%2520b"
+        );
+        assert_eq!(res.headers()[CACHE_CONTROL], "no-store");
+        assert!(res.headers().get(WWW_AUTHENTICATE).is_none());
+        assert!(body_text(res).await.is_empty());
+    }
+
+    #[derive(Debug, Default)]
+    struct SlowSink {
+        seen: Mutex<Vec<Finish>>,
+        completed: Arc<AtomicBool>,
+    }
+
+    impl FinishSink for SlowSink {
+        fn finish(&self, finish: &Finish, headers: &mut HeaderMap) -> Option<FinishFuture> {
+            self.seen.lock().unwrap().push(finish.clone());
+            headers.insert("x-sink", "slow".parse().unwrap());
+            let completed = Arc::clone(&self.completed);
+            Some(Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                completed.store(true, Ordering::SeqCst);
+            }))
+        }
+    }
+
+    #[tokio::test]
+    async fn generic_bodies_and_async_sink_complete_before_the_response() {
+        // Drive the service directly: a non-axum request body, a plain service_fn, ServiceBuilder.
+        let app = App::new();
+        let sink = Arc::new(SlowSink::default());
+        let completed = Arc::clone(&sink.completed);
+        let layer = app.layer.clone().shared_finish_sink(sink.clone());
+        let mut svc = ServiceBuilder::new().layer(layer).service(service_fn(
+            |req: Request<Full<Bytes>>| async move {
+                let admission = req
+                    .extensions()
+                    .get::<Admission>()
+                    .expect("admission")
+                    .clone();
+                admission.finish_with_seats(2);
+                Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from_static(b"ok"))))
+            },
+        ));
+        let req = Request::post("/buy")
+            .header(
+                COOKIE,
+                format!(
+                    "waitroom_session={ALICE}; waitroom_token={}",
+                    app.token(ALICE)
+                ),
+            )
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap();
+        let res = svc.ready().await.unwrap().call(req).await.unwrap();
+        assert!(
+            completed.load(Ordering::SeqCst),
+            "the sink's future ran before the response was returned"
+        );
+        assert_eq!(res.headers()["x-sink"], "slow");
+        assert!(
+            res.headers().get(FINISH_HEADER).is_none(),
+            "a custom sink replaces the header sink"
+        );
+        let seen = sink.seen.lock().unwrap().clone();
+        assert_eq!((seen.len(), seen[0].seats, seen[0].at_ms), (1, 2, START_MS));
+        // The refusal body is built in the inner service's body type.
+        let req = Request::get("/x").body(Full::new(Bytes::new())).unwrap();
+        let res = svc.ready().await.unwrap().call(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn readiness_and_errors_are_forwarded() {
+        let app = App::new();
+        #[derive(Clone)]
+        struct NotReady;
+        impl tower::Service<Request<Body>> for NotReady {
+            type Response = http::Response<Body>;
+            type Error = &'static str;
+            type Future = std::future::Ready<Result<http::Response<Body>, &'static str>>;
+            fn poll_ready(
+                &mut self,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Result<(), Self::Error>> {
+                std::task::Poll::Ready(Err("inner not ready"))
+            }
+            fn call(&mut self, _: Request<Body>) -> Self::Future {
+                std::future::ready(Err("inner failed"))
+            }
+        }
+        let mut svc = ServiceBuilder::new()
+            .layer(app.layer.clone())
+            .service(NotReady);
+        assert_eq!(svc.ready().await.err(), Some("inner not ready"));
+        let res = svc
+            .call(cookie_request("GET", "/", ALICE, &app.token(ALICE)))
+            .await;
+        assert_eq!(res.err(), Some("inner failed"));
+        // A refused request never reaches the inner service, so its error does not show.
+        let res = svc
+            .call(Request::get("/").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    }
+}

@@ -1,0 +1,349 @@
+//! Where a request carries its token and its session, and the session-cookie contract shared with the room.
+//!
+//! # The session-cookie contract
+//! The session cookie's value is `<session_id>` or `<session_id>.<anything>`: the room appends its own data
+//! (a line number and an HMAC) after the first `.`. The verifier only reads the part before the first `.`
+//! ([`session_id_from_cookie_value`]), and accepts it only when it is 16 to 64 characters of `[A-Za-z0-9_-]`.
+//!
+//! The verifier cannot check the room's HMAC (it does not hold the room's cookie secret), so the binding proves
+//! that a token is presented together with the session it was issued to, not that the session cookie is
+//! authentic: it stops a token copied into another browser (which has its own session cookie) or replayed
+//! without the cookie.
+//!
+//! # Where things are read
+//! - Token: `Authorization: Bearer <token>` when present (an API client says so explicitly), otherwise the token
+//!   cookie.
+//! - Session: the session cookie when present, otherwise the `X-Waitroom-Session` header (whose value follows
+//!   the same contract).
+//!
+//! # Bounds
+//! - A `Cookie` header longer than [`MAX_COOKIE_HEADER_BYTES`] is ignored, as is any header that is not UTF-8;
+//!   at most [`MAX_COOKIE_HEADERS`] `Cookie` headers are read.
+//! - A cookie name that appears more than once is resolved to its **first** occurrence. Browsers send the cookie
+//!   with the most specific path first (RFC 6265 5.4), which is the one the room set; refusing duplicates instead
+//!   would lock a browser out in a redirect loop until the stale cookie expired.
+//! - Nothing here panics on odd input.
+
+use http::HeaderMap;
+use http::header::{AUTHORIZATION, COOKIE};
+
+use crate::error::{ConfigError, Refusal};
+
+/// The header an API client may use to name its session when it has no cookie jar.
+pub const SESSION_HEADER: &str = "x-waitroom-session";
+
+/// `Cookie` headers longer than this are ignored.
+pub const MAX_COOKIE_HEADER_BYTES: usize = 8 * 1024;
+
+/// At most this many `Cookie` headers are read.
+pub const MAX_COOKIE_HEADERS: usize = 8;
+
+/// Session ids are at least this long.
+pub const MIN_SESSION_ID_LEN: usize = 16;
+
+/// Session ids are at most this long.
+pub const MAX_SESSION_ID_LEN: usize = 64;
+
+/// The names of the two cookies. Defaults: `waitroom_session` and `waitroom_token`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CookieNames {
+    /// The session cookie (set by the room).
+    pub session: String,
+    /// The token cookie (set by the room when it admits the session).
+    pub token: String,
+}
+
+impl Default for CookieNames {
+    fn default() -> Self {
+        CookieNames {
+            session: "waitroom_session".into(),
+            token: "waitroom_token".into(),
+        }
+    }
+}
+
+impl CookieNames {
+    /// Custom names.
+    ///
+    /// # Errors
+    /// [`ConfigError::CookieName`] when a name is empty or not an RFC 6265 token.
+    pub fn new(session: impl Into<String>, token: impl Into<String>) -> Result<Self, ConfigError> {
+        let names = CookieNames {
+            session: session.into(),
+            token: token.into(),
+        };
+        names.validate()?;
+        Ok(names)
+    }
+
+    /// Checks both names are RFC 6265 cookie-name tokens and differ.
+    ///
+    /// # Errors
+    /// [`ConfigError::CookieName`].
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for name in [&self.session, &self.token] {
+            let ok = !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !ok {
+                return Err(ConfigError::CookieName(name.clone()));
+            }
+        }
+        if self.session == self.token {
+            return Err(ConfigError::CookieName(self.token.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// The session id in a session cookie value (or `X-Waitroom-Session` header): the part before the first `.`,
+/// if it is 16..=64 characters of `[A-Za-z0-9_-]`.
+#[must_use]
+pub fn session_id_from_cookie_value(value: &str) -> Option<&str> {
+    let id = value.split_once('.').map_or(value, |(id, _)| id);
+    let ok = (MIN_SESSION_ID_LEN..=MAX_SESSION_ID_LEN).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    ok.then_some(id)
+}
+
+/// The first value of the cookie `name` in the request's `Cookie` headers (bounded as the module says).
+#[must_use]
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .take(MAX_COOKIE_HEADERS)
+        .filter(|v| v.len() <= MAX_COOKIE_HEADER_BYTES)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (n, v) = pair.split_once('=')?;
+            (n.trim() == name).then(|| {
+                let v = v.trim();
+                v.strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or(v)
+            })
+        })
+}
+
+/// The token a request carries: `Authorization: Bearer` first, then the token cookie.
+///
+/// # Errors
+/// [`Refusal::Missing`] when there is none; [`Refusal::Malformed`] when `Authorization` is not UTF-8, not the
+/// `Bearer` scheme, or empty.
+pub fn token_from_headers<'a>(
+    headers: &'a HeaderMap,
+    names: &CookieNames,
+) -> Result<&'a str, Refusal> {
+    if let Some(auth) = headers.get(AUTHORIZATION) {
+        let auth = auth.to_str().map_err(|_| Refusal::Malformed)?;
+        let (scheme, token) = auth.trim().split_once(' ').ok_or(Refusal::Malformed)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(Refusal::Malformed);
+        }
+        let token = token.trim();
+        return if token.is_empty() {
+            Err(Refusal::Malformed)
+        } else {
+            Ok(token)
+        };
+    }
+    match cookie(headers, &names.token) {
+        Some(t) if !t.is_empty() => Ok(t),
+        _ => Err(Refusal::Missing),
+    }
+}
+
+/// The session id a request carries: from the session cookie, else from `X-Waitroom-Session`.
+///
+/// # Errors
+/// [`Refusal::NoSession`] when neither is present with a well-formed session id.
+pub fn session_from_headers<'a>(
+    headers: &'a HeaderMap,
+    names: &CookieNames,
+) -> Result<&'a str, Refusal> {
+    if let Some(v) = cookie(headers, &names.session) {
+        return session_id_from_cookie_value(v).ok_or(Refusal::NoSession);
+    }
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| session_id_from_cookie_value(v.trim()))
+        .ok_or(Refusal::NoSession)
+}
+
+/// A request's token and session id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credentials<'a> {
+    /// The compact JWT.
+    pub token: &'a str,
+    /// The session id (cookie part before the first `.`).
+    pub session_id: &'a str,
+}
+
+/// Both the token and the session of a request, token first (a request with neither is `Missing`).
+///
+/// # Errors
+/// As [`token_from_headers`], then as [`session_from_headers`].
+pub fn credentials<'a>(
+    headers: &'a HeaderMap,
+    names: &CookieNames,
+) -> Result<Credentials<'a>, Refusal> {
+    let token = token_from_headers(headers, names)?;
+    let session_id = session_from_headers(headers, names)?;
+    Ok(Credentials { token, session_id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    const SID: &str = "abcdefghij0123456789";
+
+    fn headers(pairs: &[(&str, &[u8])]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (n, v) in pairs {
+            h.append(
+                http::HeaderName::from_bytes(n.as_bytes()).unwrap(),
+                HeaderValue::from_bytes(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn session_id_contract() {
+        assert_eq!(session_id_from_cookie_value(SID), Some(SID));
+        assert_eq!(
+            session_id_from_cookie_value(&format!("{SID}.42.hmacvalue")),
+            Some(SID)
+        );
+        assert_eq!(session_id_from_cookie_value(&format!("{SID}.")), Some(SID));
+        assert_eq!(session_id_from_cookie_value("short.x"), None);
+        assert_eq!(session_id_from_cookie_value(&"a".repeat(65)), None);
+        assert_eq!(
+            session_id_from_cookie_value(&"a".repeat(64)),
+            Some("a".repeat(64).as_str())
+        );
+        assert_eq!(session_id_from_cookie_value("abcdefghij012345678 "), None);
+        assert_eq!(session_id_from_cookie_value("abcdefghij01234567é9"), None);
+        assert_eq!(session_id_from_cookie_value(""), None);
+        assert_eq!(session_id_from_cookie_value(".abcdefghij0123456789"), None);
+    }
+
+    #[test]
+    fn token_from_cookie_or_bearer() {
+        let names = CookieNames::default();
+        let h = headers(&[("cookie", b"a=b; waitroom_token=tok1; waitroom_session=x")]);
+        assert_eq!(token_from_headers(&h, &names), Ok("tok1"));
+        let h = headers(&[
+            ("cookie", b"waitroom_token=tok1"),
+            ("authorization", b"Bearer tok2"),
+        ]);
+        assert_eq!(token_from_headers(&h, &names), Ok("tok2"), "bearer wins");
+        let h = headers(&[("authorization", b"Basic dXNlcg==")]);
+        assert_eq!(token_from_headers(&h, &names), Err(Refusal::Malformed));
+        let h = headers(&[("authorization", b"Bearer ")]);
+        assert_eq!(token_from_headers(&h, &names), Err(Refusal::Malformed));
+        let h = headers(&[("authorization", b"Bearer \xff\xfe")]);
+        assert_eq!(token_from_headers(&h, &names), Err(Refusal::Malformed));
+        assert_eq!(
+            token_from_headers(&HeaderMap::new(), &names),
+            Err(Refusal::Missing)
+        );
+        let h = headers(&[("cookie", b"waitroom_token=")]);
+        assert_eq!(token_from_headers(&h, &names), Err(Refusal::Missing));
+    }
+
+    #[test]
+    fn session_from_cookie_or_header() {
+        let names = CookieNames::default();
+        let v = format!("waitroom_session={SID}.7.mac");
+        let h = headers(&[("cookie", v.as_bytes())]);
+        assert_eq!(session_from_headers(&h, &names), Ok(SID));
+        let h = headers(&[("x-waitroom-session", SID.as_bytes())]);
+        assert_eq!(session_from_headers(&h, &names), Ok(SID));
+        let h = headers(&[
+            ("cookie", b"waitroom_session=bad"),
+            ("x-waitroom-session", SID.as_bytes()),
+        ]);
+        assert_eq!(
+            session_from_headers(&h, &names),
+            Err(Refusal::NoSession),
+            "a bad cookie is not overridden"
+        );
+        assert_eq!(
+            session_from_headers(&HeaderMap::new(), &names),
+            Err(Refusal::NoSession)
+        );
+    }
+
+    #[test]
+    fn duplicates_take_the_first_and_bounds_hold() {
+        let names = CookieNames::default();
+        let h = headers(&[
+            ("cookie", b"waitroom_token=first; waitroom_token=second"),
+            ("cookie", b"waitroom_token=third"),
+        ]);
+        assert_eq!(token_from_headers(&h, &names), Ok("first"));
+        let h = headers(&[
+            ("cookie", b"\"x\xff=1"),
+            ("cookie", b"waitroom_token=\"quoted\""),
+        ]);
+        assert_eq!(
+            token_from_headers(&h, &names),
+            Ok("quoted"),
+            "non-UTF-8 header skipped"
+        );
+        let big = format!(
+            "pad={}; waitroom_token=t",
+            "x".repeat(MAX_COOKIE_HEADER_BYTES)
+        );
+        let h = headers(&[("cookie", big.as_bytes())]);
+        assert_eq!(
+            token_from_headers(&h, &names),
+            Err(Refusal::Missing),
+            "oversized Cookie header ignored"
+        );
+        let mut many: Vec<(&str, &[u8])> = vec![("cookie", b"a=b"); MAX_COOKIE_HEADERS];
+        many.push(("cookie", b"waitroom_token=late"));
+        assert_eq!(
+            token_from_headers(&headers(&many), &names),
+            Err(Refusal::Missing)
+        );
+        let h = headers(&[(
+            "cookie",
+            b"waitroom_token_x=1; xwaitroom_token=2; nonsense; =3",
+        )]);
+        assert_eq!(token_from_headers(&h, &names), Err(Refusal::Missing));
+    }
+
+    #[test]
+    fn credentials_and_custom_names() {
+        let names = CookieNames::new("sid", "pass").unwrap();
+        let v = format!("sid={SID}; pass=tok");
+        let h = headers(&[("cookie", v.as_bytes())]);
+        assert_eq!(
+            credentials(&h, &names),
+            Ok(Credentials {
+                token: "tok",
+                session_id: SID
+            })
+        );
+        let h = headers(&[("cookie", b"pass=tok")]);
+        assert_eq!(credentials(&h, &names), Err(Refusal::NoSession));
+        assert_eq!(
+            credentials(&HeaderMap::new(), &names),
+            Err(Refusal::Missing)
+        );
+        assert!(CookieNames::new("a b", "t").is_err());
+        assert!(CookieNames::new("", "t").is_err());
+        assert!(CookieNames::new("same", "same").is_err());
+    }
+}
