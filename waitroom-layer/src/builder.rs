@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use waitroom_verify::{SharedClock, SystemClock};
+use waitroom_verify::{CookieNames, SharedClock, SigningKey, SystemClock, VerifyingKey};
 
 use crate::error::ConfigError;
 use crate::room::WaitingRoom;
@@ -62,7 +62,40 @@ pub struct RoomBuilder {
     pub(crate) clock: SharedClock,
     pub(crate) store: Arc<dyn Store>,
     pub(crate) spawn_background: bool,
+    pub(crate) pass: PassConfig,
 }
+
+/// What the room needs to hand out passes: the token key and claims, and the session cookie.
+pub(crate) struct PassConfig {
+    pub(crate) signing_key: Option<SigningKey>,
+    pub(crate) also_publish: Vec<VerifyingKey>,
+    pub(crate) issuer: String,
+    pub(crate) max_qty: Option<u32>,
+    pub(crate) cookie_secret: Option<Vec<u8>>,
+    pub(crate) secure_cookies: bool,
+    pub(crate) cookie_names: CookieNames,
+    pub(crate) session_cookie_max_age: Duration,
+}
+
+impl std::fmt::Debug for PassConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PassConfig")
+            .field("signing_key", &self.signing_key)
+            .field("also_publish", &self.also_publish.len())
+            .field("issuer", &self.issuer)
+            .field("max_qty", &self.max_qty)
+            .field(
+                "cookie_secret",
+                &self.cookie_secret.as_ref().map(|_| "[redacted]"),
+            )
+            .field("secure_cookies", &self.secure_cookies)
+            .field("cookie_names", &self.cookie_names)
+            .finish()
+    }
+}
+
+/// The shortest cookie secret accepted, in bytes.
+pub const MIN_COOKIE_SECRET_BYTES: usize = 32;
 
 impl RoomBuilder {
     pub(crate) fn new(event: impl Into<String>) -> Self {
@@ -88,7 +121,74 @@ impl RoomBuilder {
             clock: Arc::new(SystemClock),
             store: Arc::new(MemoryStore::new()),
             spawn_background: true,
+            pass: PassConfig {
+                signing_key: None,
+                also_publish: Vec::new(),
+                issuer: "waitroom".into(),
+                max_qty: None,
+                cookie_secret: None,
+                secure_cookies: true,
+                cookie_names: CookieNames::default(),
+                session_cookie_max_age: Duration::from_secs(24 * 3600),
+            },
         }
+    }
+
+    /// The key admission tokens are signed with (default: a fresh random Ed25519 key, kid `waitroom-<random>`).
+    ///
+    /// Several instances of one room (behind a load balancer, sharing a Redis store) must share one key: load it
+    /// from PEM on each (`SigningKey::from_ed25519_pem`), or every instance refuses the others' tokens. The order
+    /// service trusts the public half, published at `{base}/jwks.json`.
+    pub fn signing_key(mut self, key: SigningKey) -> Self {
+        self.pass.signing_key = Some(key);
+        self
+    }
+
+    /// Also accept and publish `key` (a public key), e.g. the previous signing key during a rotation, so tokens
+    /// it signed keep working until they expire.
+    pub fn publish_key(mut self, key: VerifyingKey) -> Self {
+        self.pass.also_publish.push(key);
+        self
+    }
+
+    /// The tokens' issuer, `iss` (default `waitroom`). The order service's verifier must accept it.
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.pass.issuer = issuer.into();
+        self
+    }
+
+    /// A purchase limit written into every token (`max_qty`, seats per order; default: none).
+    pub fn max_qty(mut self, seats: u32) -> Self {
+        self.pass.max_qty = Some(seats);
+        self
+    }
+
+    /// The secret the session cookie is signed with (HMAC-SHA256; at least 32 bytes; default: 32 random bytes).
+    ///
+    /// Several instances of one room must share it, or a browser that lands on another instance loses its place.
+    pub fn cookie_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.pass.cookie_secret = Some(secret.as_ref().to_vec());
+        self
+    }
+
+    /// Whether the room's cookies carry `Secure` (default true: sent over HTTPS only). Turn it off only for
+    /// plain-HTTP development and tests.
+    pub fn secure_cookies(mut self, secure: bool) -> Self {
+        self.pass.secure_cookies = secure;
+        self
+    }
+
+    /// The cookie names (default `waitroom_session` and `waitroom_token`; the order service's verifier must use
+    /// the same).
+    pub fn cookie_names(mut self, names: CookieNames) -> Self {
+        self.pass.cookie_names = names;
+        self
+    }
+
+    /// How long the browser keeps the session cookie (default 24 hours).
+    pub fn session_cookie_max_age(mut self, d: Duration) -> Self {
+        self.pass.session_cookie_max_age = d;
+        self
     }
 
     /// The on-sale's name on the holding page (default: the event id).
@@ -238,6 +338,35 @@ impl RoomBuilder {
                     "{:?} is shorter than the poll interval {:?}: people who poll on time would be skipped",
                     c.abandon_after, c.poll_interval
                 ),
+            ));
+        }
+        if let Some(secret) = &self.pass.cookie_secret
+            && secret.len() < MIN_COOKIE_SECRET_BYTES
+        {
+            return Err(ConfigError::invalid(
+                "cookie_secret",
+                format!(
+                    "{} bytes is too short; use at least {MIN_COOKIE_SECRET_BYTES} random bytes",
+                    secret.len()
+                ),
+            ));
+        }
+        if self.pass.cookie_names.validate().is_err() {
+            return Err(ConfigError::invalid(
+                "cookie_names",
+                "names must be distinct RFC 6265 tokens of 1 to 64 characters",
+            ));
+        }
+        if self.pass.issuer.is_empty() {
+            return Err(ConfigError::invalid("issuer", "must not be empty"));
+        }
+        if self.pass.max_qty == Some(0) {
+            return Err(ConfigError::invalid("max_qty", "must be at least 1"));
+        }
+        if c.idle_timeout < Duration::from_secs(2) {
+            return Err(ConfigError::invalid(
+                "idle_timeout",
+                "must be at least 2 s (it is also the token lifetime, in whole seconds)",
             ));
         }
         let to_ms = |t: SystemTime| {

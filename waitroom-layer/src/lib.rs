@@ -1,20 +1,118 @@
 //! waitroom-layer: a virtual waiting room as Tower middleware.
 //!
 //! The room keeps a line of sessions in a [`Store`] and lets people in at the pace the checkout can finish: it counts
-//! active sessions and admits the next person whenever one ends, up to a capacity. See the repository README for
-//! the whole picture.
+//! active sessions and admits the next person whenever one ends, up to a capacity. [`WaitingRoomLayer`] puts it in
+//! front of the routes that need it: the seat map, the holds, the payment.
+//!
+//! # Wiring it on axum
+//! ```no_run
+//! use axum::{Router, routing::get};
+//! use waitroom_layer::{WaitingRoom, WaitingRoomLayer};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let room = WaitingRoom::builder("tour-2026").display_name("The 2026 tour").capacity(8_000).build().await?;
+//! let waitroom = WaitingRoomLayer::builder(room)
+//!     .protect_prefix("/checkout")
+//!     .bypass(|parts| parts.uri.path() == "/health")
+//!     .build()?;
+//! let app: Router = Router::new()
+//!     .route("/", get(|| async { "home, never queued" }))
+//!     .route("/checkout", get(|| async { "seat map" }))
+//!     .route("/health", get(|| async { "ok" }))
+//!     .layer(waitroom);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(()) }
+//! ```
+//! With `.route_layer()` on a sub-router of protected routes, build the layer with no protected paths (then every
+//! route it wraps is protected) and mount [`WaitingRoomLayer::endpoints`] for the base path:
+//! `.route_service("/waitroom/{*rest}", waitroom.endpoints())`.
+//!
+//! # What a browser sees
+//! - First request to a protected path: a session cookie (`waitroom_session`, HttpOnly, SameSite=Lax, Secure by
+//!   default, Path=/) and the holding page with its place in line. The cookie is `<session>.<number>.<hmac>`,
+//!   signed with the room's cookie secret (HMAC-SHA256, checked in constant time); a forged or garbled one is no
+//!   cookie at all. It carries the line number, so a poll is answered from memory.
+//! - The page polls `GET {base}/status` (JSON) every `refresh_seconds` with jitter; without JavaScript it
+//!   refreshes itself. When the session is let in, the poll claims the place, sets the admission token cookie
+//!   (`waitroom_token`, a JWT signed by the room, lifetime = the idle timeout) and the page goes on to `next`.
+//! - With a valid token for its own session a request passes to the inner service. The room counts it as
+//!   activity (batched) and re-issues the token once more than half its life is gone.
+//! - When the inner response carries `Waitroom-Command: finish; seats=<n>` (what the verify crate's
+//!   `Admission::finish_with_seats` adds), the layer removes the header, marks the session finished, refuses its
+//!   token from then on and clears the cookie. Coming back, the browser joins again at the back.
+//! - `{base}/join?return_to=/path` joins and shows the holding page (the verify layer sends refused browsers
+//!   here); `{base}/jwks.json` publishes the token keys for the order service.
+//! - Everything the room writes carries `Cache-Control: no-store` and `Waitroom-State: <state>`. Clients that
+//!   send `Accept: application/json` get the JSON status instead of the page (`429` with `Retry-After` while in
+//!   line on a protected path, `410` when sold out or closed).
+//!
+//! # Several instances
+//! The room's signing key and cookie secret default to fresh random values: fine for one process. Instances
+//! sharing a store must share both ([`RoomBuilder::signing_key`] from PEM, [`RoomBuilder::cookie_secret`]).
+//!
+//! # A per-client cap on joins with `tower_governor`
+//! The room holds one place per session (and per account with [`WaitingRoomLayerBuilder::account_key`]), but a
+//! script can make many sessions. Put a rate limiter keyed by client address in front of the room, and only on
+//! the paths that create places (the join guard is the place for captcha checks):
+//! ```ignore
+//! use tower_governor::{GovernorLayer, governor::GovernorConfigBuilder, key_extractor::SmartIpKeyExtractor};
+//! let governor = std::sync::Arc::new(
+//!     GovernorConfigBuilder::default()
+//!         .key_extractor(SmartIpKeyExtractor) // only behind a proxy you trust to set X-Forwarded-For
+//!         .per_second(2)     // tower_governor: one new permit every 2 s per client
+//!         .burst_size(5)
+//!         .finish()
+//!         .unwrap(),
+//! );
+//! let app = Router::new()
+//!     .merge(protected_routes)
+//!     .layer(waitroom)                    // inner: the room
+//!     .layer(GovernorLayer::new(governor)); // outer: over-eager clients get 429 before they reach the room
+//! // serve with `into_make_service_with_connect_info::<SocketAddr>()` so the extractor sees the peer address
+//! ```
+//! Polls of `{base}/status` come every `refresh_seconds` per browser; size the burst so a few tabs behind one
+//! NAT are not cut off, or bypass the governor for the status path.
+//!
+//! # Parts
+//! [`WaitingRoom`] (the line; [`RoomBuilder`]), [`WaitingRoomLayer`] and [`WaitingRoomLayerBuilder`],
+//! [`WaitingRoomService`], [`ResponseFuture`], [`RoomBody`] (the response body), [`RoomEndpoints`],
+//! [`PageTemplate`] (the holding page), [`JoinGuard`], [`Store`] and [`MemoryStore`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod body;
 mod builder;
+mod cookie;
+mod endpoints;
 mod error;
 mod estimate;
+mod future;
+mod gate;
+mod hooks;
+mod layer;
+mod page;
+mod paths;
+mod respond;
 mod room;
+mod service;
 pub mod store;
+mod tokens;
 
-pub use builder::{Fairness, RoomBuilder, RoomConfig};
+pub use body::RoomBody;
+pub use builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig};
+pub use cookie::{SessionCookie, valid_session_id};
+pub use endpoints::RoomEndpoints;
 pub use error::{ConfigError, StoreError};
 pub use estimate::{Eta, EtaBasis, reach as estimate_reach};
+pub use future::ResponseFuture;
+pub use hooks::{GuardFuture, JoinGuard};
+pub use layer::{WaitingRoomLayer, WaitingRoomLayerBuilder};
+pub use page::{DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words};
+pub use respond::STATE_HEADER;
 pub use room::{Stats, Status, ViewState, WaitingRoom};
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
-pub use waitroom_verify::{Clock, ManualClock, SharedClock, SystemClock};
+pub use waitroom_verify::{
+    Claims, Clock, CookieNames, FINISH_HEADER, KeySet, ManualClock, SharedClock, SigningKey,
+    SystemClock, Verifier, VerifyingKey,
+};

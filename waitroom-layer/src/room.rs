@@ -12,12 +12,14 @@ use serde::Serialize;
 use waitroom_verify::SharedClock;
 
 use crate::builder::{RoomBuilder, RoomConfig};
+use crate::cookie::CookieCodec;
 use crate::error::{ConfigError, StoreError};
 use crate::estimate::{self, Eta, HeadMeter};
 use crate::store::{
     Inventory, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
     TickReport, Touches,
 };
+use crate::tokens::Tokens;
 
 /// A waiting room for one on-sale. Cheap to clone: one `Arc` inside, so every clone (every route, every layer) shares
 /// one line.
@@ -55,6 +57,8 @@ pub(crate) struct Inner {
     meter: Mutex<HeadMeter>,
     pending: Mutex<Pending>,
     cache: moka::sync::Cache<String, Placement>,
+    tokens: Tokens,
+    cookies: CookieCodec,
 }
 
 #[derive(Debug, Default)]
@@ -209,6 +213,34 @@ impl WaitingRoom {
             .snapshot(&b.config.event)
             .await
             .map_err(|e| ConfigError::Store(e.to_string()))?;
+        let pass = b.pass;
+        let key = match pass.signing_key {
+            Some(k) => k,
+            None => {
+                let kid = format!("waitroom-{}", &Self::new_session_id()[..8]);
+                waitroom_verify::SigningKey::generate_ed25519(kid)
+                    .map_err(|e| ConfigError::invalid("signing_key", e.to_string()))?
+            }
+        };
+        let tokens = Tokens::new(
+            key,
+            pass.also_publish,
+            pass.issuer,
+            b.config.event.clone(),
+            Duration::from_secs(b.config.idle_timeout.as_secs()),
+            pass.max_qty,
+            b.clock.clone(),
+        )?;
+        let secret = pass
+            .cookie_secret
+            .unwrap_or_else(|| rand::random::<[u8; 32]>().to_vec());
+        let cookies = CookieCodec::new(
+            &secret,
+            &b.config.event,
+            pass.cookie_names,
+            pass.secure_cookies,
+            pass.session_cookie_max_age,
+        );
         let cache = moka::sync::Cache::builder()
             .max_capacity(b.config.session_cache_capacity)
             .build();
@@ -223,6 +255,8 @@ impl WaitingRoom {
             meter: Mutex::new(HeadMeter::default()),
             pending: Mutex::new(Pending::default()),
             cache,
+            tokens,
+            cookies,
         });
         let room = Self { inner };
         room.record_snapshot();
@@ -250,6 +284,33 @@ impl WaitingRoom {
                 let _ = room.run_once(false).await;
             }
         });
+    }
+
+    /// The room's token issuer and checker.
+    pub(crate) fn tokens(&self) -> &Tokens {
+        &self.inner.tokens
+    }
+
+    /// The room's session cookie codec.
+    pub(crate) fn cookies(&self) -> &CookieCodec {
+        &self.inner.cookies
+    }
+
+    /// The JWKS document of the room's public token keys (what `{base}/jwks.json` serves).
+    pub fn jwks_json(&self) -> bytes::Bytes {
+        self.inner.tokens.jwks()
+    }
+
+    /// The room's own token verifier (issuer, audience and keys of this room; its deny list holds the sessions
+    /// finished through this room). Handy for tests and for an order service in the same process.
+    pub fn verifier(&self) -> &waitroom_verify::Verifier {
+        &self.inner.tokens.verifier
+    }
+
+    /// A signed admission token for `session`, valid from now for the idle timeout, as the room issues it when it
+    /// lets a session in. `None` only if signing fails (logged).
+    pub fn issue_token(&self, session: &str) -> Option<String> {
+        self.inner.tokens.issue(session)
     }
 
     /// The fixed configuration.

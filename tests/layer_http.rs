@@ -1,0 +1,669 @@
+//! The room layer over a real axum server on an ephemeral port, driven by real HTTP clients with cookie stores.
+//!
+//! Every test builds a room with a manual clock and no background task, and moves the door by hand with
+//! `room.tick_now()`, so nothing sleeps.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::extract::Extension;
+use axum::routing::{get, post};
+use http::StatusCode;
+use reqwest::redirect::Policy;
+use serde_json::Value;
+use waitroom::layer::{Fairness, ManualClock, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
+use waitroom::verify::{Admission, Clock, FINISH_HEADER, KeySet, Verifier, VerifyLayer};
+
+const IDLE: Duration = Duration::from_secs(60);
+
+struct Site {
+    url: String,
+    room: WaitingRoom,
+    clock: ManualClock,
+}
+
+impl Site {
+    fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+}
+
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+async fn room_with(clock: &ManualClock, capacity: u64, fairness: Fairness) -> WaitingRoom {
+    WaitingRoom::builder("tour-2026")
+        .display_name("The 2026 Tour")
+        .capacity(capacity)
+        .idle_timeout(IDLE)
+        .poll_interval(Duration::from_secs(5))
+        .fairness(fairness)
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .secure_cookies(false)
+        .build()
+        .await
+        .unwrap()
+}
+
+async fn buy(Extension(admission): Extension<Admission>) -> String {
+    admission.finish_with_seats(2);
+    format!("bought for {}", admission.session_id())
+}
+
+/// The storefront: `/` and `/health` are open; `/checkout/...` is behind the room; `/checkout/buy` is the order
+/// service, which checks the token offline with a verifier built from the room's JWKS and finishes the session.
+async fn site_with(capacity: u64, fairness: Fairness) -> Site {
+    let clock = ManualClock::starting_now();
+    let room = room_with(&clock, capacity, fairness).await;
+    let jwks = String::from_utf8(room.jwks_json().to_vec()).unwrap();
+    let order_verifier = Verifier::builder()
+        .keys(KeySet::from_jwks_json(&jwks).unwrap())
+        .issuer("waitroom")
+        .audience("tour-2026")
+        .leeway(Duration::ZERO)
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/checkout")
+        .bypass(|parts| parts.uri.path() == "/health" || parts.uri.path() == "/checkout/health")
+        .join_guard(|parts: &http::request::Parts| {
+            let bot = parts.headers.contains_key("x-bot");
+            async move {
+                if bot {
+                    Err(http::Response::builder()
+                        .status(StatusCode::FORBIDDEN)
+                        .body(bytes_of("no bots"))
+                        .unwrap())
+                } else {
+                    Ok(())
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/", get(|| async { "home" }))
+        .route(
+            "/health",
+            get(|| async { ([(FINISH_HEADER, "finish")], "ok") }),
+        )
+        .route("/checkout/health", get(|| async { "ok" }))
+        .route("/checkout", get(|| async { "seat map" }))
+        .route("/checkout/seats/{id}", get(|| async { "a seat" }))
+        .route(
+            "/checkout/buy",
+            post(buy).layer(VerifyLayer::new(order_verifier).join_url("/waitroom/join")),
+        )
+        .layer(layer);
+    Site {
+        url: serve(app).await,
+        room,
+        clock,
+    }
+}
+
+fn bytes_of(s: &'static str) -> bytes::Bytes {
+    bytes::Bytes::from_static(s.as_bytes())
+}
+
+async fn site(capacity: u64) -> Site {
+    site_with(capacity, Fairness::Fifo).await
+}
+
+fn state(res: &reqwest::Response) -> String {
+    res.headers()
+        .get(STATE_HEADER)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+async fn poll(b: &reqwest::Client, s: &Site) -> Value {
+    let res = b
+        .get(s.at("/waitroom/status?return_to=%2Fcheckout"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let st = state(&res);
+    let json: Value = res.json().await.unwrap();
+    assert_eq!(json["state"], st.as_str(), "header and body agree");
+    json
+}
+
+/// Whether `path` reached the storefront's handler.
+async fn passes(b: &reqwest::Client, s: &Site, path: &str) -> bool {
+    let res = b.get(s.at(path)).send().await.unwrap();
+    assert!(res.status().as_u16() < 500);
+    let from_room = res.headers().contains_key(STATE_HEADER);
+    let body = res.text().await.unwrap();
+    let reached = body == "seat map" || body == "a seat";
+    assert_eq!(
+        reached, !from_room,
+        "a response comes from the room or from the handler: {body}"
+    );
+    reached
+}
+
+fn cookie_value(set_cookies: &[String], name: &str) -> Option<String> {
+    set_cookies.iter().find_map(|c| {
+        c.split(';')
+            .next()
+            .and_then(|p| p.strip_prefix(&format!("{name}=")))
+            .map(str::to_owned)
+    })
+}
+
+fn set_cookies(res: &reqwest::Response) -> Vec<String> {
+    res.headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Admits `b` (which must be at the head with room to spare) and returns its session cookie and token.
+async fn admit(b: &reqwest::Client, s: &Site) -> (String, String) {
+    let res = b.get(s.at("/checkout")).send().await.unwrap();
+    let mut cookies = set_cookies(&res);
+    s.room.tick_now().await.unwrap();
+    let res = b
+        .get(s.at("/waitroom/status?return_to=%2Fcheckout"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(state(&res), "admitted");
+    cookies.extend(set_cookies(&res));
+    (
+        cookie_value(&cookies, "waitroom_session").expect("a session cookie"),
+        cookie_value(&cookies, "waitroom_token").expect("a token cookie"),
+    )
+}
+
+#[tokio::test]
+async fn first_visit_holds_then_the_line_moves_and_the_token_opens_the_door() {
+    let s = site(1).await;
+    let a = browser();
+    let b = browser();
+
+    // First visit: a session cookie and the holding page with a position.
+    let res = a.get(s.at("/checkout/seats/7")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(state(&res), "waiting");
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let cookies = set_cookies(&res);
+    let session = cookies
+        .iter()
+        .find(|c| c.starts_with("waitroom_session="))
+        .unwrap();
+    for attr in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(session.contains(attr), "{session}");
+    }
+    let html = res.text().await.unwrap();
+    assert!(html.contains("The 2026 Tour"));
+    assert!(
+        html.contains(r#"id="wr-position">1<"#),
+        "position 1 on the page"
+    );
+    assert!(html.contains("/waitroom/status?return_to=%2Fcheckout%2Fseats%2F7"));
+    assert!(html.contains(r#"http-equiv="refresh""#));
+
+    // Same browser polling keeps its place; a second browser is behind it.
+    assert_eq!(poll(&a, &s).await["position"], 1);
+    let res = b.get(s.at("/checkout")).send().await.unwrap();
+    assert!(res.text().await.unwrap().contains(r#"id="wr-position">2<"#));
+    assert_eq!(poll(&b, &s).await["position"], 2);
+    let again = a.get(s.at("/checkout")).send().await.unwrap();
+    assert!(
+        again
+            .text()
+            .await
+            .unwrap()
+            .contains(r#"id="wr-position">1<"#)
+    );
+    assert_eq!(poll(&a, &s).await["position"], 1);
+
+    // Not yet let in: nothing passes.
+    assert!(!passes(&a, &s, "/checkout").await);
+
+    // The door lets one in: A's next poll admits it and sets the token, with where to go next.
+    s.room.tick_now().await.unwrap();
+    let st = poll(&a, &s).await;
+    assert_eq!(st["state"], "admitted");
+    assert_eq!(st["next"], "/checkout");
+    assert!(passes(&a, &s, "/checkout").await);
+    assert!(passes(&a, &s, "/checkout/seats/9").await);
+    // B is now first but the room is full.
+    assert_eq!(poll(&b, &s).await["position"], 1);
+    assert!(!passes(&b, &s, "/checkout").await);
+
+    // A finishes through the order service: its place frees, and B's next poll gets in.
+    let res = a.post(s.at("/checkout/buy")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(
+        res.headers().get(FINISH_HEADER).is_none(),
+        "the finish command never reaches the browser"
+    );
+    assert_eq!(s.room.stats().active, 0);
+    assert_eq!(s.room.stats().counters.seats_bought, 2);
+    s.room.tick_now().await.unwrap();
+    assert_eq!(poll(&b, &s).await["state"], "admitted");
+    assert!(passes(&b, &s, "/checkout").await);
+}
+
+#[tokio::test]
+async fn the_join_endpoint_holds_then_redirects_to_the_asked_page() {
+    let s = site(1).await;
+    let a = browser();
+    let res = a
+        .get(s.at("/waitroom/join?return_to=%2Fcheckout%2Fseats%2F3"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(state(&res), "waiting");
+    assert!(res.text().await.unwrap().contains("You are next."));
+    s.room.tick_now().await.unwrap();
+    let res = a
+        .get(s.at("/waitroom/join?return_to=%2Fcheckout%2Fseats%2F3"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()["location"], "/checkout/seats/3");
+    assert!(passes(&a, &s, "/checkout/seats/3").await);
+    // An off-site return_to is never followed.
+    let res = browser()
+        .get(s.at("/waitroom/join?return_to=https%3A%2F%2Fevil.example%2F"))
+        .send()
+        .await
+        .unwrap();
+    assert!(!res.text().await.unwrap().contains("evil.example"));
+}
+
+#[tokio::test]
+async fn only_a_valid_token_for_its_own_session_passes() {
+    let s = site(2).await;
+    let a = browser();
+    let b = browser();
+    let (a_session, a_token) = admit(&a, &s).await;
+    let (b_session, _b_token) = admit(&b, &s).await;
+    let plain = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let with = |cookie: String| {
+        let plain = plain.clone();
+        let url = s.at("/checkout");
+        async move {
+            let res = plain
+                .get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
+            let from_room = res.headers().contains_key(STATE_HEADER);
+            let body = res.text().await.unwrap();
+            assert_eq!(body == "seat map", !from_room);
+            body == "seat map"
+        }
+    };
+    // The genuine pair passes.
+    assert!(
+        with(format!(
+            "waitroom_session={a_session}; waitroom_token={a_token}"
+        ))
+        .await
+    );
+    // No cookie at all.
+    assert!(!with(String::new()).await);
+    // The token alone, with no session.
+    assert!(!with(format!("waitroom_token={a_token}")).await);
+    // A forged session cookie (A's id, a made-up tag) with A's token.
+    let sid = a_session.split('.').next().unwrap();
+    let forged = format!("{sid}.1.{}", "A".repeat(43));
+    assert!(
+        !with(format!(
+            "waitroom_session={forged}; waitroom_token={a_token}"
+        ))
+        .await
+    );
+    // A raw session id (what the verify crate alone would accept) is not the room's signed cookie.
+    assert!(!with(format!("waitroom_session={sid}; waitroom_token={a_token}")).await);
+    // Another session's token: B's session with A's token does not pass as A (and B's response is B's own: the
+    // room re-issues B's token, it never accepts A's).
+    let res = plain
+        .get(s.at("/checkout"))
+        .header(
+            "cookie",
+            format!("waitroom_session={b_session}; waitroom_token={a_token}"),
+        )
+        .send()
+        .await
+        .unwrap();
+    let reissued = cookie_value(&set_cookies(&res), "waitroom_token");
+    let reissued = reissued.expect("B gets its own token back");
+    assert_eq!(
+        s.room.verifier().verify(&reissued).unwrap().sub,
+        b_session.split('.').next().unwrap()
+    );
+    // A bearer token from an unadmitted session (C) with A's token.
+    let c = browser();
+    let res = c.get(s.at("/checkout")).send().await.unwrap();
+    let c_session = cookie_value(&set_cookies(&res), "waitroom_session").unwrap();
+    assert!(
+        !with(format!(
+            "waitroom_session={c_session}; waitroom_token={a_token}"
+        ))
+        .await
+    );
+    let res = plain
+        .get(s.at("/checkout"))
+        .header("cookie", format!("waitroom_session={c_session}"))
+        .header("authorization", format!("Bearer {a_token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(state(&res), "waiting");
+
+    // An expired token: past its lifetime (and the verifier's leeway) it is refused, and the room, which saw
+    // no activity, has let the place go. (The tick first flushes the touches made so far at today's time, as the
+    // background task does every second.)
+    s.room.tick_now().await.unwrap();
+    s.clock.advance(IDLE + Duration::from_secs(10));
+    s.room.tick_now().await.unwrap();
+    assert!(matches!(
+        s.room.verifier().verify(&a_token),
+        Err(waitroom::verify::Refusal::Expired)
+    ));
+    assert!(
+        !with(format!(
+            "waitroom_session={a_session}; waitroom_token={a_token}"
+        ))
+        .await
+    );
+}
+
+#[tokio::test]
+async fn renewal_keeps_an_active_session_alive_and_an_idle_one_lapses() {
+    let s = site(2).await;
+    let active = browser();
+    let idle = browser();
+    let (_, first_token) = admit(&active, &s).await;
+    let (_, _) = admit(&idle, &s).await;
+    let first_exp = s.room.verifier().verify(&first_token).unwrap().exp;
+    // Twenty seconds between requests for more than three token lifetimes.
+    for _ in 0..10 {
+        s.clock.advance(Duration::from_secs(20));
+        assert!(
+            passes(&active, &s, "/checkout").await,
+            "active at {}",
+            s.clock.now_secs()
+        );
+        s.room.tick_now().await.unwrap();
+    }
+    assert!(
+        s.clock.now_secs() > first_exp + IDLE.as_secs(),
+        "well past the first token's life"
+    );
+    assert!(passes(&active, &s, "/checkout").await);
+    // The idle one lapsed: its token expired, its place went, and it is back in line.
+    assert!(!passes(&idle, &s, "/checkout").await);
+    let st = poll(&idle, &s).await;
+    assert_eq!(st["state"], "waiting");
+    assert_eq!(s.room.stats().counters.expired, 1);
+    // And the active one lapses too once it stops.
+    s.room.tick_now().await.unwrap();
+    s.clock.advance(IDLE + Duration::from_secs(10));
+    s.room.tick_now().await.unwrap();
+    assert!(!passes(&active, &s, "/checkout").await);
+}
+
+#[tokio::test]
+async fn the_finish_header_frees_the_place_and_the_token_stops_working() {
+    let s = site(1).await;
+    let a = browser();
+    let (session, token) = admit(&a, &s).await;
+    assert_eq!(s.room.stats().active, 1);
+    let res = a.post(s.at("/checkout/buy")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers().get(FINISH_HEADER).is_none());
+    let cleared = set_cookies(&res);
+    assert!(
+        cleared
+            .iter()
+            .any(|c| c.starts_with("waitroom_token=;") && c.contains("Max-Age=0"))
+    );
+    assert_eq!(s.room.stats().active, 0);
+    assert_eq!(s.room.stats().counters.finished, 1);
+    // The old token, replayed with the old session cookie, no longer passes (the order service refuses it too).
+    let plain = reqwest::Client::new();
+    for path in ["/checkout", "/checkout/buy"] {
+        let req = if path.ends_with("buy") {
+            plain.post(s.at(path))
+        } else {
+            plain.get(s.at(path))
+        };
+        let res = req
+            .header(
+                "cookie",
+                format!("waitroom_session={session}; waitroom_token={token}"),
+            )
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(res.status(), 200, "{path}");
+    }
+    // Coming back, the browser joins again at the back, under a new session id.
+    let other = browser();
+    let _ = other.get(s.at("/checkout")).send().await.unwrap();
+    let res = a.get(s.at("/checkout")).send().await.unwrap();
+    let new_session = cookie_value(&set_cookies(&res), "waitroom_session").unwrap();
+    assert_ne!(new_session.split('.').next(), session.split('.').next());
+    let mine = poll(&a, &s).await["position"].as_u64().unwrap();
+    let theirs = poll(&other, &s).await["position"].as_u64().unwrap();
+    assert!(mine > theirs, "back of the line: {mine} behind {theirs}");
+    s.room.refresh().await.unwrap();
+    assert_eq!(mine, s.room.stats().waiting, "last in line");
+}
+
+#[tokio::test]
+async fn bypassed_paths_never_see_the_room_and_json_clients_get_json() {
+    let s = site(1).await;
+    let b = browser();
+    for path in ["/health", "/checkout/health"] {
+        let res = b.get(s.at(path)).send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(res.headers().get(STATE_HEADER).is_none());
+        assert!(res.headers().get("set-cookie").is_none());
+        if path == "/health" {
+            assert_eq!(
+                res.headers()[FINISH_HEADER],
+                "finish",
+                "not even the finish header is touched"
+            );
+        }
+    }
+    // Unprotected paths pass without a cookie.
+    let res = b.get(s.at("/")).send().await.unwrap();
+    assert!(res.headers().get("set-cookie").is_none());
+    assert_eq!(res.text().await.unwrap(), "home");
+    assert_eq!(s.room.stats().counters.joined, 0);
+
+    // JSON clients get the JSON status on a protected path.
+    let res = b
+        .get(s.at("/checkout"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(res.headers()["content-type"], "application/json");
+    assert_eq!(res.headers()["retry-after"], "5");
+    assert_eq!(state(&res), "waiting");
+    let json: Value = res.json().await.unwrap();
+    for field in [
+        "event",
+        "state",
+        "position",
+        "eta_seconds",
+        "refresh_seconds",
+        "opens_at",
+    ] {
+        assert!(json.get(field).is_some(), "{field} in {json}");
+    }
+    assert_eq!(json["event"], "tour-2026");
+    assert_eq!(json["position"], 1);
+    assert_eq!(json["refresh_seconds"], 5);
+    // The JWKS is there for the order service.
+    let jwks: Value = b
+        .get(s.at("/waitroom/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(jwks["keys"][0]["alg"], "EdDSA");
+    // The join guard refuses a bot with its own response, stamped by the room.
+    let res = browser()
+        .get(s.at("/checkout"))
+        .header("x-bot", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    assert_eq!(res.text().await.unwrap(), "no bots");
+}
+
+#[tokio::test]
+async fn sold_out_closed_and_paused_are_told() {
+    let s = site(1).await;
+    let a = browser();
+    let _ = a.get(s.at("/checkout")).send().await.unwrap();
+    s.room.pause().await.unwrap();
+    let res = a.get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(state(&res), "paused");
+    assert!(res.text().await.unwrap().contains("paused"));
+    s.room.close().await.unwrap();
+    let res = a
+        .get(s.at("/checkout"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::GONE);
+    assert_eq!(state(&res), "closed");
+}
+
+#[tokio::test]
+async fn pre_queue_then_the_draw_orders_the_line() {
+    let clock_start = ManualClock::starting_now();
+    let opens_ms = clock_start.now_ms() + 60_000;
+    let opens_at = UNIX_EPOCH + Duration::from_millis(opens_ms);
+    let s = site_with(1, Fairness::RandomAtOpen { opens_at }).await;
+    // The site's clock started a moment later than ours: put it just before the opening.
+    s.clock.set_ms(opens_ms - 30_000);
+    let browsers: Vec<_> = (0..12).map(|_| browser()).collect();
+    for b in &browsers {
+        let res = b.get(s.at("/checkout")).send().await.unwrap();
+        assert_eq!(state(&res), "prequeue");
+        let html = res.text().await.unwrap();
+        assert!(html.contains("The draw happens at"), "{html}");
+        assert!(html.contains("arriving earlier or later before then makes no difference"));
+        let st = poll(b, &s).await;
+        assert_eq!(st["state"], "prequeue");
+        assert!(st["position"].is_null());
+        assert!(st["opens_at"].is_string());
+    }
+    let _ = SystemTime::now();
+    // The door opens; the draw runs at the next tick (no one is let in by that tick: nobody has a number yet when
+    // it starts, so the check below sees everyone in line).
+    s.clock.set_ms(opens_ms + 1);
+    s.room.pause().await.unwrap();
+    s.room.tick_now().await.unwrap();
+    let mut positions = Vec::new();
+    for b in &browsers {
+        let st = poll(b, &s).await;
+        assert_eq!(st["state"], "paused");
+        positions.push(st["position"].as_u64().unwrap());
+    }
+    let mut sorted = positions.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        (1..=12).collect::<Vec<u64>>(),
+        "every pre-queued browser has one place"
+    );
+    assert_ne!(
+        positions, sorted,
+        "the draw, not the arrival order, decides (fails with odds 1 in 12!)"
+    );
+    // A later arrival queues behind the draw.
+    let late = browser();
+    let _ = late.get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(poll(&late, &s).await["position"], 13);
+    // The door lets the draw's first in first.
+    s.room.resume().await.unwrap();
+    s.room.tick_now().await.unwrap();
+    for (b, p) in browsers.iter().zip(&positions) {
+        let st = poll(b, &s).await;
+        if *p == 1 {
+            assert_eq!(st["state"], "admitted");
+        } else {
+            assert_eq!(st["position"], *p - 1);
+        }
+    }
+}
+
+#[tokio::test]
+async fn route_layer_on_a_protected_sub_router() {
+    let clock = ManualClock::starting_now();
+    let room = room_with(&clock, 1, Fairness::Fifo).await;
+    let layer = WaitingRoomLayer::new(room.clone());
+    let protected = Router::new()
+        .route("/seats", get(|| async { "seat map" }))
+        .route_layer(layer.clone());
+    let app = Router::new()
+        .route("/", get(|| async { "home" }))
+        .merge(protected)
+        .route_service("/waitroom/{*rest}", layer.endpoints());
+    let s = Site {
+        url: serve(app).await,
+        room,
+        clock,
+    };
+    let b = browser();
+    assert_eq!(
+        b.get(s.at("/")).send().await.unwrap().text().await.unwrap(),
+        "home"
+    );
+    let res = b.get(s.at("/seats")).send().await.unwrap();
+    assert_eq!(state(&res), "waiting");
+    assert_eq!(poll(&b, &s).await["position"], 1);
+    // A path the sub-router does not know is the router's 404, not the room's.
+    let res = b.get(s.at("/nope")).send().await.unwrap();
+    assert_eq!(res.status(), 404);
+    assert!(res.headers().get(STATE_HEADER).is_none());
+    s.room.tick_now().await.unwrap();
+    assert_eq!(poll(&b, &s).await["state"], "admitted");
+    assert!(passes(&b, &s, "/seats").await);
+}

@@ -1,0 +1,332 @@
+//! The session cookie: a random session id, the line number once assigned, and an HMAC-SHA256 tag over both.
+//!
+//! Value: `<session_id>.<number>.<tag>` where `number` is `0` until the session has a line number, and `tag` is
+//! the base64url (no padding) HMAC-SHA256 of `event NUL session_id NUL number` under the room's cookie secret. The
+//! verify crate reads the session id as everything before the first `.`, so the same cookie binds the admission
+//! token to the browser.
+//!
+//! A cookie that is too long, not UTF-8, malformed, or whose tag does not verify (checked in constant time) is
+//! treated as no cookie at all: the store is never asked about it.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use http::header::{AUTHORIZATION, COOKIE};
+use http::{HeaderMap, HeaderValue};
+use sha2::Sha256;
+use waitroom_verify::CookieNames;
+
+/// Longest session cookie value read (a real one is about 70 characters).
+pub(crate) const MAX_SESSION_VALUE: usize = 160;
+/// Longest token read (from a cookie or `Authorization`).
+pub(crate) const MAX_TOKEN_LEN: usize = 4096;
+/// Longest `Cookie` header line read; longer lines are skipped whole.
+const MAX_COOKIE_HEADER: usize = 16 * 1024;
+/// Most `Cookie` header lines read.
+const MAX_COOKIE_HEADERS: usize = 16;
+/// Most token candidates tried (duplicated cookies at different paths).
+pub(crate) const MAX_TOKEN_CANDIDATES: usize = 3;
+/// Length of the tag, base64url without padding (32 bytes).
+const TAG_LEN: usize = 43;
+
+/// A session cookie whose tag verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCookie {
+    /// The session id.
+    pub id: String,
+    /// The line number the room gave this session, if any.
+    pub number: Option<u64>,
+}
+
+/// What the room read from a request's cookies.
+#[derive(Debug, Default)]
+pub(crate) struct Jar {
+    /// The first session cookie whose tag verified.
+    pub session: Option<SessionCookie>,
+    /// Token candidates in the order found (cookies first, then `Authorization: Bearer`).
+    pub tokens: Vec<String>,
+}
+
+/// Whether `id` is a well-formed session id: 16 to 64 characters of `[A-Za-z0-9_-]`.
+pub fn valid_session_id(id: &str) -> bool {
+    (16..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Seals and opens session cookies, and writes `Set-Cookie` lines.
+#[derive(Clone)]
+pub(crate) struct CookieCodec {
+    mac: Hmac<Sha256>,
+    event: String,
+    pub(crate) names: CookieNames,
+    secure: bool,
+    session_max_age: Duration,
+}
+
+impl std::fmt::Debug for CookieCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CookieCodec")
+            .field("secret", &"[redacted]")
+            .field("names", &self.names)
+            .field("secure", &self.secure)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CookieCodec {
+    pub(crate) fn new(
+        secret: &[u8],
+        event: &str,
+        names: CookieNames,
+        secure: bool,
+        session_max_age: Duration,
+    ) -> Self {
+        Self {
+            mac: <Hmac<Sha256> as KeyInit>::new_from_slice(secret)
+                .expect("HMAC takes keys of any length"),
+            event: event.to_owned(),
+            names,
+            secure,
+            session_max_age,
+        }
+    }
+
+    fn tag(&self, id: &str, number: u64) -> Hmac<Sha256> {
+        let mut mac = self.mac.clone();
+        mac.update(self.event.as_bytes());
+        mac.update(&[0]);
+        mac.update(id.as_bytes());
+        mac.update(&[0]);
+        mac.update(number.to_string().as_bytes());
+        mac
+    }
+
+    /// The cookie value for `id` with `number`.
+    pub(crate) fn seal(&self, id: &str, number: Option<u64>) -> String {
+        let n = number.unwrap_or(0);
+        let tag = URL_SAFE_NO_PAD.encode(self.tag(id, n).finalize().into_bytes());
+        format!("{id}.{n}.{tag}")
+    }
+
+    /// Opens a cookie value; `None` unless it is well formed and its tag verifies.
+    pub(crate) fn open(&self, value: &str) -> Option<SessionCookie> {
+        if value.len() > MAX_SESSION_VALUE {
+            return None;
+        }
+        let value = value.trim_matches('"');
+        let (id, rest) = value.split_once('.')?;
+        let (n, tag) = rest.split_once('.')?;
+        if !valid_session_id(id)
+            || n.is_empty()
+            || n.len() > 20
+            || !n.bytes().all(|b| b.is_ascii_digit())
+            || (n.len() > 1 && n.starts_with('0'))
+            || tag.len() != TAG_LEN
+        {
+            return None;
+        }
+        let number: u64 = n.parse().ok()?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        // `verify_slice` compares in constant time.
+        self.tag(id, number).verify_slice(&tag).ok()?;
+        Some(SessionCookie {
+            id: id.to_owned(),
+            number: (number > 0).then_some(number),
+        })
+    }
+
+    /// Reads the session cookie and the token candidates from `headers`. Bounded: at most a few header lines of
+    /// bounded length are read; anything odd is skipped.
+    pub(crate) fn read(&self, headers: &HeaderMap) -> Jar {
+        let mut jar = Jar::default();
+        for line in headers.get_all(COOKIE).iter().take(MAX_COOKIE_HEADERS) {
+            if line.len() > MAX_COOKIE_HEADER {
+                continue;
+            }
+            let Ok(line) = line.to_str() else { continue };
+            for pair in line.split(';') {
+                let Some((name, value)) = pair.trim().split_once('=') else {
+                    continue;
+                };
+                let name = name.trim();
+                if name == self.names.session {
+                    if jar.session.is_none() {
+                        jar.session = self.open(value.trim());
+                    }
+                } else if name == self.names.token
+                    && jar.tokens.len() < MAX_TOKEN_CANDIDATES
+                    && !value.is_empty()
+                    && value.len() <= MAX_TOKEN_LEN
+                {
+                    jar.tokens.push(value.trim().to_owned());
+                }
+            }
+        }
+        if jar.tokens.len() < MAX_TOKEN_CANDIDATES
+            && let Some(auth) = headers.get(AUTHORIZATION)
+            && auth.len() <= MAX_TOKEN_LEN + 7
+            && let Ok(auth) = auth.to_str()
+            && let Some(token) = auth
+                .strip_prefix("Bearer ")
+                .or_else(|| auth.strip_prefix("bearer "))
+        {
+            let token = token.trim();
+            if !token.is_empty() {
+                jar.tokens.push(token.to_owned());
+            }
+        }
+        jar
+    }
+
+    fn attributes(&self, max_age_secs: u64) -> String {
+        let secure = if self.secure { "; Secure" } else { "" };
+        format!("; Path=/; Max-Age={max_age_secs}; HttpOnly; SameSite=Lax{secure}")
+    }
+
+    /// `Set-Cookie` for the session cookie.
+    pub(crate) fn set_session(&self, id: &str, number: Option<u64>) -> HeaderValue {
+        let v = format!(
+            "{}={}{}",
+            self.names.session,
+            self.seal(id, number),
+            self.attributes(self.session_max_age.as_secs())
+        );
+        HeaderValue::try_from(v).expect("cookie names are validated tokens and values are ASCII")
+    }
+
+    /// `Set-Cookie` for the token cookie, living `max_age`.
+    pub(crate) fn set_token(&self, token: &str, max_age: Duration) -> HeaderValue {
+        let v = format!(
+            "{}={}{}",
+            self.names.token,
+            token,
+            self.attributes(max_age.as_secs())
+        );
+        HeaderValue::try_from(v).unwrap_or_else(|_| self.clear_token())
+    }
+
+    /// `Set-Cookie` that removes the token cookie.
+    pub(crate) fn clear_token(&self) -> HeaderValue {
+        HeaderValue::try_from(format!("{}={}", self.names.token, self.attributes(0)))
+            .expect("cookie names are validated tokens")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codec() -> CookieCodec {
+        CookieCodec::new(
+            b"0123456789abcdef0123456789abcdef",
+            "ev",
+            CookieNames::default(),
+            true,
+            Duration::from_secs(3600),
+        )
+    }
+
+    const SID: &str = "AAAAAAAAAAAAAAAAAAAAAA";
+
+    #[test]
+    fn seal_and_open_round_trip() {
+        let c = codec();
+        let v = c.seal(SID, Some(42));
+        assert_eq!(
+            c.open(&v),
+            Some(SessionCookie {
+                id: SID.into(),
+                number: Some(42)
+            })
+        );
+        let v = c.seal(SID, None);
+        assert!(v.starts_with(&format!("{SID}.0.")));
+        assert_eq!(c.open(&v).unwrap().number, None);
+    }
+
+    #[test]
+    fn forged_and_garbled_cookies_are_no_cookie() {
+        let c = codec();
+        let good = c.seal(SID, Some(42));
+        // Another number under the same tag.
+        assert_eq!(c.open(&good.replacen(".42.", ".1.", 1)), None);
+        // Leading zeros would give a second spelling of the same number.
+        assert_eq!(c.open(&good.replacen(".42.", ".042.", 1)), None);
+        // Another secret.
+        let other = CookieCodec::new(
+            b"another secret",
+            "ev",
+            CookieNames::default(),
+            true,
+            Duration::from_secs(1),
+        );
+        assert_eq!(other.open(&good), None);
+        // Another on-sale.
+        let other = CookieCodec::new(
+            b"0123456789abcdef0123456789abcdef",
+            "ev2",
+            CookieNames::default(),
+            true,
+            Duration::from_secs(1),
+        );
+        assert_eq!(other.open(&good), None);
+        for bad in [
+            "",
+            SID,
+            "short.1.x",
+            &format!("{SID}.1"),
+            &format!("{SID}.x.{}", "A".repeat(43)),
+            &format!("{SID}.1.{}", "A".repeat(43)),
+            &format!("{SID}.1.{}", "*".repeat(43)),
+            &format!("{SID}.99999999999999999999999.{}", "A".repeat(43)),
+            &"A".repeat(10_000),
+        ] {
+            assert_eq!(c.open(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn reads_cookies_from_several_lines_and_bearer() {
+        let c = codec();
+        let good = c.seal(SID, Some(7));
+        let mut h = HeaderMap::new();
+        h.append(
+            COOKIE,
+            HeaderValue::from_static("a=b; waitroom_session=forged"),
+        );
+        h.append(
+            COOKIE,
+            HeaderValue::try_from(format!("waitroom_session={good}; waitroom_token=t1")).unwrap(),
+        );
+        h.append(
+            COOKIE,
+            HeaderValue::from_bytes(b"waitroom_token=\xff\xfe").unwrap(),
+        );
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t2"));
+        let jar = c.read(&h);
+        assert_eq!(jar.session.unwrap().number, Some(7));
+        assert_eq!(jar.tokens, vec!["t1".to_owned(), "t2".to_owned()]);
+    }
+
+    #[test]
+    fn set_cookie_lines_carry_the_attributes() {
+        let c = codec();
+        let v = c.set_session(SID, Some(3));
+        let v = v.to_str().unwrap();
+        assert!(v.starts_with("waitroom_session="));
+        for attr in [
+            "Path=/",
+            "HttpOnly",
+            "SameSite=Lax",
+            "Secure",
+            "Max-Age=3600",
+        ] {
+            assert!(v.contains(attr), "{v}");
+        }
+        assert!(c.clear_token().to_str().unwrap().contains("Max-Age=0"));
+    }
+}

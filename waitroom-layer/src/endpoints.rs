@@ -1,0 +1,65 @@
+//! [`RoomEndpoints`]: the room's own endpoints as a stand-alone service, for `route_layer` set-ups.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Empty;
+use tower::Service;
+
+use crate::body::RoomBody;
+use crate::gate;
+use crate::layer::Shared;
+use crate::paths::{Route, endpoint, normalise};
+
+/// Answers `{base}/status`, `{base}/jwks.json` and `{base}/join` (and `/status`, `/jwks.json`, `/join` when
+/// mounted with a prefix-stripping `nest_service`); anything else gets a 404 JSON problem. Made by
+/// [`WaitingRoomLayer::endpoints`](crate::WaitingRoomLayer::endpoints); shares the layer's room.
+#[derive(Clone)]
+pub struct RoomEndpoints {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for RoomEndpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoomEndpoints")
+            .field("base", &self.shared.paths.base())
+            .finish()
+    }
+}
+
+impl RoomEndpoints {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+}
+
+impl<B> Service<Request<B>> for RoomEndpoints {
+    type Response = Response<RoomBody<Empty<Bytes>>>;
+    type Error = Infallible;
+    /// Boxed: the endpoints are `async fn`s over the room.
+    type Future =
+        Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let shared = self.shared.clone();
+        let (parts, _body) = req.into_parts();
+        let ep = match shared.paths.route(parts.uri.path()) {
+            Route::Endpoint(ep) => ep,
+            _ => endpoint(&normalise(parts.uri.path())),
+        };
+        let jar = shared.room.cookies().read(&parts.headers);
+        Box::pin(async move {
+            let reply = gate::endpoint(shared, ep, parts, jar.session).await;
+            Ok(reply.map(RoomBody::room))
+        })
+    }
+}

@@ -1,0 +1,177 @@
+//! [`ResponseFuture`]: the room's decision, then the inner service, then the finish, as one named future.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use http::header::SET_COOKIE;
+use http::{HeaderValue, Request, Response};
+use pin_project::pin_project;
+use tower::Service;
+use waitroom_verify::{FINISH_HEADER, parse_finish_command};
+
+use crate::body::RoomBody;
+use crate::gate::Decision;
+use crate::layer::Shared;
+use crate::respond::Reply;
+
+/// The room's asynchronous checks (store lookups, joins, claims) are boxed: they are `async fn`s over the room
+/// whose types cannot be named, and they run only off the hot path (polls, joins, one renewal per half token
+/// life). A request with a valid token goes straight to [`State::Call`] without one.
+pub(crate) type CheckFuture = Pin<Box<dyn Future<Output = Decision> + Send + 'static>>;
+type FinishFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// What to do with the inner service's response.
+pub(crate) enum After {
+    /// Nothing at all (bypassed requests never see the room).
+    Untouched,
+    /// Remove any finish command (an unprotected path: no session was checked).
+    Strip,
+    /// A session with a valid admission: add `cookies`; a finish command ends `session`.
+    Track {
+        session: String,
+        cookies: Vec<HeaderValue>,
+    },
+}
+
+/// The response future of [`WaitingRoomService`](crate::WaitingRoomService).
+#[pin_project]
+pub struct ResponseFuture<S, B>
+where
+    S: Service<Request<B>>,
+{
+    #[pin]
+    state: State<S, B>,
+    shared: Arc<Shared>,
+}
+
+#[pin_project(project = StateProj)]
+enum State<S, B>
+where
+    S: Service<Request<B>>,
+{
+    /// The room decides; the ready inner service and the body wait for the decision.
+    Check {
+        fut: CheckFuture,
+        inner: Option<S>,
+        body: Option<B>,
+    },
+    /// The inner service answers.
+    Call {
+        #[pin]
+        fut: S::Future,
+        after: After,
+    },
+    /// The response carried a finish: the room records it before the response leaves.
+    Finish {
+        fut: FinishFuture,
+        response: Option<S::Response>,
+    },
+    /// The room's own response.
+    Reply { reply: Option<Reply> },
+}
+
+impl<S, B> ResponseFuture<S, B>
+where
+    S: Service<Request<B>>,
+{
+    pub(crate) fn check(shared: Arc<Shared>, fut: CheckFuture, inner: S, body: B) -> Self {
+        Self {
+            state: State::Check {
+                fut,
+                inner: Some(inner),
+                body: Some(body),
+            },
+            shared,
+        }
+    }
+
+    pub(crate) fn call(shared: Arc<Shared>, fut: S::Future, after: After) -> Self {
+        Self {
+            state: State::Call { fut, after },
+            shared,
+        }
+    }
+}
+
+impl<S, B, ResBody> Future for ResponseFuture<S, B>
+where
+    S: Service<Request<B>, Response = Response<ResBody>>,
+{
+    type Output = Result<Response<RoomBody<ResBody>>, S::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let mut this = self.as_mut().project();
+            match this.state.as_mut().project() {
+                StateProj::Check { fut, inner, body } => {
+                    let next = match ready!(fut.as_mut().poll(cx)) {
+                        Decision::Reply(reply) => State::Reply { reply: Some(reply) },
+                        Decision::Pass {
+                            parts,
+                            session,
+                            cookies,
+                        } => {
+                            let (Some(mut inner), Some(body)) = (inner.take(), body.take()) else {
+                                unreachable!("the check state is left once");
+                            };
+                            State::Call {
+                                fut: inner.call(Request::from_parts(parts, body)),
+                                after: After::Track { session, cookies },
+                            }
+                        }
+                    };
+                    this.state.set(next);
+                }
+                StateProj::Call { fut, after } => {
+                    let mut res = ready!(fut.poll(cx))?;
+                    match std::mem::replace(after, After::Untouched) {
+                        After::Untouched => return Poll::Ready(Ok(res.map(RoomBody::inner))),
+                        After::Strip => {
+                            res.headers_mut().remove(FINISH_HEADER);
+                            return Poll::Ready(Ok(res.map(RoomBody::inner)));
+                        }
+                        After::Track { session, cookies } => {
+                            let command = res.headers_mut().remove(FINISH_HEADER);
+                            let Some(seats) = command.as_ref().and_then(parse_finish_command)
+                            else {
+                                if command.is_some() {
+                                    tracing::debug!("ignored a malformed finish command");
+                                }
+                                for c in cookies {
+                                    res.headers_mut().append(SET_COOKIE, c);
+                                }
+                                return Poll::Ready(Ok(res.map(RoomBody::inner)));
+                            };
+                            // Finished: no renewed token; the token cookie goes, and the room and its verifier
+                            // learn of it before the response leaves.
+                            let room = this.shared.room.clone();
+                            room.tokens().deny(&session);
+                            res.headers_mut()
+                                .append(SET_COOKIE, room.cookies().clear_token());
+                            let fut: FinishFuture = Box::pin(async move {
+                                if let Err(e) = room.finish(&session, seats).await {
+                                    tracing::warn!(error = %e, "could not record a finish; the session will idle out");
+                                }
+                            });
+                            this.state.set(State::Finish {
+                                fut,
+                                response: Some(res),
+                            });
+                        }
+                    }
+                }
+                StateProj::Finish { fut, response } => {
+                    ready!(fut.as_mut().poll(cx));
+                    let res = response.take().expect("the finish state is left once");
+                    return Poll::Ready(Ok(res.map(RoomBody::inner)));
+                }
+                StateProj::Reply { reply } => {
+                    let reply = reply.take().expect("a reply is given once");
+                    return Poll::Ready(Ok(reply.map(RoomBody::room)));
+                }
+            }
+        }
+    }
+}

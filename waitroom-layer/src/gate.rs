@@ -1,0 +1,352 @@
+//! What the room decides for a request it has to think about: a protected request without a valid token (join
+//! or hold, or let in an admitted session), a token due for renewal, and the room's own endpoints.
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{HeaderValue, Method, StatusCode};
+
+use crate::cookie::SessionCookie;
+use crate::layer::Shared;
+use crate::page::PageContext;
+use crate::paths::{Endpoint, safe_return_to};
+use crate::respond::{self, Reply};
+use crate::room::{Status, ViewState, WaitingRoom};
+use crate::store::{Placement, SessionState};
+
+/// The outcome of a check.
+pub(crate) enum Decision {
+    /// Let the request through to the inner service, adding these `Set-Cookie` lines to its response; a finish
+    /// command in the response ends `session`.
+    Pass {
+        parts: Parts,
+        session: String,
+        cookies: Vec<HeaderValue>,
+    },
+    /// Answer with the room's own response.
+    Reply(Reply),
+}
+
+/// Where a session stands after the room looked (and maybe joined).
+struct Placed {
+    session: String,
+    placement: Option<Placement>,
+    cookies: Vec<HeaderValue>,
+    store_ok: bool,
+    /// Whether a token cookie was set (the session is admitted and has claimed its place).
+    admitted: bool,
+}
+
+enum Look {
+    Placed(Placed),
+    Refused(Reply),
+}
+
+/// Looks the session up; with `join`, puts it in line when it is not (a finished session under a new id, at the
+/// back). An admitted session claims its place and gets a token cookie.
+async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, join: bool) -> Look {
+    let room = &shared.room;
+    let cookies_codec = room.cookies();
+    let (mut session, hint, fresh) = match cookie {
+        Some(c) => (c.id, c.number, false),
+        None => (WaitingRoom::new_session_id(), None, true),
+    };
+    let original = session.clone();
+    let mut placed = Placed {
+        session: String::new(),
+        placement: None,
+        cookies: Vec::new(),
+        store_ok: true,
+        admitted: false,
+    };
+    if !fresh {
+        match room.locate(&session, hint).await {
+            Ok(p) => placed.placement = p,
+            Err(_) => {
+                placed.store_ok = false;
+                placed.placement = hint.map(|n| Placement {
+                    session: session.clone(),
+                    state: SessionState::Waiting,
+                    number: Some(n),
+                });
+            }
+        }
+    }
+    let snap = room.snapshot();
+    let door_shut_for_good = snap.settings.closed || snap.settings.sold_out();
+    let needs_join = placed.store_ok
+        && placed
+            .placement
+            .as_ref()
+            .is_none_or(|p| p.state.is_terminal());
+    let mut joined = false;
+    if join && needs_join && !door_shut_for_good {
+        if placed
+            .placement
+            .as_ref()
+            .is_some_and(|p| p.state == SessionState::Finished)
+        {
+            // The verifier refuses every token of a finished session id: come back under a new one.
+            session = WaitingRoom::new_session_id();
+        }
+        if let Some(guard) = &shared.join_guard
+            && let Err(mut refusal) = guard.check(parts).await
+        {
+            respond::stamp(refusal.headers_mut(), ViewState::NotInLine.as_str());
+            return Look::Refused(refusal);
+        }
+        let account = shared.account_key.as_ref().and_then(|f| f(parts));
+        match room.join(&session, account.as_deref()).await {
+            Ok(p) => {
+                // With an account key, the account's place may belong to another browser's session: adopt it.
+                session.clone_from(&p.session);
+                placed.placement = Some(p);
+                joined = true;
+            }
+            Err(_) => {
+                placed.store_ok = false;
+                placed.placement = None;
+            }
+        }
+    }
+    let number = placed.placement.as_ref().and_then(|p| p.number);
+    if (fresh && join)
+        || session != original
+        || ((joined || !fresh) && number != hint && placed.placement.is_some())
+    {
+        placed
+            .cookies
+            .push(cookies_codec.set_session(&session, number));
+    }
+    if placed
+        .placement
+        .as_ref()
+        .is_some_and(|p| p.state.is_active())
+    {
+        match room.claim(&session).await {
+            Ok(Some(p)) if p.state == SessionState::Active => {
+                if let Some(token) = room.tokens().issue(&session) {
+                    placed
+                        .cookies
+                        .push(cookies_codec.set_token(&token, room.tokens().lifetime()));
+                    placed.admitted = true;
+                }
+                placed.placement = Some(p);
+            }
+            Ok(p) => placed.placement = p,
+            Err(_) => placed.store_ok = false,
+        }
+    }
+    placed.session = session;
+    Look::Placed(placed)
+}
+
+fn status_of(room: &WaitingRoom, placed: &Placed) -> Status {
+    let mut st = room.status(placed.placement.as_ref());
+    st.store_ok &= placed.store_ok;
+    st
+}
+
+/// The path and query a request asked for, if it is a safe place to send the browser back to.
+fn asked_for(parts: &Parts) -> String {
+    parts
+        .uri
+        .path_and_query()
+        .and_then(|pq| safe_return_to(pq.as_str()))
+        .unwrap_or("/")
+        .to_owned()
+}
+
+/// The `return_to` query parameter, if it is a same-site path.
+fn return_to(parts: &Parts) -> Option<String> {
+    let q = parts.uri.query()?;
+    if q.len() > 4096 {
+        return None;
+    }
+    let raw = q.split('&').find_map(|kv| kv.strip_prefix("return_to="))?;
+    let decoded = percent_decode(raw)?;
+    safe_return_to(&decoded).map(str::to_owned)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(h, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 3 / 2);
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn held_reply(shared: &Shared, parts: &Parts, placed: Placed, next: &str) -> Reply {
+    let status = status_of(&shared.room, &placed);
+    if respond::wants_json(&parts.headers) {
+        let next = (status.state == ViewState::Admitted).then_some(next);
+        return respond::status_json(respond::held_status(&status), &status, next, placed.cookies);
+    }
+    let base = shared.paths.base();
+    let enc = percent_encode(next);
+    let ctx = PageContext {
+        next: next.to_owned(),
+        status_url: format!("{base}/status?return_to={enc}"),
+        join_url: format!("{base}/join?return_to={enc}"),
+        idle_timeout_minutes: shared.room.config().idle_timeout.as_secs().div_ceil(60),
+        status,
+    };
+    let page = shared.page.render(&ctx);
+    respond::html(&ctx.status, page, placed.cookies)
+}
+
+/// A protected request without a valid token: let an admitted session in (with a fresh token), or join and hold.
+pub(crate) async fn hold(
+    shared: Arc<Shared>,
+    parts: Parts,
+    cookie: Option<SessionCookie>,
+) -> Decision {
+    let placed = match place(&shared, &parts, cookie, true).await {
+        Look::Placed(p) => p,
+        Look::Refused(r) => return Decision::Reply(r),
+    };
+    if placed.admitted {
+        return Decision::Pass {
+            parts,
+            session: placed.session,
+            cookies: placed.cookies,
+        };
+    }
+    let next = asked_for(&parts);
+    Decision::Reply(held_reply(&shared, &parts, placed, &next))
+}
+
+/// A valid token past half its life: the session claims again (its idle deadline moves) and, while still active,
+/// gets a fresh token. The request passes either way: the token it brought is valid.
+pub(crate) async fn renew(shared: Arc<Shared>, parts: Parts, session: String) -> Decision {
+    let room = &shared.room;
+    let mut cookies = Vec::new();
+    if let Ok(Some(p)) = room.claim(&session).await
+        && p.state == SessionState::Active
+        && let Some(token) = room.tokens().issue(&session)
+    {
+        cookies.push(room.cookies().set_token(&token, room.tokens().lifetime()));
+    }
+    Decision::Pass {
+        parts,
+        session,
+        cookies,
+    }
+}
+
+/// The room's own endpoints.
+pub(crate) async fn endpoint(
+    shared: Arc<Shared>,
+    endpoint: Endpoint,
+    parts: Parts,
+    cookie: Option<SessionCookie>,
+) -> Reply {
+    let get_like = parts.method == Method::GET || parts.method == Method::HEAD;
+    let state = ViewState::NotInLine.as_str();
+    match endpoint {
+        Endpoint::Jwks if get_like => respond::finish(
+            StatusCode::OK,
+            "jwks",
+            "application/jwk-set+json",
+            shared.room.tokens().jwks(),
+            Vec::new(),
+        ),
+        Endpoint::Status if get_like => {
+            let next = return_to(&parts).unwrap_or_else(|| "/".into());
+            let placed = match place(&shared, &parts, cookie, false).await {
+                Look::Placed(p) => p,
+                Look::Refused(r) => return r,
+            };
+            let status = status_of(&shared.room, &placed);
+            let next = (status.state == ViewState::Admitted).then_some(next.as_str());
+            respond::status_json(StatusCode::OK, &status, next, placed.cookies)
+        }
+        Endpoint::Join if get_like || parts.method == Method::POST => {
+            let next = return_to(&parts).unwrap_or_else(|| "/".into());
+            let placed = match place(&shared, &parts, cookie, true).await {
+                Look::Placed(p) => p,
+                Look::Refused(r) => return r,
+            };
+            if placed.admitted && !respond::wants_json(&parts.headers) {
+                return respond::see_other(ViewState::Admitted.as_str(), &next, placed.cookies);
+            }
+            if respond::wants_json(&parts.headers) {
+                let status = status_of(&shared.room, &placed);
+                let next = (status.state == ViewState::Admitted).then_some(next.as_str());
+                return respond::status_json(StatusCode::OK, &status, next, placed.cookies);
+            }
+            held_reply(&shared, &parts, placed, &next)
+        }
+        Endpoint::Unknown => respond::problem(
+            StatusCode::NOT_FOUND,
+            state,
+            "Not found",
+            "The waiting room answers `status`, `jwks.json` and `join` here.",
+        ),
+        _ => {
+            let mut r = respond::problem(
+                StatusCode::METHOD_NOT_ALLOWED,
+                state,
+                "Method not allowed",
+                "Use GET.",
+            );
+            r.headers_mut()
+                .insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_to_is_decoded_and_checked() {
+        let parts = |uri: &str| http::Request::get(uri).body(()).unwrap().into_parts().0;
+        assert_eq!(
+            return_to(&parts("/waitroom/join?return_to=%2Fcheckout%3Fx%3D1")),
+            Some("/checkout?x=1".into())
+        );
+        assert_eq!(
+            return_to(&parts("/waitroom/join?return_to=https%3A%2F%2Fevil")),
+            None
+        );
+        assert_eq!(
+            return_to(&parts("/waitroom/join?return_to=%2F%2Fevil")),
+            None
+        );
+        assert_eq!(return_to(&parts("/waitroom/join?return_to=%ff")), None);
+        assert_eq!(return_to(&parts("/waitroom/join?return_to=%")), None);
+        assert_eq!(percent_encode("/a b?c=1"), "%2Fa%20b%3Fc%3D1");
+        assert_eq!(asked_for(&parts("/checkout?x=1")), "/checkout?x=1");
+    }
+}

@@ -1,0 +1,204 @@
+//! [`WaitingRoomLayer`]: the room as Tower middleware, and its builder.
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use tower::Layer;
+
+use crate::endpoints::RoomEndpoints;
+use crate::error::ConfigError;
+use crate::hooks::{AccountKeyFn, BypassFn, JoinGuard};
+use crate::page::PageTemplate;
+use crate::paths::Paths;
+use crate::room::WaitingRoom;
+use crate::service::WaitingRoomService;
+
+/// What every service made by one layer shares (one `Arc`, built once by [`WaitingRoomLayerBuilder::build`]).
+pub(crate) struct Shared {
+    pub(crate) room: WaitingRoom,
+    pub(crate) paths: Paths,
+    pub(crate) page: PageTemplate,
+    pub(crate) bypass: Option<BypassFn>,
+    pub(crate) account_key: Option<AccountKeyFn>,
+    pub(crate) join_guard: Option<Arc<dyn JoinGuard>>,
+}
+
+/// The waiting room as a Tower [`Layer`]: guards the protected paths, answers the room's endpoints, passes the
+/// rest untouched. Cheap to clone; every service it makes shares one room and one configuration, so
+/// `Router::layer` (which calls [`Layer::layer`] once per route) still gives one line.
+///
+/// - `.layer(room_layer)` on a whole axum app: requests under the base path (`/waitroom`) are answered by the room,
+///   requests to protected paths need an admission, everything else passes untouched.
+/// - `.route_layer(room_layer)` on a sub-router of protected routes: build it with no protected paths (then every
+///   path it sees is protected) and mount [`WaitingRoomLayer::endpoints`] for the base path, because a route layer
+///   only sees requests that matched one of the sub-router's routes.
+#[derive(Clone)]
+pub struct WaitingRoomLayer {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for WaitingRoomLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitingRoomLayer")
+            .field("room", &self.shared.room)
+            .field("paths", &self.shared.paths)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WaitingRoomLayer {
+    /// A layer with the defaults: base path `/waitroom`, every other path protected, the default page, no hooks.
+    pub fn new(room: WaitingRoom) -> Self {
+        Self::builder(room)
+            .build()
+            .expect("the default configuration is valid")
+    }
+
+    /// Starts configuring a layer over `room`.
+    pub fn builder(room: WaitingRoom) -> WaitingRoomLayerBuilder {
+        WaitingRoomLayerBuilder {
+            room,
+            base_path: "/waitroom".into(),
+            prefixes: Vec::new(),
+            patterns: Vec::new(),
+            page: None,
+            bypass: None,
+            account_key: None,
+            join_guard: None,
+        }
+    }
+
+    /// The room behind this layer.
+    pub fn room(&self) -> &WaitingRoom {
+        &self.shared.room
+    }
+
+    /// The base path of the room's endpoints (default `/waitroom`).
+    pub fn base_path(&self) -> &str {
+        self.shared.paths.base()
+    }
+
+    /// A stand-alone service answering the room's endpoints (`{base}/status`, `{base}/jwks.json`,
+    /// `{base}/join`), for apps that put the layer on a sub-router with `route_layer`:
+    ///
+    /// ```ignore
+    /// let app = Router::new()
+    ///     .merge(protected.route_layer(room_layer.clone()))
+    ///     .route_service("/waitroom/{*rest}", room_layer.endpoints());
+    /// ```
+    ///
+    /// It also answers `/status`, `/jwks.json` and `/join` when mounted with `nest_service` (which strips the
+    /// prefix).
+    pub fn endpoints(&self) -> RoomEndpoints {
+        RoomEndpoints::new(self.shared.clone())
+    }
+}
+
+impl<S> Layer<S> for WaitingRoomLayer {
+    type Service = WaitingRoomService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        WaitingRoomService::new(inner, self.shared.clone())
+    }
+}
+
+/// Configures a [`WaitingRoomLayer`]. Start from [`WaitingRoomLayer::builder`].
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct WaitingRoomLayerBuilder {
+    room: WaitingRoom,
+    base_path: String,
+    prefixes: Vec<String>,
+    patterns: Vec<String>,
+    page: Option<PageTemplate>,
+    bypass: Option<BypassFn>,
+    account_key: Option<AccountKeyFn>,
+    join_guard: Option<Arc<dyn JoinGuard>>,
+}
+
+impl std::fmt::Debug for WaitingRoomLayerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitingRoomLayerBuilder")
+            .field("base_path", &self.base_path)
+            .field("prefixes", &self.prefixes)
+            .field("patterns", &self.patterns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WaitingRoomLayerBuilder {
+    /// Where the room's endpoints live (default `/waitroom`).
+    pub fn base_path(mut self, path: impl Into<String>) -> Self {
+        self.base_path = path.into();
+        self
+    }
+
+    /// Guards `prefix` and everything below it (`/checkout` guards `/checkout` and `/checkout/pay`, not
+    /// `/checkouts`). With no prefix and no pattern, every path is guarded.
+    pub fn protect_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefixes.push(prefix.into());
+        self
+    }
+
+    /// Guards paths matching `pattern`: `*` is one segment, a final `**` any number of segments
+    /// (`/events/*/seats/**`).
+    pub fn protect_pattern(mut self, pattern: impl Into<String>) -> Self {
+        self.patterns.push(pattern.into());
+        self
+    }
+
+    /// The holding page (default: [`PageTemplate::default`]).
+    pub fn page(mut self, page: PageTemplate) -> Self {
+        self.page = Some(page);
+        self
+    }
+
+    /// Requests for which `bypass` returns true never see the room: no cookie read, no header added or removed
+    /// (health checks, monitoring, static assets).
+    pub fn bypass(mut self, bypass: impl Fn(&Parts) -> bool + Send + Sync + 'static) -> Self {
+        self.bypass = Some(Arc::new(bypass));
+        self
+    }
+
+    /// The account a request belongs to, when the app knows it: an account holds one place in line whichever
+    /// browser it uses (a second browser of the same account takes over the first one's place). Only trust what
+    /// your app authenticated (a verified session, not a raw header).
+    pub fn account_key(
+        mut self,
+        key: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.account_key = Some(Arc::new(key));
+        self
+    }
+
+    /// An asynchronous check run before a request takes a new place in line; it may refuse with its own response.
+    /// See [`JoinGuard`].
+    pub fn join_guard(mut self, guard: impl JoinGuard) -> Self {
+        self.join_guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// Builds the layer.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for a base path, prefix or pattern that is not an absolute path (or a pattern
+    /// with `**` anywhere but at its end), or a protected path under the base path.
+    pub fn build(self) -> Result<WaitingRoomLayer, ConfigError> {
+        let mut paths = Paths::new(&self.base_path)?;
+        for p in &self.prefixes {
+            paths.add_prefix(p)?;
+        }
+        for p in &self.patterns {
+            paths.add_pattern(p)?;
+        }
+        Ok(WaitingRoomLayer {
+            shared: Arc::new(Shared {
+                room: self.room,
+                paths,
+                page: self.page.unwrap_or_default(),
+                bypass: self.bypass,
+                account_key: self.account_key,
+                join_guard: self.join_guard,
+            }),
+        })
+    }
+}

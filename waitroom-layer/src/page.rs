@@ -1,0 +1,479 @@
+//! The holding page: what a person in line sees.
+//!
+//! The default page is small (about 5 KB), accessible (one `h1`, an `aria-live` region, a labelled `<progress>`,
+//! readable without colour) and works without JavaScript (`<noscript>` meta refresh). With JavaScript it polls
+//! `{base}/status` every `refresh_seconds` with ±20 % jitter (no request is held open) and, when the person is let
+//! in, goes on to the page they asked for with no click.
+//!
+//! Replace it with [`PageTemplate::from_template`] (a string with `{{placeholders}}`, see [`PLACEHOLDERS`]) or
+//! [`PageTemplate::from_fn`] (a closure from [`PageContext`] to HTML).
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::error::ConfigError;
+use crate::room::{Status, ViewState};
+
+/// What a holding page is rendered from.
+#[derive(Debug, Clone, Serialize)]
+pub struct PageContext {
+    /// The status of the person's session.
+    pub status: Status,
+    /// Where the person goes when let in (a same-site path).
+    pub next: String,
+    /// The status endpoint to poll (with `return_to` already in its query).
+    pub status_url: String,
+    /// The join endpoint (for a "join again" link).
+    pub join_url: String,
+    /// How long an admitted session may idle before its place is given away, in whole minutes.
+    pub idle_timeout_minutes: u64,
+}
+
+/// The placeholders a string template may use. Each is replaced HTML-escaped, except `status_json`, which is
+/// the JSON status made safe to embed in a `<script type="application/json">` element.
+pub const PLACEHOLDERS: &[&str] = &[
+    "name",
+    "state",
+    "headline",
+    "message",
+    "next_steps",
+    "store_note",
+    "position",
+    "eta",
+    "progress_value",
+    "progress_max",
+    "opens_at",
+    "updated_at",
+    "refresh_seconds",
+    "status_url",
+    "join_url",
+    "next",
+    "status_json",
+];
+
+#[derive(Debug, Clone)]
+enum Piece {
+    Text(String),
+    Slot(usize),
+}
+
+type PageFn = dyn Fn(&PageContext) -> String + Send + Sync;
+
+/// The holding page's template: the default, a string with placeholders, or a closure.
+#[derive(Clone)]
+pub struct PageTemplate {
+    kind: Kind,
+}
+
+#[derive(Clone)]
+enum Kind {
+    Pieces(Arc<[Piece]>),
+    Fn(Arc<PageFn>),
+}
+
+impl fmt::Debug for PageTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Pieces(p) => write!(f, "PageTemplate::Template({} pieces)", p.len()),
+            Kind::Fn(_) => f.write_str("PageTemplate::Fn"),
+        }
+    }
+}
+
+impl Default for PageTemplate {
+    fn default() -> Self {
+        Self::from_template(DEFAULT_TEMPLATE).expect("the default template is valid")
+    }
+}
+
+impl PageTemplate {
+    /// A template string with `{{placeholder}}` slots (see [`PLACEHOLDERS`]).
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming an unknown placeholder or an unclosed `{{`.
+    pub fn from_template(template: &str) -> Result<Self, ConfigError> {
+        let mut pieces = Vec::new();
+        let mut rest = template;
+        while let Some(open) = rest.find("{{") {
+            if open > 0 {
+                pieces.push(Piece::Text(rest[..open].to_owned()));
+            }
+            let after = &rest[open + 2..];
+            let Some(close) = after.find("}}") else {
+                return Err(ConfigError::invalid(
+                    "page",
+                    "a `{{` is never closed by `}}`",
+                ));
+            };
+            let name = after[..close].trim();
+            let Some(i) = PLACEHOLDERS.iter().position(|p| *p == name) else {
+                return Err(ConfigError::invalid(
+                    "page",
+                    format!(
+                        "unknown placeholder `{{{{{name}}}}}`; known: {}",
+                        PLACEHOLDERS.join(", ")
+                    ),
+                ));
+            };
+            pieces.push(Piece::Slot(i));
+            rest = &after[close + 2..];
+        }
+        if !rest.is_empty() {
+            pieces.push(Piece::Text(rest.to_owned()));
+        }
+        Ok(Self {
+            kind: Kind::Pieces(pieces.into()),
+        })
+    }
+
+    /// A closure that writes the whole page. It must escape what it interpolates ([`escape_html`] helps).
+    pub fn from_fn(f: impl Fn(&PageContext) -> String + Send + Sync + 'static) -> Self {
+        Self {
+            kind: Kind::Fn(Arc::new(f)),
+        }
+    }
+
+    /// Renders the page for `ctx`.
+    pub fn render(&self, ctx: &PageContext) -> String {
+        match &self.kind {
+            Kind::Fn(f) => f(ctx),
+            Kind::Pieces(pieces) => {
+                let values = Values::new(ctx);
+                let mut out = String::with_capacity(6 * 1024);
+                for p in pieces.iter() {
+                    match p {
+                        Piece::Text(t) => out.push_str(t),
+                        Piece::Slot(i) => {
+                            let name = PLACEHOLDERS[*i];
+                            if name == "status_json" {
+                                out.push_str(&values.status_json);
+                            } else {
+                                escape_into(&mut out, &values.get(name));
+                            }
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// Escapes `s` for HTML text and attribute values.
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    escape_into(&mut out, s);
+    out
+}
+
+fn escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// `HH:MM UTC` from an RFC 3339 time (the page's script rewrites it in the reader's time zone).
+fn clock_time(rfc3339: &str) -> String {
+    rfc3339
+        .get(11..16)
+        .map_or_else(|| rfc3339.to_owned(), |t| format!("{t} UTC"))
+}
+
+/// A wait in words: "about 4 to 6 minutes".
+pub fn eta_words(low: u64, high: u64) -> String {
+    let m = |s: u64| s.div_ceil(60);
+    if high < 60 {
+        "less than a minute".into()
+    } else if m(low) == m(high) || low == 0 && m(high) <= 1 {
+        let n = m(high);
+        if n == 1 {
+            "about a minute".into()
+        } else if n >= 120 {
+            format!("about {} hours", n.div_ceil(60))
+        } else {
+            format!("about {n} minutes")
+        }
+    } else if m(high) >= 120 {
+        format!("about {} to {} hours", m(low) / 60, m(high).div_ceil(60))
+    } else {
+        format!("about {} to {} minutes", m(low).max(1), m(high))
+    }
+}
+
+struct Values<'a> {
+    ctx: &'a PageContext,
+    status_json: String,
+}
+
+impl<'a> Values<'a> {
+    fn new(ctx: &'a PageContext) -> Self {
+        #[derive(Serialize)]
+        struct Data<'a> {
+            #[serde(flatten)]
+            status: &'a Status,
+            next: &'a str,
+            status_url: &'a str,
+        }
+        let json = serde_json::to_string(&Data {
+            status: &ctx.status,
+            next: &ctx.next,
+            status_url: &ctx.status_url,
+        })
+        .unwrap_or_else(|_| "{}".into());
+        // Safe inside <script>: no `<` can close the element or open a comment.
+        let status_json = json.replace('<', "\\u003c").replace('>', "\\u003e");
+        Self { ctx, status_json }
+    }
+
+    fn get(&self, name: &str) -> String {
+        let s = &self.ctx.status;
+        match name {
+            "name" => s.name.clone(),
+            "state" => s.state.as_str().into(),
+            "headline" => headline(s).into(),
+            "message" => message(s),
+            "next_steps" => next_steps(self.ctx),
+            "store_note" => {
+                if s.store_ok {
+                    String::new()
+                } else {
+                    "Status temporarily unknown: we cannot reach the line right now, so these figures are the last \
+                     known ones. You keep your place; this page keeps trying."
+                        .into()
+                }
+            }
+            "position" => s.position.map_or_else(|| "–".into(), |p| p.to_string()),
+            "eta" => match (s.eta_low_seconds, s.eta_high_seconds) {
+                (Some(l), Some(h)) => eta_words(l, h),
+                _ => "–".into(),
+            },
+            "progress_value" => match (s.number, s.position) {
+                (Some(n), Some(p)) => n.saturating_sub(p).to_string(),
+                _ => "0".into(),
+            },
+            "progress_max" => s.number.unwrap_or(1).max(1).to_string(),
+            "opens_at" => s.opens_at.clone().unwrap_or_default(),
+            "updated_at" => s.updated_at.clone(),
+            "refresh_seconds" => s.refresh_seconds.to_string(),
+            "status_url" => self.ctx.status_url.clone(),
+            "join_url" => self.ctx.join_url.clone(),
+            "next" => self.ctx.next.clone(),
+            _ => String::new(),
+        }
+    }
+}
+
+fn headline(s: &Status) -> &'static str {
+    match s.state {
+        ViewState::Prequeue => "You are in the pre-queue",
+        ViewState::Waiting => "You are in line",
+        ViewState::Paused => "You are in line; the line is paused",
+        ViewState::Admitted => "It is your turn",
+        ViewState::SoldOut => "Sold out",
+        ViewState::Closed => "This sale is closed",
+        ViewState::NotInLine => "You are not in line yet",
+    }
+}
+
+fn message(s: &Status) -> String {
+    match s.state {
+        ViewState::Prequeue => {
+            let at = s.opens_at.as_deref().map_or_else(|| "opening".into(), clock_time);
+            format!(
+                "The draw happens at {at}. Everyone who arrives before then gets a place in line by random draw; \
+                 arriving earlier or later before then makes no difference."
+            )
+        }
+        ViewState::Waiting => {
+            let mut m = match s.position {
+                Some(1) => "You are next.".to_owned(),
+                Some(p) => format!("There are {} people ahead of you.", p - 1),
+                None => "You have a place in line.".to_owned(),
+            };
+            if s.beyond_reach {
+                m.push_str(" The tickets left may run out before your turn.");
+            }
+            m
+        }
+        ViewState::Paused => {
+            "Nobody is being let in at the moment. You keep your place, and the line moves again by itself.".into()
+        }
+        ViewState::Admitted => "Taking you there now.".into(),
+        ViewState::SoldOut => "Every ticket has been sold. Thank you for waiting.".into(),
+        ViewState::Closed => "Nobody new is being let in.".into(),
+        ViewState::NotInLine => "We could not put you in line just now; this page tries again by itself.".into(),
+    }
+}
+
+fn next_steps(ctx: &PageContext) -> String {
+    match ctx.status.state {
+        ViewState::SoldOut | ViewState::Closed => "You can close this page.".into(),
+        ViewState::Admitted => "If nothing happens, follow the link below.".into(),
+        _ => format!(
+            "Keep this page open; there is no need to refresh. When it is your turn, it takes you on by itself. \
+             You then have {} minutes of inactivity before your place is given to the next person.",
+            ctx.idle_timeout_minutes.max(1)
+        ),
+    }
+}
+
+/// The default holding page.
+pub const DEFAULT_TEMPLATE: &str = r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<noscript><meta http-equiv="refresh" content="{{refresh_seconds}}"></noscript>
+<title>{{headline}} · {{name}}</title>
+<style>
+:root{color-scheme:light dark;--fg:#1b1b1f;--bg:#f6f6f8;--card:#fff;--accent:#3454d1;--muted:#5c5f66}
+@media (prefers-color-scheme:dark){:root{--fg:#eceef2;--bg:#15161a;--card:#1f2127;--accent:#8aa2ff;--muted:#a3a7b0}}
+body{margin:0;font:1rem/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
+main{max-width:34rem;margin:8vh auto;padding:2rem;background:var(--card);border-radius:12px;box-shadow:0 2px 12px #0002}
+h1{font-size:1.5rem;margin:.2rem 0 1rem}.event{color:var(--muted);margin:0}
+dl{display:grid;grid-template-columns:auto 1fr;gap:.3rem 1rem;margin:1.2rem 0}dt{color:var(--muted)}dd{margin:0;font-weight:600}
+progress{width:100%;height:.8rem;accent-color:var(--accent)}
+.note{border-left:4px solid #c77700;padding:.3rem .8rem}.small{color:var(--muted);font-size:.9rem}
+a{color:var(--accent)}
+</style>
+</head>
+<body>
+<main data-state="{{state}}">
+<p class="event">{{name}}</p>
+<h1 id="wr-headline">{{headline}}</h1>
+<div role="status" aria-live="polite">
+<p id="wr-message">{{message}}</p>
+<dl data-show="waiting">
+<dt>Your place</dt><dd id="wr-position">{{position}}</dd>
+<dt>Estimated wait</dt><dd id="wr-eta">{{eta}}</dd>
+</dl>
+<label data-show="waiting" class="small" for="wr-progress">Progress through the line</label>
+<progress data-show="waiting" id="wr-progress" value="{{progress_value}}" max="{{progress_max}}"></progress>
+<p class="note" id="wr-note" data-note="{{store_note}}">{{store_note}}</p>
+</div>
+<p>{{next_steps}}</p>
+<p class="small">Last updated <time id="wr-updated" datetime="{{updated_at}}">{{updated_at}}</time>. <a id="wr-next" href="{{next}}">Continue</a></p>
+</main>
+<script type="application/json" id="wr-data">{{status_json}}</script>
+<script>
+(function(){
+var d=JSON.parse(document.getElementById("wr-data").textContent),$=function(i){return document.getElementById(i)};
+var m=document.querySelector("main"),w=d.state==="waiting";
+document.querySelectorAll("[data-show]").forEach(function(e){e.hidden=!w});
+var n=$("wr-note");n.hidden=!n.getAttribute("data-note");$("wr-next").hidden=d.state!=="admitted";
+function t(iso){try{return new Date(iso).toLocaleTimeString([],{hour:"2-digit",minute:"2-digit",second:"2-digit"})}catch(e){return iso}}
+function eta(l,h){if(h==null)return "–";var a=Math.ceil(l/60),b=Math.ceil(h/60);if(h<60)return "less than a minute";return a===b||a<1?"about "+b+(b===1?" minute":" minutes"):"about "+a+" to "+b+" minutes"}
+$("wr-updated").textContent=t(d.updated_at);
+if(d.state==="admitted"&&d.next){location.replace(d.next);return}
+if(d.state==="sold_out"||d.state==="closed")return;
+function again(s){setTimeout(poll,(s||d.refresh_seconds||20)*1000*(0.8+Math.random()*0.4))}
+function poll(){fetch(d.status_url,{credentials:"same-origin",cache:"no-store",headers:{Accept:"application/json"}}).then(function(r){return r.json()}).then(function(j){
+if(j.state==="admitted"&&j.next){location.replace(j.next);return}
+if(j.state!==d.state){location.reload();return}
+if(j.position!=null){$("wr-position").textContent=j.position;$("wr-eta").textContent=eta(j.eta_low_seconds,j.eta_high_seconds);
+var p=$("wr-progress");if(j.number){p.max=j.number;p.value=j.number-j.position}}
+n.hidden=j.store_ok;if(!j.store_ok)n.textContent="Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
+$("wr-updated").textContent=t(j.updated_at);again(j.refresh_seconds)}).catch(function(){n.hidden=false;n.textContent="Status temporarily unknown: this page keeps trying.";again()})}
+again();
+})();
+</script>
+</body>
+</html>
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(state: ViewState) -> Status {
+        Status {
+            event: "ev".into(),
+            name: "Tour <2026>".into(),
+            state,
+            position: Some(3),
+            number: Some(10),
+            eta_seconds: Some(300),
+            eta_low_seconds: Some(240),
+            eta_high_seconds: Some(360),
+            eta_basis: None,
+            reach_position: None,
+            beyond_reach: false,
+            in_line: 5,
+            refresh_seconds: 20,
+            opens_at: Some("2026-03-01T10:00:00Z".into()),
+            store_ok: true,
+            updated_at: "2026-03-01T09:00:00Z".into(),
+        }
+    }
+
+    fn ctx(state: ViewState) -> PageContext {
+        PageContext {
+            status: status(state),
+            next: "/checkout".into(),
+            status_url: "/waitroom/status?return_to=%2Fcheckout".into(),
+            join_url: "/waitroom/join?return_to=%2Fcheckout".into(),
+            idle_timeout_minutes: 10,
+        }
+    }
+
+    #[test]
+    fn default_page_shows_position_eta_progress_and_escapes() {
+        let html = PageTemplate::default().render(&ctx(ViewState::Waiting));
+        assert!(html.contains("Tour &lt;2026&gt;"));
+        assert!(!html.contains("Tour <2026>"));
+        assert!(html.contains(r#"id="wr-position">3<"#));
+        assert!(html.contains("about 4 to 6 minutes"));
+        assert!(html.contains(r#"value="7" max="10""#));
+        assert!(html.contains(r#"<meta http-equiv="refresh" content="20">"#));
+        assert!(html.contains("There are 2 people ahead of you."));
+        // The JSON island cannot close the script element.
+        assert!(html.contains(r#""name":"Tour \u003c2026\u003e""#));
+        assert!(html.len() < 8 * 1024, "{}", html.len());
+    }
+
+    #[test]
+    fn variants_say_what_applies() {
+        let t = PageTemplate::default();
+        let html = t.render(&ctx(ViewState::Prequeue));
+        assert!(html.contains("The draw happens at 10:00 UTC"));
+        assert!(html.contains("arriving earlier or later before then makes no difference"));
+        assert!(t.render(&ctx(ViewState::SoldOut)).contains("Sold out"));
+        assert!(t.render(&ctx(ViewState::Closed)).contains("closed"));
+        assert!(t.render(&ctx(ViewState::Paused)).contains("paused"));
+        let mut c = ctx(ViewState::Waiting);
+        c.status.store_ok = false;
+        assert!(t.render(&c).contains("Status temporarily unknown"));
+    }
+
+    #[test]
+    fn custom_templates() {
+        let t = PageTemplate::from_template("<p>{{ name }} #{{position}}</p>").unwrap();
+        assert_eq!(
+            t.render(&ctx(ViewState::Waiting)),
+            "<p>Tour &lt;2026&gt; #3</p>"
+        );
+        assert!(PageTemplate::from_template("{{nope}}").is_err());
+        assert!(PageTemplate::from_template("{{name").is_err());
+        let t = PageTemplate::from_fn(|c| format!("pos {}", c.status.position.unwrap_or(0)));
+        assert_eq!(t.render(&ctx(ViewState::Waiting)), "pos 3");
+    }
+
+    #[test]
+    fn eta_in_words() {
+        assert_eq!(eta_words(0, 30), "less than a minute");
+        assert_eq!(eta_words(50, 70), "about 1 to 2 minutes");
+        assert_eq!(eta_words(240, 360), "about 4 to 6 minutes");
+        assert_eq!(eta_words(300, 300), "about 5 minutes");
+        assert_eq!(eta_words(7200, 10800), "about 2 to 3 hours");
+    }
+}

@@ -1,0 +1,325 @@
+//! [`WaitingRoomService`]: decides per request whether the room answers, holds, or passes it on.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{Request, Response};
+use tower::Service;
+
+use crate::body::RoomBody;
+use crate::future::{After, ResponseFuture};
+use crate::gate;
+use crate::layer::Shared;
+use crate::paths::Route;
+
+/// The service made by [`WaitingRoomLayer`](crate::WaitingRoomLayer). Generic over request bodies; its
+/// responses carry a [`RoomBody`]: the inner body untouched, or a page the room wrote.
+///
+/// Refusals are responses (a holding page, a JSON status), never errors: `Error` is the inner service's.
+pub struct WaitingRoomService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S: Clone> Clone for WaitingRoomService<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for WaitingRoomService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitingRoomService")
+            .field("room", &self.shared.room)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> WaitingRoomService<S> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for WaitingRoomService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+{
+    type Response = Response<RoomBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, ReqBody>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        // The clone stays; the service that was polled ready goes with this request.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let shared = self.shared.clone();
+        let (parts, body) = req.into_parts();
+        if let Some(bypass) = &shared.bypass
+            && bypass(&parts)
+        {
+            let fut = inner.call(Request::from_parts(parts, body));
+            return ResponseFuture::call(shared, fut, After::Untouched);
+        }
+        match shared.paths.route(parts.uri.path()) {
+            Route::Unprotected => {
+                let fut = inner.call(Request::from_parts(parts, body));
+                ResponseFuture::call(shared, fut, After::Strip)
+            }
+            Route::Endpoint(endpoint) => {
+                let jar = shared.room.cookies().read(&parts.headers);
+                let fut = Box::pin(gate::endpoint(shared.clone(), endpoint, parts, jar.session));
+                let fut = Box::pin(async move { gate::Decision::Reply(fut.await) });
+                ResponseFuture::check(shared, fut, inner, body)
+            }
+            Route::Protected => {
+                let room = &shared.room;
+                let jar = room.cookies().read(&parts.headers);
+                if let Some(session) = &jar.session
+                    && let Some(claims) = room.tokens().check(&jar.tokens, &session.id)
+                {
+                    room.touch_active(&session.id);
+                    let session = session.id.clone();
+                    if room.tokens().renewal_due(&claims) {
+                        let fut = Box::pin(gate::renew(shared.clone(), parts, session));
+                        return ResponseFuture::check(shared, fut, inner, body);
+                    }
+                    let fut = inner.call(Request::from_parts(parts, body));
+                    let after = After::Track {
+                        session,
+                        cookies: Vec::new(),
+                    };
+                    return ResponseFuture::call(shared, fut, after);
+                }
+                let fut = Box::pin(gate::hold(shared.clone(), parts, jar.session));
+                ResponseFuture::check(shared, fut, inner, body)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use http::header::{ACCEPT, COOKIE, SET_COOKIE};
+    use http::{HeaderValue, StatusCode};
+    use http_body_util::{BodyExt, Full};
+    use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+    use waitroom_verify::{FINISH_HEADER, ManualClock};
+
+    use crate::{RoomBody, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
+
+    type Res = http::Response<RoomBody<Full<Bytes>>>;
+
+    async fn handler(
+        req: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<Full<Bytes>>, Infallible> {
+        let mut res = http::Response::new(Full::new(Bytes::from(format!(
+            "inner {}",
+            req.uri().path()
+        ))));
+        if req.uri().path() == "/checkout/done" {
+            res.headers_mut()
+                .insert(FINISH_HEADER, HeaderValue::from_static("finish; seats=2"));
+        }
+        if req.uri().path() == "/public/finish" {
+            res.headers_mut()
+                .insert(FINISH_HEADER, HeaderValue::from_static("finish"));
+        }
+        Ok(res)
+    }
+
+    async fn room(clock: &ManualClock, capacity: u64) -> WaitingRoom {
+        WaitingRoom::builder("ev")
+            .capacity(capacity)
+            .idle_timeout(Duration::from_secs(60))
+            .clock(std::sync::Arc::new(clock.clone()))
+            .background(false)
+            .secure_cookies(false)
+            .build()
+            .await
+            .unwrap()
+    }
+
+    fn get(path: &str, cookies: &[String]) -> http::Request<Full<Bytes>> {
+        let mut req = http::Request::get(path).body(Full::default()).unwrap();
+        if !cookies.is_empty() {
+            req.headers_mut()
+                .insert(COOKIE, HeaderValue::try_from(cookies.join("; ")).unwrap());
+        }
+        req
+    }
+
+    /// The `name=value` pairs a response sets (a tiny cookie jar).
+    fn absorb(jar: &mut Vec<String>, res: &Res) {
+        for v in res.headers().get_all(SET_COOKIE) {
+            let pair = v.to_str().unwrap().split(';').next().unwrap().to_owned();
+            let name = pair.split('=').next().unwrap().to_owned();
+            jar.retain(|c| !c.starts_with(&format!("{name}=")));
+            if !v.to_str().unwrap().contains("Max-Age=0") {
+                jar.push(pair);
+            }
+        }
+    }
+
+    async fn body(res: Res) -> String {
+        String::from_utf8(res.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn holds_then_admits_then_passes_then_finishes() {
+        let clock = ManualClock::starting_now();
+        let room = room(&clock, 1).await;
+        let layer = WaitingRoomLayer::builder(room.clone())
+            .protect_prefix("/checkout")
+            .build()
+            .unwrap();
+        let mut svc = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(handler));
+        let mut jar = Vec::new();
+
+        // Unprotected: untouched (but a stray finish command is stripped).
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/public/finish", &[]))
+            .await
+            .unwrap();
+        assert!(res.headers().get(FINISH_HEADER).is_none());
+        assert_eq!(body(res).await, "inner /public/finish");
+
+        // First visit: a session cookie and the holding page.
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout", &jar))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()[STATE_HEADER], "waiting");
+        assert_eq!(res.headers()["cache-control"], "no-store");
+        absorb(&mut jar, &res);
+        assert!(jar[0].starts_with("waitroom_session="));
+        assert!(body(res).await.contains("You are next."));
+
+        // Admitted at the next tick; the status poll claims and sets the token.
+        room.tick_now().await.unwrap();
+        let mut req = get("/waitroom/status?return_to=%2Fcheckout", &jar);
+        req.headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let res = svc.ready().await.unwrap().call(req).await.unwrap();
+        assert_eq!(res.headers()[STATE_HEADER], "admitted");
+        absorb(&mut jar, &res);
+        let json: serde_json::Value = serde_json::from_str(&body(res).await).unwrap();
+        assert_eq!(json["state"], "admitted");
+        assert_eq!(json["next"], "/checkout");
+        assert!(jar.iter().any(|c| c.starts_with("waitroom_token=")));
+
+        // The token opens the protected routes.
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout/x", &jar))
+            .await
+            .unwrap();
+        assert_eq!(body(res).await, "inner /checkout/x");
+
+        // Finish through the response: the header is consumed, the place freed, the token refused.
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout/done", &jar))
+            .await
+            .unwrap();
+        assert!(res.headers().get(FINISH_HEADER).is_none());
+        assert_eq!(room.stats().active, 0);
+        let before = jar.clone();
+        absorb(&mut jar, &res);
+        assert!(!jar.iter().any(|c| c.starts_with("waitroom_token=")));
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout/x", &before))
+            .await
+            .unwrap();
+        assert_ne!(body(res).await, "inner /checkout/x");
+    }
+
+    #[tokio::test]
+    async fn serves_jwks_and_refuses_unknown_endpoints() {
+        let clock = ManualClock::starting_now();
+        let room = room(&clock, 1).await;
+        let svc = ServiceBuilder::new()
+            .layer(WaitingRoomLayer::new(room))
+            .service(service_fn(handler));
+        let res = svc
+            .clone()
+            .oneshot(get("/waitroom/jwks.json", &[]))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let jwks: serde_json::Value = serde_json::from_str(&body(res).await).unwrap();
+        assert_eq!(jwks["keys"][0]["kty"], "OKP");
+        let res = svc
+            .clone()
+            .oneshot(get("/waitroom/nope", &[]))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let mut req = get("/waitroom/status", &[]);
+        *req.method_mut() = http::Method::DELETE;
+        let res = svc.oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
+
+    #[tokio::test]
+    async fn an_account_holds_one_place_across_browsers() {
+        let clock = ManualClock::starting_now();
+        let room = room(&clock, 1).await;
+        let layer = WaitingRoomLayer::builder(room.clone())
+            .account_key(|parts| {
+                parts
+                    .headers
+                    .get("x-account")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            })
+            .build()
+            .unwrap();
+        let svc = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(handler));
+        let mut first = Vec::new();
+        let mut req = get("/seats", &first);
+        req.headers_mut()
+            .insert("x-account", HeaderValue::from_static("alice"));
+        let res = svc.clone().oneshot(req).await.unwrap();
+        absorb(&mut first, &res);
+        let mut second = Vec::new();
+        let mut req = get("/seats", &second);
+        req.headers_mut()
+            .insert("x-account", HeaderValue::from_static("alice"));
+        let res = svc.clone().oneshot(req).await.unwrap();
+        absorb(&mut second, &res);
+        // The second browser took over the account's place: same session, same number.
+        assert_eq!(first, second);
+        room.refresh().await.unwrap();
+        assert_eq!(room.stats().waiting, 1);
+    }
+}

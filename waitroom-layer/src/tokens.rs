@@ -1,0 +1,129 @@
+//! Admission tokens, issued and renewed by the room.
+//!
+//! A token is a JWT signed with the room's [`SigningKey`] (Ed25519 by default) whose claims are
+//! [`waitroom_verify::Claims`]: `iss` (the room's issuer name), `aud` (the on-sale id), `sub` (the session id),
+//! `iat`/`nbf`/`exp`, a random `jti`, and `max_qty` when the room sets a purchase limit. It lives for the room's
+//! `idle_timeout`; the layer re-issues it on a protected request once more than half its life is gone, so an
+//! active session keeps a valid token and an idle one lapses `idle_timeout` after its last request.
+//!
+//! The room checks tokens with its own [`Verifier`] (the same code the order service runs), so the deny list of
+//! finished sessions lives there too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use waitroom_verify::{Claims, KeySet, SharedClock, SigningKey, Verifier};
+
+use crate::error::ConfigError;
+
+/// Clock skew the room's own verifier allows (several instances sharing a key may disagree slightly).
+pub(crate) const ROOM_LEEWAY: Duration = Duration::from_secs(5);
+
+/// The room's token issuer and checker.
+pub(crate) struct Tokens {
+    key: SigningKey,
+    pub(crate) verifier: Verifier,
+    issuer: String,
+    audience: String,
+    lifetime: Duration,
+    max_qty: Option<u32>,
+    jwks: Bytes,
+    clock: SharedClock,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokens")
+            .field("key", &self.key)
+            .field("issuer", &self.issuer)
+            .field("lifetime", &self.lifetime)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tokens {
+    pub(crate) fn new(
+        key: SigningKey,
+        also_publish: Vec<waitroom_verify::VerifyingKey>,
+        issuer: String,
+        audience: String,
+        lifetime: Duration,
+        max_qty: Option<u32>,
+        clock: SharedClock,
+    ) -> Result<Self, ConfigError> {
+        let mut keys = KeySet::from(&key);
+        for k in also_publish {
+            keys.insert(k)
+                .map_err(|e| ConfigError::invalid("publish_key", e.to_string()))?;
+        }
+        let jwks = Bytes::from(keys.to_jwks_json());
+        let verifier = Verifier::builder()
+            .keys(keys)
+            .issuer(issuer.clone())
+            .audience(audience.clone())
+            .leeway(ROOM_LEEWAY)
+            .max_token_lifetime(lifetime)
+            .clock(clock.clone())
+            .build()
+            .map_err(|e| ConfigError::invalid("signing_key", e.to_string()))?;
+        Ok(Self {
+            key,
+            verifier,
+            issuer,
+            audience,
+            lifetime,
+            max_qty,
+            jwks,
+            clock,
+        })
+    }
+
+    /// How long a token lives (the idle timeout).
+    pub(crate) fn lifetime(&self) -> Duration {
+        self.lifetime
+    }
+
+    /// The JWKS document of the public keys.
+    pub(crate) fn jwks(&self) -> Bytes {
+        self.jwks.clone()
+    }
+
+    /// A fresh token for `session`, valid from now for the lifetime.
+    pub(crate) fn issue(&self, session: &str) -> Option<String> {
+        let mut claims = Claims::new(
+            self.issuer.clone(),
+            self.audience.clone(),
+            session,
+            self.clock.now_secs(),
+            self.lifetime,
+        );
+        claims.max_qty = self.max_qty;
+        match self.key.sign(&claims) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::error!(error = %e, "could not sign an admission token");
+                None
+            }
+        }
+    }
+
+    /// The claims of the first candidate that is a valid token for `session`.
+    pub(crate) fn check(&self, candidates: &[String], session: &str) -> Option<Arc<Claims>> {
+        candidates
+            .iter()
+            .find_map(|t| self.verifier.verify_for_session_shared(t, session).ok())
+    }
+
+    /// Whether more than half of the token's life is gone.
+    pub(crate) fn renewal_due(&self, claims: &Claims) -> bool {
+        let now = self.clock.now_secs();
+        let life = claims.exp.saturating_sub(claims.iat).max(1);
+        now.saturating_sub(claims.iat).saturating_mul(2) > life
+    }
+
+    /// Refuses every token of `session` from now on (it finished).
+    pub(crate) fn deny(&self, session: &str) {
+        self.verifier.deny_session(session);
+    }
+}
