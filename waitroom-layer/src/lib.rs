@@ -17,4 +17,6 @@ pub use error::{ConfigError, StoreError};
 pub use estimate::{Eta, EtaBasis};
 pub use room::{Stats, Status, ViewState, WaitingRoom};
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
+#[cfg(feature = "redis")]
+pub use store::{RedisStore, RedisStoreBuilder};
 pub use waitroom_verify::{Clock, ManualClock, SharedClock, SystemClock};

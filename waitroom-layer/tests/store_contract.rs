@@ -394,3 +394,210 @@ mod memory {
         contract::concurrent(store, "ev", 7).await;
     }
 }
+
+#[cfg(feature = "redis")]
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+/// The same contract against `RedisStore` on a real redis-server (started here on a free port, or `REDIS_URL`).
+/// Each case uses a fresh on-sale id, so cases never see each other's keys.
+#[cfg(feature = "redis")]
+mod redis {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use proptest::strategy::Strategy;
+    use proptest::test_runner::{Config, TestRunner};
+    use waitroom_layer::RedisStore;
+    use waitroom_layer::store::Store;
+
+    use super::contract;
+    use super::redis_server::RedisServer;
+
+    static CASE: AtomicU64 = AtomicU64::new(0);
+
+    fn fresh_event(tag: &str) -> String {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!(
+            "{tag}-{}-{nanos}-{}",
+            std::process::id(),
+            CASE.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    fn cases() -> u32 {
+        std::env::var("WAITROOM_REDIS_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(48)
+    }
+
+    /// Runs the proptest by hand (not with the `proptest!` macro) so the server and the runtime live exactly as
+    /// long as the test and the server is stopped when it ends, pass or fail.
+    fn run_property(random: bool) {
+        let server = RedisServer::from_env_or_start();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(rt.block_on(RedisStore::connect(server.url())).unwrap());
+        let mut runner = TestRunner::new(Config {
+            cases: cases(),
+            ..Config::default()
+        });
+        let strategy = (contract::ops_strategy(), 1u64..5, 0u64..60_000).boxed();
+        let result = runner.run(&strategy, |(ops, capacity, opens)| {
+            let store = store.clone();
+            rt.block_on(async move {
+                let event = fresh_event(if random { "draw" } else { "fifo" });
+                let opens_at = random.then_some(1_000_000 + opens);
+                store
+                    .init(&event, &contract::settings(capacity, random, opens_at))
+                    .await
+                    .unwrap();
+                contract::run(store, &event, capacity, 1_000_000, &ops).await;
+            });
+            Ok(())
+        });
+        drop(server);
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+
+    #[test]
+    fn fifo_interleavings_keep_the_invariants() {
+        run_property(false);
+    }
+
+    #[test]
+    fn draw_interleavings_keep_the_invariants() {
+        run_property(true);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_callers_keep_the_invariants() {
+        let server = RedisServer::from_env_or_start();
+        let store: Arc<dyn Store> = Arc::new(RedisStore::connect(server.url()).await.unwrap());
+        let event = fresh_event("conc");
+        store
+            .init(&event, &contract::settings(7, false, None))
+            .await
+            .unwrap();
+        contract::concurrent(store, &event, 7).await;
+    }
+
+    /// Several stores (separate connections, as separate room instances would have) tick one on-sale at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_instances_keep_the_invariants() {
+        let server = RedisServer::from_env_or_start();
+        let event = fresh_event("inst");
+        let first = RedisStore::connect(server.url()).await.unwrap();
+        first
+            .init(&event, &contract::settings(5, false, None))
+            .await
+            .unwrap();
+        // `concurrent` spreads its tasks over clones of one handle; a wrapper hands each call to one of three
+        // independent connections in turn.
+        let stores = vec![
+            first,
+            RedisStore::connect(server.url()).await.unwrap(),
+            RedisStore::connect(server.url()).await.unwrap(),
+        ];
+        let store: Arc<dyn Store> = Arc::new(RoundRobin {
+            stores,
+            next: AtomicU64::new(0),
+        });
+        contract::concurrent(store, &event, 5).await;
+    }
+
+    #[derive(Debug)]
+    struct RoundRobin {
+        stores: Vec<RedisStore>,
+        next: AtomicU64,
+    }
+
+    impl RoundRobin {
+        fn pick(&self) -> &RedisStore {
+            let i = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+            &self.stores[i % self.stores.len()]
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Store for RoundRobin {
+        async fn init(
+            &self,
+            event: &str,
+            defaults: &waitroom_layer::Settings,
+        ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
+            self.pick().init(event, defaults).await
+        }
+        async fn join(
+            &self,
+            event: &str,
+            join: &waitroom_layer::store::Join,
+        ) -> Result<waitroom_layer::Placement, waitroom_layer::StoreError> {
+            self.pick().join(event, join).await
+        }
+        async fn lookup(
+            &self,
+            event: &str,
+            session: &str,
+        ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
+            self.pick().lookup(event, session).await
+        }
+        async fn claim(
+            &self,
+            event: &str,
+            session: &str,
+            now_ms: u64,
+            idle_timeout_ms: u64,
+        ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
+            self.pick()
+                .claim(event, session, now_ms, idle_timeout_ms)
+                .await
+        }
+        async fn touch(
+            &self,
+            event: &str,
+            touches: &waitroom_layer::store::Touches,
+        ) -> Result<(), waitroom_layer::StoreError> {
+            self.pick().touch(event, touches).await
+        }
+        async fn tick(
+            &self,
+            event: &str,
+            tick: &waitroom_layer::store::Tick,
+        ) -> Result<waitroom_layer::store::TickReport, waitroom_layer::StoreError> {
+            self.pick().tick(event, tick).await
+        }
+        async fn finish(
+            &self,
+            event: &str,
+            session: &str,
+            seats: u32,
+            now_ms: u64,
+        ) -> Result<bool, waitroom_layer::StoreError> {
+            self.pick().finish(event, session, seats, now_ms).await
+        }
+        async fn snapshot(
+            &self,
+            event: &str,
+        ) -> Result<waitroom_layer::Snapshot, waitroom_layer::StoreError> {
+            self.pick().snapshot(event).await
+        }
+        async fn update(
+            &self,
+            event: &str,
+            change: &waitroom_layer::store::SettingsChange,
+        ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
+            self.pick().update(event, change).await
+        }
+    }
+}

@@ -11,6 +11,8 @@
 //! and touches arrive in batches ([`Touches`]), and the admission tick is one call per instance per interval.
 
 mod memory;
+#[cfg(feature = "redis")]
+mod redis;
 
 use std::fmt;
 
@@ -18,6 +20,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use memory::MemoryStore;
+#[cfg(feature = "redis")]
+pub use redis::{RedisStore, RedisStoreBuilder, TOUCH_CHUNK};
 
 use crate::error::StoreError;
 
