@@ -52,6 +52,11 @@ pub(crate) struct Inner {
     store_ok: AtomicBool,
     last_error_log_ms: AtomicU64,
     last_flush_ms: AtomicU64,
+    /// The last flush of liveness marks failed: flush again before any tick.
+    flush_failed: AtomicBool,
+    /// No admission tick before this time (ms): set when the store comes back, so every instance has flushed the
+    /// liveness marks it held during the outage before anyone is skipped as abandoned.
+    hold_ticks_until_ms: AtomicU64,
     meter: Mutex<HeadMeter>,
     pending: Mutex<Pending>,
     cache: moka::sync::Cache<String, Placement>,
@@ -69,6 +74,11 @@ const MAX_PENDING: usize = 2_000_000;
 const FLUSH_EVERY_MS: u64 = 1_000;
 /// How often a failing store is logged.
 const ERROR_LOG_EVERY_MS: u64 = 10_000;
+/// `last_error_log_ms` before the first error was logged.
+const NEVER_LOGGED: u64 = u64::MAX;
+/// How long after the store comes back the door stays shut: two flush intervals, so every instance sharing the
+/// store has sent the liveness marks it kept during the outage.
+const HOLD_AFTER_OUTAGE_MS: u64 = 2 * FLUSH_EVERY_MS;
 
 /// What a person in line (or at the door) is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -218,8 +228,10 @@ impl WaitingRoom {
             store: b.store,
             snap: ArcSwap::from_pointee(snap),
             store_ok: AtomicBool::new(true),
-            last_error_log_ms: AtomicU64::new(0),
+            last_error_log_ms: AtomicU64::new(NEVER_LOGGED),
             last_flush_ms: AtomicU64::new(0),
+            flush_failed: AtomicBool::new(false),
+            hold_ticks_until_ms: AtomicU64::new(0),
             meter: Mutex::new(HeadMeter::default()),
             pending: Mutex::new(Pending::default()),
             cache,
@@ -289,6 +301,10 @@ impl WaitingRoom {
         match r {
             Ok(()) => {
                 if !self.inner.store_ok.swap(true, Ordering::Relaxed) {
+                    let now = self.now_ms();
+                    self.inner
+                        .hold_ticks_until_ms
+                        .store(now + HOLD_AFTER_OUTAGE_MS, Ordering::Relaxed);
                     tracing::info!(event = %self.event(), "store reachable again");
                 }
             }
@@ -296,7 +312,10 @@ impl WaitingRoom {
                 self.inner.store_ok.store(false, Ordering::Relaxed);
                 let now = self.now_ms();
                 let last = self.inner.last_error_log_ms.load(Ordering::Relaxed);
-                if now >= last + ERROR_LOG_EVERY_MS
+                // Once per interval (the first error at once; a clock that went back counts as a new interval).
+                if (last == NEVER_LOGGED
+                    || now >= last.saturating_add(ERROR_LOG_EVERY_MS)
+                    || now < last)
                     && self
                         .inner
                         .last_error_log_ms
@@ -596,9 +615,22 @@ impl WaitingRoom {
     async fn run_once(&self, force_flush: bool) -> Result<TickReport, StoreError> {
         let now = self.now_ms();
         let last = self.inner.last_flush_ms.load(Ordering::Relaxed);
-        if force_flush || now >= last + FLUSH_EVERY_MS || now < last {
+        let retry = self.inner.flush_failed.load(Ordering::Relaxed);
+        if force_flush || retry || now >= last + FLUSH_EVERY_MS || now < last {
             self.inner.last_flush_ms.store(now, Ordering::Relaxed);
-            let _ = self.flush().await;
+            if let Err(e) = self.flush().await {
+                // The liveness marks did not reach the store: a tick now could skip people who polled all along
+                // as abandoned. No tick until they are sent.
+                self.inner.flush_failed.store(true, Ordering::Relaxed);
+                let _ = self.refresh().await;
+                return Err(e);
+            }
+            self.inner.flush_failed.store(false, Ordering::Relaxed);
+        }
+        if now < self.inner.hold_ticks_until_ms.load(Ordering::Relaxed) {
+            // Just back from an outage: other instances may still hold liveness marks (see HOLD_AFTER_OUTAGE_MS).
+            let _ = self.refresh().await;
+            return Ok(TickReport::default());
         }
         let tick = Tick {
             now_ms: now,
