@@ -278,7 +278,6 @@ async fn redis_outage_keeps_the_line_and_resumes_it() {
 async fn redis_figures() {
     let server = RedisServer::from_env_or_start();
     let store = RedisStore::connect(server.url()).await.unwrap();
-    let n: u64 = 100_000;
     let defaults = |random: bool| waitroom_layer::Settings {
         capacity: 8_000,
         admit_per_minute: None,
@@ -297,8 +296,12 @@ async fn redis_figures() {
     };
 
     // Joins per second through the store: 32 callers at once, each join one script call.
-    for (tag, random) in [("fifo", false), ("prequeue", true)] {
-        let ev = event(&format!("fig-{tag}"));
+    for (tag, random, n) in [
+        ("fifo", false, 100_000u64),
+        ("prequeue", true, 100_000),
+        ("prequeue", true, 600_000),
+    ] {
+        let ev = event(&format!("fig-{tag}-{n}"));
         store.init(&ev, &defaults(random)).await.unwrap();
         let m0 = used(&server);
         let t0 = Instant::now();
@@ -332,13 +335,13 @@ async fn redis_figures() {
         let joined = (n / 32) * 32;
         let m1 = used(&server);
         let mut per_key = String::new();
-        for part in ["sessions", "line", "draw"] {
+        for part in ["sessions", "line", "draw:0", "drawidx"] {
             let key = store.key(&ev, part);
             let bytes = server.command(&["MEMORY", "USAGE", &key, "SAMPLES", "0"]);
             per_key.push_str(&format!(" {part}={bytes}"));
         }
         println!(
-            "{tag}: {joined} joins in {secs:.2} s = {:.0} joins/s; used_memory +{} bytes = {:.1} bytes per waiting session; MEMORY USAGE:{per_key}",
+            "{tag} ({n}): {joined} joins in {secs:.2} s = {:.0} joins/s; used_memory +{} bytes = {:.1} bytes per waiting session; MEMORY USAGE:{per_key}",
             joined as f64 / secs,
             m1 - m0,
             (m1 - m0) as f64 / joined as f64,

@@ -444,8 +444,15 @@ mod redis {
             .enable_all()
             .build()
             .unwrap();
-        let store: Arc<dyn Store> =
-            Arc::new(rt.block_on(RedisStore::connect(server.url())).unwrap());
+        // Four draw buckets, so that sessions share buckets and the ranks inside a bucket are exercised too.
+        let store: Arc<dyn Store> = Arc::new(
+            rt.block_on(
+                RedisStore::builder(server.url())
+                    .draw_buckets_log2(2)
+                    .connect(),
+            )
+            .unwrap(),
+        );
         let mut runner = TestRunner::new(Config {
             cases: cases(),
             ..Config::default()
@@ -490,6 +497,72 @@ mod redis {
             .await
             .unwrap();
         contract::concurrent(store, &event, 7).await;
+    }
+
+    /// The draw in Redis (implicit numbers: bucket start + rank) numbers a pre-queue exactly as the memory store's
+    /// sort does, for few buckets (hundreds of sessions per bucket) and many (mostly one per bucket); the head then
+    /// leaves in that order, and later joiners queue behind.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_draw_numbers_the_prequeue_like_the_memory_store() {
+        use waitroom_layer::MemoryStore;
+        use waitroom_layer::store::{Join, SettingsChange, Tick};
+        let server = RedisServer::from_env_or_start();
+        for bits in [3u8, 14] {
+            let redis = RedisStore::builder(server.url())
+                .draw_buckets_log2(bits)
+                .connect()
+                .await
+                .unwrap();
+            let memory = MemoryStore::new();
+            let event = fresh_event("drawcmp");
+            let stores: [&dyn Store; 2] = [&redis, &memory];
+            for st in stores {
+                st.init(&event, &contract::settings(100_000, true, Some(5_000_000)))
+                    .await
+                    .unwrap();
+            }
+            let n = 2_000u64;
+            let join = |i: u64, now_ms: u64| Join {
+                session: format!("draw-{i:05}-aaaaaaaaaaaa"),
+                account: None,
+                now_ms,
+                draw_key: (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(7),
+            };
+            for i in 0..n {
+                for st in stores {
+                    let p = st.join(&event, &join(i, 1_000_000)).await.unwrap();
+                    assert_eq!(p.number, None);
+                }
+            }
+            for st in stores {
+                assert_eq!(st.snapshot(&event).await.unwrap().prequeue, n);
+                st.update(&event, &SettingsChange::OpenNow { now_ms: 2_000_000 })
+                    .await
+                    .unwrap();
+                // A join after opening runs the draw and queues behind the pre-queue.
+                let late = st.join(&event, &join(n, 2_000_001)).await.unwrap();
+                assert_eq!(late.number, Some(n + 1));
+            }
+            for i in 0..n {
+                let sid = format!("draw-{i:05}-aaaaaaaaaaaa");
+                let r = redis.lookup(&event, &sid).await.unwrap().unwrap();
+                let m = memory.lookup(&event, &sid).await.unwrap().unwrap();
+                assert_eq!(r, m, "bits {bits}: {sid}");
+            }
+            let tick = Tick {
+                now_ms: 2_000_002,
+                arrival_window_ms: 60_000,
+                abandon_after_ms: 600_000_000,
+                max_scan: 700,
+            };
+            for _ in 0..3 {
+                let r = redis.tick(&event, &tick).await.unwrap();
+                let m = memory.tick(&event, &tick).await.unwrap();
+                assert_eq!(r.admitted, m.admitted, "bits {bits}");
+            }
+            let snap = redis.snapshot(&event).await.unwrap();
+            assert_eq!((snap.served, snap.active), (n + 1, n + 1));
+        }
     }
 
     /// Several stores (separate connections, as separate room instances would have) tick one on-sale at once.

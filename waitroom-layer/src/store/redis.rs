@@ -82,7 +82,7 @@ pub const TOUCH_CHUNK: usize = 5_000;
 
 /// The code shared by every script: key names, record packing, the lazy numbering of the drawn segment.
 const PRELUDE: &str = r#"
-local KM, KS, KL, KD, KA, KC, KR = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local KM, KS, KL, KD, KA, KC, KR, KP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local function int(x) return tonumber(x) or 0 end
 local function fmt(n) return string.format('%d', n) end
 local function meta()
@@ -101,14 +101,24 @@ local function rec(sid)
   return string.sub(v, 1, 1), int(string.sub(v, 2, c - 1)), int(string.sub(v, c + 1))
 end
 local function put(sid, st, n, t) redis.call('HSET', KS, sid, st .. fmt(n) .. ':' .. fmt(t)) end
+-- A pre-queued session's record holds its draw bucket where others hold their number. After the draw its number
+-- is implicit: where its bucket starts in the drawn segment, plus how many of the bucket already left the head,
+-- plus its rank in what is left.
+local function bucket(b) return KD .. ':' .. fmt(b) end
 local function place(m, sid)
   local st, n, t = rec(sid)
   if not st then return nil end
-  if st == 'p' and m.drawn == '1' then
-    local r = redis.call('ZRANK', KD, sid)
-    if r then
-      n = int(m.dbase) + int(m.dcount) - redis.call('ZCARD', KD) + r + 1
-      st = 'w'
+  if st == 'p' then
+    local b = n
+    n = 0
+    if m.drawn == '1' then
+      local key = bucket(b)
+      local r = redis.call('ZRANK', key, sid)
+      if r then
+        local lo, hi = struct.unpack('>I4>I4', redis.call('GETRANGE', KP, 4 * b, 4 * b + 7))
+        n = int(m.dbase) + lo + (hi - lo - redis.call('ZCARD', key)) + r + 1
+        st = 'w'
+      end
     end
   end
   return {sid, st, n, t}
@@ -116,8 +126,15 @@ end
 local function out(p) return {p[1], p[2], p[3]} end
 local function terminal(st) return st == 'f' or st == 'e' or st == 'x' end
 local function draw_due(m, now) return m.drawn ~= '1' and (m.opens == '' or now >= int(m.opens)) end
+-- The draw: freeze the buckets and write where each starts (2^dbits + 1 big-endian u32s). No session is touched.
 local function draw(m)
-  local c = redis.call('ZCARD', KD)
+  local parts, c = {}, 0
+  for b = 0, 2 ^ int(m.dbits) - 1 do
+    parts[#parts + 1] = struct.pack('>I4', c)
+    c = c + redis.call('ZCARD', bucket(b))
+  end
+  parts[#parts + 1] = struct.pack('>I4', c)
+  redis.call('SET', KP, table.concat(parts))
   local last = int(m.last)
   m.drawn, m.dbase, m.dcount, m.last = '1', fmt(last), fmt(c), fmt(last + c)
   redis.call('HSET', KM, 'drawn', '1', 'dbase', m.dbase, 'dcount', m.dcount, 'last', m.last)
@@ -130,18 +147,18 @@ local function inv(m)
 end
 "#;
 
-/// ARGV: cap, apm, paused, closed, opens, random, inv.
+/// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits.
 const INIT: &str = r#"
 if redis.call('EXISTS', KM) == 0 then
   redis.call('HSET', KM, 'cap', ARGV[1], 'apm', ARGV[2], 'paused', ARGV[3], 'closed', ARGV[4],
     'opens', ARGV[5], 'random', ARGV[6], 'inv', ARGV[7], 'drawn', (ARGV[6] == '1') and '0' or '1',
     'dbase', '0', 'dcount', '0', 'last', '0', 'served', '0', 'joined', '0', 'admitted', '0',
-    'finished', '0', 'expired', '0', 'abandoned', '0', 'orders', '0', 'seats', '0')
+    'finished', '0', 'expired', '0', 'abandoned', '0', 'orders', '0', 'seats', '0', 'dbits', ARGV[8])
 end
 return settings(meta())
 "#;
 
-/// ARGV: session, account ('' for none), now, draw score.
+/// ARGV: session, account ('' for none), now, draw key (16 hex digits).
 const JOIN: &str = r#"
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
@@ -162,9 +179,17 @@ if m.drawn == '1' then
   redis.call('HSET', KM, 'last', fmt(n))
   redis.call('RPUSH', KL, sid)
 else
-  redis.call('ZADD', KD, ARGV[4], sid)
+  -- The key's top `dbits` bits pick the bucket; the next 53 bits (exact in a double) order it within the bucket.
+  local bits = int(m.dbits)
+  local top = tonumber(string.sub(ARGV[4], 1, 4), 16)
+  local low = tonumber(string.sub(ARGV[4], 5, 16), 16)
+  local b = math.floor(top / 2 ^ (16 - bits))
+  local score = (top % 2 ^ (16 - bits)) * 2 ^ 37 + math.floor(low / 2048)
+  redis.call('ZADD', bucket(b), score, sid)
+  n = b
 end
 put(sid, st, n, now)
+if st == 'p' then n = 0 end
 if acct ~= '' then redis.call('HSET', KC, acct, sid) end
 redis.call('HINCRBY', KM, 'joined', 1)
 return {sid, st, n}
@@ -245,11 +270,24 @@ local dlo = int(m.dbase)
 local dhi = dlo + int(m.dcount)
 local drawn = m.drawn == '1'
 local scanned, nadm = 0, 0
+local index, cur, cur_end = nil, -1, -1
+local function starts(b) return (struct.unpack('>I4', index, 4 * b + 1)) end
 while nadm < room and scanned < maxscan and served < last do
   local n = served + 1
   local sid
   if drawn and n > dlo and n <= dhi then
-    local z = redis.call('ZPOPMIN', KD)
+    -- The head is in the drawn segment: pop the first of the bucket holding position n.
+    local pos = n - dlo - 1
+    if pos >= cur_end then
+      index = index or redis.call('GET', KP)
+      local lo, hi = 0, 2 ^ int(m.dbits) - 1
+      while lo < hi do
+        local mid = math.floor((lo + hi + 1) / 2)
+        if starts(mid) <= pos then lo = mid else hi = mid - 1 end
+      end
+      cur, cur_end = lo, starts(lo + 1)
+    end
+    local z = redis.call('ZPOPMIN', bucket(cur))
     sid = z[1]
   else
     sid = redis.call('LPOP', KL)
@@ -308,7 +346,7 @@ local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local o = settings(m)
 local pq = 0
-if m.drawn ~= '1' then pq = redis.call('ZCARD', KD) end
+if m.drawn ~= '1' then pq = int(m.joined) end
 local rest = {m.drawn, pq, m.last, m.served, redis.call('ZCARD', KA), m.joined, m.admitted, m.finished,
   m.expired, m.abandoned, m.orders, m.seats}
 for _, v in ipairs(rest) do o[#o + 1] = v end
@@ -390,8 +428,8 @@ impl Scripts {
 }
 
 /// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=7]`).
-const KEY_PARTS: [&str; 7] = [
-    "meta", "sessions", "line", "draw", "active", "accounts", "admits",
+const KEY_PARTS: [&str; 8] = [
+    "meta", "sessions", "line", "draw", "active", "accounts", "admits", "drawidx",
 ];
 
 /// The shared store: every on-sale's line in Redis (or Valkey), shared by every room instance pointing at it.
@@ -418,6 +456,7 @@ pub struct RedisStore {
     scripts: Arc<Scripts>,
     prefix: Arc<str>,
     timeout: Duration,
+    draw_bits: u8,
     commands: Arc<AtomicU64>,
 }
 
@@ -440,6 +479,7 @@ pub struct RedisStoreBuilder {
     key_prefix: String,
     timeout: Duration,
     connect_timeout: Duration,
+    draw_bits: u8,
 }
 
 impl fmt::Debug for RedisStoreBuilder {
@@ -449,6 +489,7 @@ impl fmt::Debug for RedisStoreBuilder {
             .field("key_prefix", &self.key_prefix)
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("draw_buckets_log2", &self.draw_bits)
             .finish()
     }
 }
@@ -473,6 +514,16 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// The pre-queue of a random draw is split into `2^bits` small sorted sets by the top bits of each session's
+    /// draw key (default 14: 16,384 sets). Each set stays compact (Redis's listpack encoding) while it holds at most
+    /// 128 sessions, so the default suits pre-queues up to about 1.5 million sessions; a bigger pre-queue still
+    /// works, at about 70 more bytes per session. Between 1 and 16. It is written with an on-sale's settings when
+    /// the on-sale is first initialised; instances that join later use the stored value.
+    pub fn draw_buckets_log2(mut self, bits: u8) -> Self {
+        self.draw_bits = bits;
+        self
+    }
+
     /// Connects, and loads the scripts.
     ///
     /// # Errors
@@ -483,6 +534,12 @@ impl RedisStoreBuilder {
             return Err(StoreError::Unavailable(format!(
                 "the key prefix `{}` must not contain `{{` or `}}` (the event id is the hash tag)",
                 self.key_prefix
+            )));
+        }
+        if !(1..=16).contains(&self.draw_bits) {
+            return Err(StoreError::Unavailable(format!(
+                "draw_buckets_log2 must be between 1 and 16, not {}",
+                self.draw_bits
             )));
         }
         if self.timeout.is_zero() || self.connect_timeout.is_zero() {
@@ -515,6 +572,7 @@ impl RedisStoreBuilder {
             scripts: Arc::new(Scripts::new()),
             prefix: self.key_prefix.into(),
             timeout: self.timeout,
+            draw_bits: self.draw_bits,
             commands: Arc::new(AtomicU64::new(0)),
         };
         for script in store.scripts.all() {
@@ -548,6 +606,7 @@ impl RedisStore {
             key_prefix: "wr".into(),
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
+            draw_bits: 14,
         }
     }
 
@@ -567,7 +626,7 @@ impl RedisStore {
         format!("{}:{{{event}}}:{part}", self.prefix)
     }
 
-    fn keys(&self, event: &str) -> Result<[String; 7], StoreError> {
+    fn keys(&self, event: &str) -> Result<[String; 8], StoreError> {
         if event.contains(['{', '}']) {
             return Err(StoreError::Unavailable(format!(
                 "the event id `{event}` must not contain `{{` or `}}`"
@@ -750,6 +809,7 @@ impl Store for RedisStore {
         for a in settings_args(defaults) {
             cmd.arg(a);
         }
+        cmd.arg(self.draw_bits);
         settings(&array(self.run(&self.scripts.init, &cmd).await?)?)
     }
 
@@ -759,7 +819,7 @@ impl Store for RedisStore {
         cmd.arg(&join.session)
             .arg(join.account.as_deref().unwrap_or(""))
             .arg(join.now_ms)
-            .arg(join.draw_key >> 11);
+            .arg(format!("{:016x}", join.draw_key));
         placement(self.run(&self.scripts.join, &cmd).await?)?
             .ok_or_else(|| corrupt("join answered nothing"))
     }
