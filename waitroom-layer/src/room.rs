@@ -60,6 +60,9 @@ pub(crate) struct Inner {
     meter: Mutex<HeadMeter>,
     pending: Mutex<Pending>,
     cache: moka::sync::Cache<String, Placement>,
+    /// Sessions finished lately, here or anywhere sharing the store (read with `Store::finished_since`).
+    finished: moka::sync::Cache<String, ()>,
+    finished_cursor: Mutex<String>,
 }
 
 #[derive(Debug, Default)]
@@ -222,6 +225,11 @@ impl WaitingRoom {
         let cache = moka::sync::Cache::builder()
             .max_capacity(b.config.session_cache_capacity)
             .build();
+        // A finished session's token lives at most the idle timeout: remember the finish that long.
+        let finished = moka::sync::Cache::builder()
+            .max_capacity(b.config.session_cache_capacity)
+            .time_to_live(b.config.idle_timeout)
+            .build();
         let inner = Arc::new(Inner {
             config: b.config,
             clock: b.clock,
@@ -235,6 +243,8 @@ impl WaitingRoom {
             meter: Mutex::new(HeadMeter::default()),
             pending: Mutex::new(Pending::default()),
             cache,
+            finished,
+            finished_cursor: Mutex::new(String::new()),
         });
         let room = Self { inner };
         room.record_snapshot();
@@ -448,12 +458,43 @@ impl WaitingRoom {
                 .await,
         )?;
         self.inner.cache.invalidate(session);
+        if r {
+            self.inner.finished.insert(session.to_owned(), ());
+        }
         {
             let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
             p.active.remove(session);
         }
         self.refresh().await.ok();
         Ok(r)
+    }
+
+    /// Whether `session` finished lately (within the idle timeout), through this room or through anything sharing
+    /// its store (another instance, a verifier's finish sink): a layer must not renew its token. Local: no store
+    /// call; finishes recorded elsewhere arrive within a tick or two.
+    pub fn finished_recently(&self, session: &str) -> bool {
+        self.inner.finished.contains_key(session)
+    }
+
+    async fn read_finished(&self) -> Result<(), StoreError> {
+        let cursor = self
+            .inner
+            .finished_cursor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let (ids, next) =
+            self.observe(self.inner.store.finished_since(self.event(), &cursor).await)?;
+        for s in ids {
+            self.inner.cache.invalidate(&s);
+            self.inner.finished.insert(s, ());
+        }
+        *self
+            .inner
+            .finished_cursor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = next;
+        Ok(())
     }
 
     /// What to tell the holder of `placement` (`None`: not in line). Local: no store call.
@@ -646,6 +687,7 @@ impl WaitingRoom {
             if r.drew {
                 tracing::info!(event = %self.event(), "the draw ran; the door is open");
             }
+            let _ = self.read_finished().await;
         }
         let _ = self.refresh().await;
         report

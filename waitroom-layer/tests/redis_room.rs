@@ -424,3 +424,90 @@ async fn redis_figures() {
         mem_polls as f64 / t0.elapsed().as_secs_f64()
     );
 }
+
+/// Finishing across processes: a finish recorded on one instance, or written straight to the `finished` stream by a
+/// verifier's finish sink (`XADD wr:{ev}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`), reaches every
+/// instance at its next tick, and the active count drops at the first tick of any instance.
+#[tokio::test(flavor = "current_thread")]
+async fn a_finish_reaches_every_instance_within_a_tick() {
+    let server = RedisServer::from_env_or_start();
+    let clock = ManualClock::new(1_800_000_000_000);
+    let ev = event("finish");
+    let mut rooms = Vec::new();
+    let mut stores = Vec::new();
+    for _ in 0..3 {
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        rooms.push(
+            WaitingRoom::builder(&ev)
+                .capacity(3)
+                .clock(Arc::new(clock.clone()))
+                .store(store.clone())
+                .background(false)
+                .build()
+                .await
+                .unwrap(),
+        );
+        stores.push(store);
+    }
+    let sids: Vec<String> = (0..6).map(|_| WaitingRoom::new_session_id()).collect();
+    for (i, s) in sids.iter().enumerate() {
+        rooms[i % 3].join(s, None).await.unwrap();
+    }
+    for r in &rooms {
+        r.tick_now().await.unwrap();
+    }
+    assert_eq!(rooms[2].snapshot().active, 3);
+    for s in &sids[..3] {
+        rooms[1].claim(s).await.unwrap();
+    }
+
+    // Finished on instance 0: the others learn it at their next tick.
+    assert!(rooms[0].finish(&sids[0], 2).await.unwrap());
+    assert!(rooms[0].finished_recently(&sids[0]));
+    assert!(!rooms[1].finished_recently(&sids[0]));
+    let mut let_in = Vec::new();
+    for r in &rooms[1..] {
+        let_in.extend(r.tick_now().await.unwrap().admitted);
+        assert!(r.finished_recently(&sids[0]));
+    }
+    assert_eq!(let_in, vec![sids[3].clone()], "the freed place is taken");
+
+    // Finished by a verifier's sink, written straight to the stream.
+    let key = stores[0].key(&ev, "finished");
+    server.command(&[
+        "XADD",
+        &key,
+        "MAXLEN",
+        "~",
+        "100000",
+        "*",
+        "s",
+        &sids[1],
+        "n",
+        "1",
+        "t",
+        "1800000000000",
+    ]);
+    let r = rooms[2].tick_now().await.unwrap();
+    // The place it held is free at once: the same tick lets the next person in.
+    assert_eq!(r.admitted, vec![sids[4].clone()]);
+    let snap = stores[0].snapshot(&ev).await.unwrap();
+    assert_eq!(snap.counters.finished, 2);
+    assert_eq!(snap.counters.seats_bought, 3);
+    assert_eq!(
+        stores[0]
+            .lookup(&ev, &sids[1])
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        SessionState::Finished
+    );
+    for r in &rooms {
+        r.tick_now().await.unwrap();
+        assert!(r.finished_recently(&sids[1]));
+        assert!(!r.finished_recently(&sids[2]));
+    }
+    // A finish of a session that was not inside changes nothing and counts nothing.
+    assert!(!rooms[0].finish(&sids[5], 1).await.unwrap());
+}

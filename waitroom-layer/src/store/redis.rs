@@ -13,48 +13,78 @@
 //!
 //! | key                    | type   | holds                                                                    |
 //! |------------------------|--------|--------------------------------------------------------------------------|
-//! | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`) and the counters |
+//! | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
 //! | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
-//! | `wr:{ev}:line`         | list   | session ids of numbered sessions not yet served, head first             |
-//! | `wr:{ev}:draw`         | zset   | the pre-queue, scored by the secret draw key; after the draw, the head segment of the line |
+//! | `wr:{ev}:line`         | list   | ids of sessions with a number not yet served, head first (FIFO joins, and joins after the draw) |
+//! | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
+//! | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
 //! | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
 //! | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
 //! | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
+//! | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 //!
-//! A session record is one short string: the state's one-byte code ([`SessionState::code`]), the line number
-//! (`0` before it has one) and, while the session waits, the time it was last seen in ms; for example
-//! `w41207:1767261600000`. Admitted and active sessions keep their deadline as their score in `active`, so their
-//! record is just `a41207:0`. Records of ended sessions stay (so a lookup answers "finished" and a rejoin starts at
-//! the back); delete the on-sale's keys when it is over.
+//! The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
+//! they live in the same cluster slot as the declared keys.
+//!
+//! A session record is one short string: the state's one-byte code ([`SessionState::code`]), a number, and, while
+//! the session waits, the time it was last seen in ms; for example `w41207:1767261600000`. The number is the line
+//! number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
+//! sessions keep their deadline as their score in `active`, so their record is just `a41207:0`. Records of ended
+//! sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
+//! is over.
 //!
 //! # The line and the draw
 //!
 //! The line is numbered densely from 1. `meta.served` counts numbers that have left the head; a waiting session's
 //! position is its number minus `served`. With FIFO, a join appends the session to `line` and writes its number into
-//! its record. With a random draw, a join before opening adds the session to `draw`, scored by the top 53 bits of the
-//! draw key the room passes in (ties fall back to the session id); the record says `p0:<ms>`.
+//! its record.
 //!
-//! **The draw is O(1).** At opening the pre-queue is frozen rather than sorted into the line: the tick (or the first
-//! join after opening) records `dbase = last`, `dcount = ZCARD draw` and moves `last` to `dbase + dcount`. Numbers
-//! `dbase + 1 ..= dbase + dcount` are then *implicit*: a drawn session's number is
-//! `dbase + dcount - ZCARD draw + ZRANK draw session + 1`. The head of that segment is taken with `ZPOPMIN`, which
-//! shrinks the set from the front and leaves every other session's number unchanged, and later joiners queue in
-//! `line` behind it. So 600,000 people in the pre-queue cost no long-running script at opening: nothing but three
-//! hash fields is written. A drawn session's record stays `p…` until it reaches the head; readers translate it.
+//! With a random draw, a join before opening puts the session in one of `2^dbits` small sorted sets: the top `dbits`
+//! bits of the secret draw key (which the room draws and passes in) pick the set, the next 53 bits are its score
+//! there. Walking the sets in order and each set by score is the order of the draw keys, the same order
+//! [`MemoryStore`](super::MemoryStore) sorts by (a test checks they number a pre-queue identically). Small sets are
+//! the point: Redis keeps a sorted set of up to 128 members as a listpack, about 40 bytes a member, where one big
+//! sorted set would cost about 120 (a skiplist node and a dict entry each).
+//!
+//! **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script counts
+//! each set, writes the running totals to `drawidx` (16,385 integers by default; about 15 ms in all) and moves
+//! `last` on by the pre-queue's size. Numbers `dbase + 1 ..= dbase + dcount` are then *implicit*: a drawn session in
+//! bucket `b` has number `dbase + start(b) + (size(b) - ZCARD draw:b) + ZRANK draw:b session + 1`, and keeps it as
+//! the head moves, because the head takes sessions with `ZPOPMIN` from the bucket it has reached (found by binary
+//! search in `drawidx`). Joins after opening queue in `line` behind the drawn segment. So 600,000 people in the
+//! pre-queue cost no long script at opening. A drawn session's record says `p<bucket>` until it reaches the head;
+//! readers translate it.
 //!
 //! # Memory
 //!
-//! Measured on Redis 7.0 (jemalloc) with 22-character session ids, 100,000 joins (see BENCHMARKS.md, "Redis
-//! store", for the command): a waiting FIFO session costs about **99 bytes** (its `sessions` field plus its `line`
-//! entry); a session in the pre-queue (or in the drawn segment) about **169 bytes**, the sorted set's skiplist node
-//! and dict entry included.
+//! Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
+//! command): `used_memory` grows by about **132 bytes per waiting FIFO session** (its `sessions` field plus its
+//! `line` entry) and by about **158 bytes per pre-queued session** with 600,000 in the pre-queue (164 with 100,000;
+//! default 2^14 buckets). Admitted sessions add an `active` entry (about 100 bytes) for the few thousand inside.
+//!
+//! # Finishing across processes
+//!
+//! `wr:{ev}:finished` is the contract between the room and verifiers (which do not depend on this crate). Each
+//! entry has the fields `s` (session id), `n` (seats bought) and `t` (when, ms); its id is Redis's (`*`), used only
+//! as a cursor.
+//!
+//! - [`Store::finish`] (the room's own finish, for instance from the `Waitroom-Command` response header) marks the
+//!   session finished and appends an entry, in one script.
+//! - A verifier's Redis finish sink appends an entry itself:
+//!   `XADD wr:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`. The next admission tick of any
+//!   instance (every 250 ms by default) applies the entries it has not applied yet (`meta.fcur` is the shared
+//!   cursor, so each applies once): the session leaves the active count, its seats count, and the same tick may let
+//!   the next person in.
+//! - Every room instance reads the stream after its own cursor each tick ([`Store::finished_since`]) and remembers
+//!   the sessions ([`WaitingRoom::finished_recently`](crate::WaitingRoom::finished_recently)); verifier replicas
+//!   read it the same way (`XRANGE key (<last id> + COUNT n`) to deny those tokens.
 //!
 //! # Cost per request
 //!
 //! Polls of waiting sessions never reach this store: the room answers them from its snapshot. What reaches it per
-//! room instance is one `tick` and one `snapshot` per tick interval and one `touch` batch a second (split into
-//! chunks of [`TOUCH_CHUNK`] sessions so that no script holds Redis for long), plus one call per join, claim and
-//! finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
+//! room instance is, per tick interval, one `tick`, one `finished_since` and one `snapshot`, and once a second one
+//! `touch` batch (split into chunks of [`TOUCH_CHUNK`] sessions so that no script holds Redis for long), plus one
+//! call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
 //!
 //! # Failures
 //!
@@ -80,9 +110,16 @@ use crate::error::StoreError;
 /// Most sessions sent in one `touch` script call; a bigger batch is split so no single call holds Redis for long.
 pub const TOUCH_CHUNK: usize = 5_000;
 
+/// About how many finishes the `finished` stream keeps (`XADD … MAXLEN ~`): minutes of finishes at the seed's pace,
+/// far more than a reader a second behind needs.
+const FINISHED_CAP: u64 = 100_000;
+
+/// Most finishes one [`Store::finished_since`] call returns.
+const FINISHED_BATCH: u64 = 10_000;
+
 /// The code shared by every script: key names, record packing, the lazy numbering of the drawn segment.
 const PRELUDE: &str = r#"
-local KM, KS, KL, KD, KA, KC, KR, KP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local KM, KS, KL, KD, KA, KC, KR, KP, KF = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local function int(x) return tonumber(x) or 0 end
 local function fmt(n) return string.format('%d', n) end
 local function meta()
@@ -145,6 +182,26 @@ local function inv(m)
   local t, s, h = string.match(m.inv, '^(%d+):(%d+):(%d+)$')
   return int(t), int(s), int(h)
 end
+-- Finishes an admitted or active session; false when it was neither.
+local function finish(m, sid, seats)
+  local st, n = rec(sid)
+  if st ~= 'a' and st ~= 'A' then return false end
+  put(sid, 'f', n, 0)
+  redis.call('ZREM', KA, sid)
+  redis.call('HINCRBY', KM, 'finished', 1)
+  if seats > 0 then
+    redis.call('HINCRBY', KM, 'orders', 1)
+    redis.call('HINCRBY', KM, 'seats', seats)
+    local total, sold, held = inv(m)
+    if total then
+      sold = math.min(sold + seats, total)
+      held = math.max(held - seats, 0)
+      m.inv = fmt(total) .. ':' .. fmt(sold) .. ':' .. fmt(held)
+      redis.call('HSET', KM, 'inv', m.inv)
+    end
+  end
+  return true
+end
 "#;
 
 /// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits.
@@ -153,7 +210,8 @@ if redis.call('EXISTS', KM) == 0 then
   redis.call('HSET', KM, 'cap', ARGV[1], 'apm', ARGV[2], 'paused', ARGV[3], 'closed', ARGV[4],
     'opens', ARGV[5], 'random', ARGV[6], 'inv', ARGV[7], 'drawn', (ARGV[6] == '1') and '0' or '1',
     'dbase', '0', 'dcount', '0', 'last', '0', 'served', '0', 'joined', '0', 'admitted', '0',
-    'finished', '0', 'expired', '0', 'abandoned', '0', 'orders', '0', 'seats', '0', 'dbits', ARGV[8])
+    'finished', '0', 'expired', '0', 'abandoned', '0', 'orders', '0', 'seats', '0', 'dbits', ARGV[8],
+    'fcur', '0-0')
 end
 return settings(meta())
 "#;
@@ -243,6 +301,17 @@ if not m then return redis.error_reply(NOEVENT) end
 local now, arrival, abandon, maxscan = int(ARGV[1]), int(ARGV[2]), int(ARGV[3]), int(ARGV[4])
 local drew = 0
 if draw_due(m, now) then draw(m); drew = 1 end
+-- Finishes recorded by others (a verifier's finish sink) since the last tick: they leave the active count now.
+local fcur = m.fcur or '0-0'
+local fin = redis.call('XRANGE', KF, '(' .. fcur, '+', 'COUNT', 1000)
+if #fin > 0 then
+  for _, e in ipairs(fin) do
+    local f = {}
+    for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
+    if f.s then finish(m, f.s, int(f.n)) end
+  end
+  redis.call('HSET', KM, 'fcur', fin[#fin][1])
+end
 local expired = redis.call('ZRANGEBYSCORE', KA, '-inf', fmt(now))
 if #expired > 0 then
   for _, sid in ipairs(expired) do
@@ -317,26 +386,14 @@ if nadm > 0 then redis.call('HINCRBY', KR, fmt(now_s), nadm) end
 return {drew, admitted, abandoned, expired}
 "#;
 
-/// ARGV: session, seats, now.
+/// ARGV: session, seats, now, stream cap.
 const FINISH: &str = r#"
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local sid, seats = ARGV[1], int(ARGV[2])
-local st, n = rec(sid)
-if st ~= 'a' and st ~= 'A' then return 0 end
-put(sid, 'f', n, 0)
-redis.call('ZREM', KA, sid)
-redis.call('HINCRBY', KM, 'finished', 1)
-if seats > 0 then
-  redis.call('HINCRBY', KM, 'orders', 1)
-  redis.call('HINCRBY', KM, 'seats', seats)
-  local total, sold, held = inv(m)
-  if total then
-    sold = math.min(sold + seats, total)
-    held = math.max(held - seats, 0)
-    redis.call('HSET', KM, 'inv', fmt(total) .. ':' .. fmt(sold) .. ':' .. fmt(held))
-  end
-end
+if not finish(m, sid, seats) then return 0 end
+-- Tell every room instance and verifier replica (see "Finishing across processes").
+redis.call('XADD', KF, 'MAXLEN', '~', ARGV[4], '*', 's', sid, 'n', fmt(seats), 't', ARGV[3])
 return 1
 "#;
 
@@ -428,8 +485,8 @@ impl Scripts {
 }
 
 /// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=7]`).
-const KEY_PARTS: [&str; 8] = [
-    "meta", "sessions", "line", "draw", "active", "accounts", "admits", "drawidx",
+const KEY_PARTS: [&str; 9] = [
+    "meta", "sessions", "line", "draw", "active", "accounts", "admits", "drawidx", "finished",
 ];
 
 /// The shared store: every on-sale's line in Redis (or Valkey), shared by every room instance pointing at it.
@@ -626,7 +683,7 @@ impl RedisStore {
         format!("{}:{{{event}}}:{part}", self.prefix)
     }
 
-    fn keys(&self, event: &str) -> Result<[String; 8], StoreError> {
+    fn keys(&self, event: &str) -> Result<[String; 9], StoreError> {
         if event.contains(['{', '}']) {
             return Err(StoreError::Unavailable(format!(
                 "the event id `{event}` must not contain `{{` or `}}`"
@@ -887,8 +944,55 @@ impl Store for RedisStore {
         now_ms: u64,
     ) -> Result<bool, StoreError> {
         let mut cmd = self.evalsha(&self.scripts.finish, event)?;
-        cmd.arg(session).arg(seats).arg(now_ms);
+        cmd.arg(session).arg(seats).arg(now_ms).arg(FINISHED_CAP);
         flag(&self.run(&self.scripts.finish, &cmd).await?)
+    }
+
+    async fn finished_since(
+        &self,
+        event: &str,
+        cursor: &str,
+    ) -> Result<(Vec<String>, String), StoreError> {
+        let key = self.keys(event)?[8].clone();
+        let cmd = if cursor.is_empty() {
+            let mut c = ::redis::cmd("XREVRANGE");
+            c.arg(&key).arg("+").arg("-").arg("COUNT").arg(1);
+            c
+        } else {
+            let mut c = ::redis::cmd("XRANGE");
+            c.arg(&key)
+                .arg(format!("({cursor}"))
+                .arg("+")
+                .arg("COUNT")
+                .arg(FINISHED_BATCH);
+            c
+        };
+        let v = self.send(&cmd).await.map_err(store_error)?;
+        let mut ids = Vec::new();
+        let mut last = if cursor.is_empty() {
+            "0-0".to_owned()
+        } else {
+            cursor.to_owned()
+        };
+        for entry in array(v)? {
+            let mut e = array(entry)?.into_iter();
+            let (Some(id), Some(fields), None) = (e.next(), e.next(), e.next()) else {
+                return Err(corrupt("a stream entry of the wrong shape"));
+            };
+            last = text(&id)?;
+            if cursor.is_empty() {
+                continue;
+            }
+            let fields = array(fields)?;
+            for pair in fields.chunks(2) {
+                if let [k, v] = pair
+                    && text(k)? == "s"
+                {
+                    ids.push(text(v)?);
+                }
+            }
+        }
+        Ok((ids, last))
     }
 
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
