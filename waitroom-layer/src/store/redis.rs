@@ -1,96 +1,4 @@
-//! The shared store: one line for many room instances, in Redis (or Valkey).
-//!
-//! [`RedisStore`] implements [`Store`] with the same semantics as [`MemoryStore`](super::MemoryStore) (the store
-//! contract test in `tests/store_contract.rs` runs against both). Every operation is **one Lua script call**
-//! (`EVALSHA`; the scripts are loaded once at connect and again by the store itself if Redis answers `NOSCRIPT`,
-//! after a restart for instance). Scripts take `now` from the room's clock as an argument and never read Redis
-//! `TIME`, so a manual clock drives a Redis-backed room exactly as it drives the embedded one.
-//!
-//! # Key layout
-//!
-//! All keys of one on-sale share the hash tag `{event}`, so Redis Cluster keeps an on-sale on one shard and each
-//! script touches one slot; several on-sales can share one Redis. With the default prefix `wr`:
-//!
-//! | key                    | type   | holds                                                                    |
-//! |------------------------|--------|--------------------------------------------------------------------------|
-//! | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
-//! | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
-//! | `wr:{ev}:line`         | list   | ids of sessions with a number not yet served, head first (FIFO joins, and joins after the draw) |
-//! | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
-//! | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
-//! | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
-//! | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
-//! | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
-//! | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
-//!
-//! The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
-//! they live in the same cluster slot as the declared keys.
-//!
-//! A session record is one short string: the state's one-byte code ([`SessionState::code`]), a number, and, while
-//! the session waits, the time it was last seen in ms; for example `w41207:1767261600000`. The number is the line
-//! number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
-//! sessions keep their deadline as their score in `active`, so their record is just `a41207:0`. Records of ended
-//! sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
-//! is over.
-//!
-//! # The line and the draw
-//!
-//! The line is numbered densely from 1. `meta.served` counts numbers that have left the head; a waiting session's
-//! position is its number minus `served`. With FIFO, a join appends the session to `line` and writes its number into
-//! its record.
-//!
-//! With a random draw, a join before opening puts the session in one of `2^dbits` small sorted sets: the top `dbits`
-//! bits of the secret draw key (which the room draws and passes in) pick the set, the next 53 bits are its score
-//! there. Walking the sets in order and each set by score is the order of the draw keys, the same order
-//! [`MemoryStore`](super::MemoryStore) sorts by (a test checks they number a pre-queue identically). Small sets are
-//! the point: Redis keeps a sorted set of up to 128 members as a listpack, about 40 bytes a member, where one big
-//! sorted set would cost about 120 (a skiplist node and a dict entry each).
-//!
-//! **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script counts
-//! each set, writes the running totals to `drawidx` (16,385 integers by default; about 15 ms in all) and moves
-//! `last` on by the pre-queue's size. Numbers `dbase + 1 ..= dbase + dcount` are then *implicit*: a drawn session in
-//! bucket `b` has number `dbase + start(b) + (size(b) - ZCARD draw:b) + ZRANK draw:b session + 1`, and keeps it as
-//! the head moves, because the head takes sessions with `ZPOPMIN` from the bucket it has reached (found by binary
-//! search in `drawidx`). Joins after opening queue in `line` behind the drawn segment. So 600,000 people in the
-//! pre-queue cost no long script at opening. A drawn session's record says `p<bucket>` until it reaches the head;
-//! readers translate it.
-//!
-//! # Memory
-//!
-//! Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
-//! command): `used_memory` grows by about **132 bytes per waiting FIFO session** (its `sessions` field plus its
-//! `line` entry) and by about **158 bytes per pre-queued session** with 600,000 in the pre-queue (164 with 100,000;
-//! default 2^14 buckets). Admitted sessions add an `active` entry (about 100 bytes) for the few thousand inside.
-//!
-//! # Finishing across processes
-//!
-//! `wr:{ev}:finished` is the contract between the room and verifiers (which do not depend on this crate). Each
-//! entry has the fields `s` (session id), `n` (seats bought) and `t` (when, ms); its id is Redis's (`*`), used only
-//! as a cursor.
-//!
-//! - [`Store::finish`] (the room's own finish, for instance from the `Waitroom-Command` response header) marks the
-//!   session finished and appends an entry, in one script.
-//! - A verifier's Redis finish sink appends an entry itself:
-//!   `XADD wr:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`. The next admission tick of any
-//!   instance (every 250 ms by default) applies the entries it has not applied yet (`meta.fcur` is the shared
-//!   cursor, so each applies once): the session leaves the active count, its seats count, and the same tick may let
-//!   the next person in.
-//! - Every room instance reads the stream after its own cursor each tick ([`Store::finished_since`]) and remembers
-//!   the sessions ([`WaitingRoom::finished_recently`](crate::WaitingRoom::finished_recently)); verifier replicas
-//!   read it the same way (`XRANGE key (<last id> + COUNT n`) to deny those tokens.
-//!
-//! # Cost per request
-//!
-//! Polls of waiting sessions never reach this store: the room answers them from its snapshot. What reaches it per
-//! room instance is, per tick interval, one `tick`, one `finished_since` and one `snapshot`, and once a second one
-//! `touch` batch (split into chunks of [`TOUCH_CHUNK`] sessions so that no script holds Redis for long), plus one
-//! call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
-//!
-//! # Failures
-//!
-//! The connection is a [`ConnectionManager`]: multiplexed and reconnecting. Every call is bounded by the store's
-//! timeout (default 1 s), so a dead Redis answers [`StoreError::Unavailable`] quickly instead of hanging a request;
-//! the room keeps answering from its last snapshot meanwhile and carries on when Redis is back.
+//! The shared store: one line for many room instances, in Redis (or Valkey). See [`RedisStore`].
 
 use std::fmt;
 use std::sync::Arc;
@@ -490,9 +398,101 @@ const KEY_PARTS: [&str; 9] = [
 ];
 
 /// The shared store: every on-sale's line in Redis (or Valkey), shared by every room instance pointing at it.
+/// Cheap to clone; clones share the connection and the command counter.
 ///
-/// See the [module docs](self) for the key layout, the memory per session and the cost per request. Cheap to
-/// clone; clones share the connection and the command counter.
+/// [`RedisStore`] implements [`Store`] with the same semantics as [`MemoryStore`](super::MemoryStore) (the store
+/// contract test in `tests/store_contract.rs` runs against both). Every operation is **one Lua script call**
+/// (`EVALSHA`; the scripts are loaded once at connect and again by the store itself if Redis answers `NOSCRIPT`,
+/// after a restart for instance). Scripts take `now` from the room's clock as an argument and never read Redis
+/// `TIME`, so a manual clock drives a Redis-backed room exactly as it drives the embedded one.
+///
+/// # Key layout
+///
+/// All keys of one on-sale share the hash tag `{event}`, so Redis Cluster keeps an on-sale on one shard and each
+/// script touches one slot; several on-sales can share one Redis. With the default prefix `wr`:
+///
+/// | key                    | type   | holds                                                                    |
+/// |------------------------|--------|--------------------------------------------------------------------------|
+/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
+/// | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
+/// | `wr:{ev}:line`         | list   | ids of sessions with a number not yet served, head first (FIFO joins, and joins after the draw) |
+/// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
+/// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
+/// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
+/// | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
+/// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
+/// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
+///
+/// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
+/// they live in the same cluster slot as the declared keys.
+///
+/// A session record is one short string: the state's one-byte code ([`SessionState::code`]), a number, and, while
+/// the session waits, the time it was last seen in ms; for example `w41207:1767261600000`. The number is the line
+/// number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
+/// sessions keep their deadline as their score in `active`, so their record is just `a41207:0`. Records of ended
+/// sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
+/// is over.
+///
+/// # The line and the draw
+///
+/// The line is numbered densely from 1. `meta.served` counts numbers that have left the head; a waiting session's
+/// position is its number minus `served`. With FIFO, a join appends the session to `line` and writes its number into
+/// its record.
+///
+/// With a random draw, a join before opening puts the session in one of `2^dbits` small sorted sets: the top `dbits`
+/// bits of the secret draw key (which the room draws and passes in) pick the set, the next 53 bits are its score
+/// there. Walking the sets in order and each set by score is the order of the draw keys, the same order
+/// [`MemoryStore`](super::MemoryStore) sorts by (a test checks they number a pre-queue identically). Small sets are
+/// the point: Redis keeps a sorted set of up to 128 members as a listpack, about 40 bytes a member, where one big
+/// sorted set would cost about 120 (a skiplist node and a dict entry each).
+///
+/// **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script counts
+/// each set, writes the running totals to `drawidx` (16,385 integers by default; about 15 ms in all) and moves
+/// `last` on by the pre-queue's size. Numbers `dbase + 1 ..= dbase + dcount` are then *implicit*: a drawn session in
+/// bucket `b` has number `dbase + start(b) + (size(b) - ZCARD draw:b) + ZRANK draw:b session + 1`, and keeps it as
+/// the head moves, because the head takes sessions with `ZPOPMIN` from the bucket it has reached (found by binary
+/// search in `drawidx`). Joins after opening queue in `line` behind the drawn segment. So 600,000 people in the
+/// pre-queue cost no long script at opening. A drawn session's record says `p<bucket>` until it reaches the head;
+/// readers translate it.
+///
+/// # Memory
+///
+/// Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
+/// command): `used_memory` grows by about **132 bytes per waiting FIFO session** (its `sessions` field plus its
+/// `line` entry) and by about **158 bytes per pre-queued session** with 600,000 in the pre-queue (164 with 100,000;
+/// default 2^14 buckets). Admitted sessions add an `active` entry (about 100 bytes) for the few thousand inside.
+///
+/// # Finishing across processes
+///
+/// `wr:{ev}:finished` is the contract between the room and verifiers (which do not depend on this crate). Each
+/// entry has the fields `s` (session id), `n` (seats bought) and `t` (when, ms); its id is Redis's (`*`), used only
+/// as a cursor.
+///
+/// - [`Store::finish`] (the room's own finish, for instance from the `Waitroom-Command` response header) marks the
+///   session finished and appends an entry, in one script.
+/// - A verifier's Redis finish sink appends an entry itself:
+///   `XADD wr:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`. The next admission tick of any
+///   instance (every 250 ms by default) applies the entries it has not applied yet (`meta.fcur` is the shared
+///   cursor, so each applies once): the session leaves the active count, its seats count, and the same tick may let
+///   the next person in.
+/// - Every room instance reads the stream after its own cursor each tick ([`Store::finished_since`]) and remembers
+///   the sessions ([`WaitingRoom::finished_recently`](crate::WaitingRoom::finished_recently)); verifier replicas
+///   read it the same way (`XRANGE key (<last id> + COUNT n`) to deny those tokens.
+///
+/// # Cost per request
+///
+/// Polls of waiting sessions never reach this store: the room answers them from its snapshot. What reaches it per
+/// room instance is, per tick interval, one `tick`, one `finished_since` and one `snapshot`, and once a second one
+/// `touch` batch (split into chunks of [`TOUCH_CHUNK`] sessions so that no script holds Redis for long), plus one
+/// call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
+///
+/// # Failures
+///
+/// The connection is a [`ConnectionManager`]: multiplexed and reconnecting. Every call is bounded by the store's
+/// timeout (default 1 s), so a dead Redis answers [`StoreError::Unavailable`] quickly instead of hanging a request;
+/// the room keeps answering from its last snapshot meanwhile and carries on when Redis is back.
+///
+/// # Example
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
