@@ -145,7 +145,7 @@ if m.drawn == '1' then
   redis.call('HSET', KM, 'last', fmt(n))
   redis.call('RPUSH', KL, sid)
 else
-  -- The key's top `dbits` bits pick the bucket; the next 53 bits (exact in a double) order it within the bucket.
+  -- The key's top `dbits` bits pick the bucket; the rest of its top 53 bits (exact in a double) order it there.
   local bits = int(m.dbits)
   local top = tonumber(string.sub(ARGV[4], 1, 4), 16)
   local low = tonumber(string.sub(ARGV[4], 5, 16), 16)
@@ -440,9 +440,11 @@ const KEY_PARTS: [&str; 9] = [
 /// its record.
 ///
 /// With a random draw, a join before opening puts the session in one of `2^dbits` small sorted sets: the top `dbits`
-/// bits of the secret draw key (which the room draws and passes in) pick the set, the next 53 bits are its score
-/// there. Walking the sets in order and each set by score is the order of the draw keys, the same order
-/// [`MemoryStore`](super::MemoryStore) sorts by (a test checks they number a pre-queue identically). Small sets are
+/// bits of the secret draw key (which the room draws and passes in) pick the set, the rest of its top 53 bits are
+/// its score there (a double holds 53 bits exactly). Walking the sets in order and each set by score is the order of
+/// the draw keys' top 53 bits, ties broken by session id: the order [`MemoryStore`](super::MemoryStore) sorts by
+/// unless two keys share their top 53 bits (odds about 2 in 100,000 for 600,000 people; a test checks the two
+/// stores number a pre-queue identically). Small sets are
 /// the point: Redis keeps a sorted set of up to 128 members as a listpack, about 40 bytes a member, where one big
 /// sorted set would cost about 120 (a skiplist node and a dict entry each).
 ///
