@@ -6,3 +6,6 @@ pub use waitroom_layer as layer;
 pub use waitroom_verify as verify;
 
 pub mod rehearsal;
+
+#[cfg(feature = "demo")]
+pub mod demo;

@@ -1,0 +1,29 @@
+//! The on-sale demo: a storefront with the room in front, in one process or split in two.
+//!
+//! Enabled by the `demo` feature (the examples and tests turn it on). The pieces, used by `examples/onsale.rs`,
+//! `examples/gateway.rs`, `examples/order_service.rs` and the integration tests alike:
+//! - [`SeatInventory`]: the seats, holds that lapse, and the conditional write that refuses a seat someone else
+//!   holds. Small and in one place; a real one is a database doing the same conditional update.
+//! - [`Shop`]: the storefront and order service as an axum [`Router`](axum::Router): the public event page, the
+//!   seat map, holds, payment (finishing the session through [`Admission::finish_with_seats`]), the confirmation.
+//! - [`room_layer`]: the room over the order routes ([`PROTECTED_PATHS`]), `/healthz` bypassed.
+//! - [`RoomOptions`] / [`build_room`]: the room from the examples' flags (embedded store, or Redis).
+//! - [`gateway`]: the split deployment's front: the room, forwarding to the order service over HTTP.
+//! - [`load_or_create_signing_key`], [`load_or_create_cookie_secret`]: the files several gateways share.
+//!
+//! [`Admission::finish_with_seats`]: waitroom_verify::Admission::finish_with_seats
+
+mod files;
+pub mod gateway;
+mod inventory;
+mod pages;
+mod setup;
+mod shop;
+
+pub use files::{load_or_create_cookie_secret, load_or_create_signing_key};
+pub use inventory::{Hold, HoldError, Layout, PurchaseError, SeatId, SeatInventory, SeatState};
+pub use setup::{
+    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomFinishSink, RoomOptions, build_room, room_layer,
+    store_for, verifier_from_jwks_url,
+};
+pub use shop::{Order, Shop, ShopBuilder};
