@@ -1,0 +1,133 @@
+//! The split deployment's front: the waiting room, forwarding every request it lets through to the order service
+//! (`examples/order_service.rs`) over HTTP. See `docs/split-deployment.md`.
+//!
+//! `cargo run --release --example gateway -- --port 3000 --upstream http://127.0.0.1:3001`
+//!
+//! - The room answers `/waitroom/*` (status, join, and `jwks.json`, the public keys the order service verifies
+//!   tokens with), holds `/seats`, `/holds`, `/pay`, `/leave` until the session is let in, and passes everything
+//!   else to the order service untouched. `/healthz` is answered here, outside the room.
+//! - Sessions finish through the response header the order service's verify layer adds
+//!   (`Waitroom-Command: finish; seats=<n>`): the room layer consumes it on the way back. With Redis, the order
+//!   service also writes the finish to the store, which every gateway reads.
+//! - The seat counts come from the order service's `/api/inventory`, read every `--inventory-poll-ms`.
+//! - Several gateways over one Redis (`--redis`, built with `--features redis`) are one line: they share the
+//!   token signing key (`--key-file`) and the cookie secret (`--cookie-secret-file`); both files are created on
+//!   the first start (mode 0600) and read by every later one, so instances on one machine need no extra step.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use waitroom::demo::gateway::{Upstream, router, spawn_inventory_poll};
+use waitroom::demo::{
+    RoomOptions, build_room, load_or_create_cookie_secret, load_or_create_signing_key, room_layer,
+};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FairnessFlag {
+    /// First come, first served.
+    Fifo,
+    /// A random draw at the opening among everyone who joined before it.
+    Random,
+}
+
+#[derive(Debug, Parser)]
+#[command(about = "The waiting room in front of the order service")]
+struct Args {
+    /// Port to listen on.
+    #[arg(long, default_value_t = 3000)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// The order service's base URL.
+    #[arg(long, default_value = "http://127.0.0.1:3001")]
+    upstream: String,
+    /// The token signing key (PKCS#8 PEM), shared by every gateway; created if missing.
+    #[arg(long, default_value = "waitroom-signing-key.pem")]
+    key_file: PathBuf,
+    /// The session-cookie secret, shared by every gateway; created if missing.
+    #[arg(long, default_value = "waitroom-cookie-secret")]
+    cookie_secret_file: PathBuf,
+    /// Most sessions at checkout at once (shared by all gateways; the first to start sets it).
+    #[arg(long, default_value_t = 1)]
+    capacity: u64,
+    /// Most seats per order (written into every token).
+    #[arg(long, default_value_t = 4)]
+    max_per_order: u32,
+    /// The order people leave the line in.
+    #[arg(long, value_enum, default_value_t = FairnessFlag::Fifo)]
+    fairness: FairnessFlag,
+    /// Keep the door shut this many seconds (with `--fairness random` the draw runs then; default 30).
+    #[arg(long)]
+    opens_in: Option<u64>,
+    /// Seconds an admitted session may idle before its place frees.
+    #[arg(long, default_value_t = 600)]
+    idle_timeout: u64,
+    /// Seconds between the holding page's polls.
+    #[arg(long, default_value_t = 5)]
+    refresh_seconds: u64,
+    /// Milliseconds between reads of the order service's seat counts.
+    #[arg(long, default_value_t = 1000)]
+    inventory_poll_ms: u64,
+    /// Redis URL for the shared store (needs `--features redis`); without it the line lives in this process.
+    #[arg(long)]
+    redis: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let key = load_or_create_signing_key(&args.key_file)
+        .map_err(|e| format!("--key-file {}: {e}", args.key_file.display()))?;
+    let secret = load_or_create_cookie_secret(&args.cookie_secret_file).map_err(|e| {
+        format!(
+            "--cookie-secret-file {}: {e}",
+            args.cookie_secret_file.display()
+        )
+    })?;
+    let options = RoomOptions {
+        capacity: args.capacity,
+        max_per_order: args.max_per_order,
+        random_draw: matches!(args.fairness, FairnessFlag::Random),
+        opens_in: args.opens_in.map(Duration::from_secs),
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+        refresh: Duration::from_secs(args.refresh_seconds.max(1)),
+        redis: args.redis.clone(),
+        ..RoomOptions::default()
+    };
+    let kid = key.kid().to_owned();
+    let room = build_room(&options, Some(key), Some(secret)).await?;
+    let upstream = Upstream::new(args.upstream.clone())?;
+    spawn_inventory_poll(
+        &room,
+        upstream.clone(),
+        Duration::from_millis(args.inventory_poll_ms.max(100)),
+    );
+    let app = router(upstream).layer(room_layer(room.clone())?);
+
+    let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    println!(
+        "Room gateway up: open http://{addr}/ (forwarding to {})",
+        args.upstream
+    );
+    println!(
+        "  store: {}; signing key `{kid}` from {}; public keys at http://{addr}/waitroom/jwks.json",
+        if args.redis.is_some() {
+            "Redis"
+        } else {
+            "this process"
+        },
+        args.key_file.display()
+    );
+    axum::serve(listener, app).await?;
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! The split deployment's order service: the storefront's routes behind the verify layer only, in its own
+//! process, behind one or more room gateways (`examples/gateway.rs`). See `docs/split-deployment.md`.
+//!
+//! `cargo run --release --example order_service -- --port 3001 --gateway http://127.0.0.1:3000`
+//!
+//! - At start it reads the room's public keys from the gateway's `/waitroom/jwks.json` (waiting for the gateway if
+//!   it is not up yet) and re-reads them every few minutes; every token is then checked offline.
+//! - Paying finishes the session with `Admission::finish_with_seats`. Without Redis the finish travels back in the
+//!   response header (`Waitroom-Command`), which the gateway's room layer consumes; with `--redis` (built with
+//!   `--features redis`) it is also written to the shared store at once, so every gateway learns of it.
+//! - The seats live in this process (one order service); the gateways read the counts from `/api/inventory`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Parser;
+use waitroom::demo::{DEFAULT_EVENT, Shop, verifier_from_jwks_url};
+use waitroom::verify::VerifyLayer;
+
+#[derive(Debug, Parser)]
+#[command(about = "The order service behind the room gateway: verify layer only")]
+struct Args {
+    /// Port to listen on.
+    #[arg(long, default_value_t = 3001)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// A gateway's base URL (its `/waitroom/jwks.json` holds the room's public keys).
+    #[arg(long, default_value = "http://127.0.0.1:3000")]
+    gateway: String,
+    /// The on-sale id (the tokens' audience).
+    #[arg(long, default_value = DEFAULT_EVENT)]
+    event: String,
+    /// Seats on sale.
+    #[arg(long, default_value_t = 48_000)]
+    seats: u32,
+    /// Most seats per order (a token's `max_qty`, when lower, wins).
+    #[arg(long, default_value_t = 4)]
+    max_per_order: u32,
+    /// Seconds a hold keeps its seats.
+    #[arg(long, default_value_t = 300)]
+    hold_seconds: u64,
+    /// Milliseconds the simulated payment provider takes.
+    #[arg(long, default_value_t = 1500)]
+    payment_ms: u64,
+    /// Redis URL of the room's store: finishes are written there too (needs `--features redis`).
+    #[arg(long)]
+    redis: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let jwks_url = format!("{}/waitroom/jwks.json", args.gateway.trim_end_matches('/'));
+    let verifier = verifier_from_jwks_url(
+        &jwks_url,
+        &args.event,
+        Duration::from_secs(120),
+        Duration::from_secs(300),
+    )
+    .await?;
+    let mut verify = VerifyLayer::new(verifier).join_url("/waitroom/join");
+    let finishes = match waitroom::demo::store_for(args.redis.as_deref()).await? {
+        Some(store) => {
+            // A room handle over the shared store, used only to write finishes (no tick: the gateways run the
+            // door). Built after the gateway answered, so the on-sale's settings are already in the store.
+            let room = waitroom::layer::WaitingRoom::builder(args.event.clone())
+                .shared_store(store)
+                .background(false)
+                .build()
+                .await?;
+            verify = verify.finish_sink(waitroom::demo::RoomFinishSink::new(room));
+            "written to Redis and sent back in the response header"
+        }
+        None => "sent back to the gateway in the response header",
+    };
+    let shop = Shop::builder(args.seats)
+        .max_per_order(args.max_per_order)
+        .hold_for(Duration::from_secs(args.hold_seconds))
+        .payment_latency(Duration::from_millis(args.payment_ms))
+        .build();
+    shop.spawn_expiry(Duration::from_secs(1));
+    let app = shop.router(verify);
+
+    let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!(
+        "Order service up on http://{} (keys from {jwks_url}; finishes {finishes}); browse through the gateway",
+        listener.local_addr()?
+    );
+    axum::serve(listener, app).await?;
+    Ok(())
+}
