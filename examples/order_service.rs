@@ -65,26 +65,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         Duration::from_secs(300),
     )
     .await?;
-    let mut verify = VerifyLayer::new(verifier).join_url("/waitroom/join");
+    let verify = VerifyLayer::new(verifier).join_url("/waitroom/join");
+    let mut shop = Shop::builder(args.seats)
+        .max_per_order(args.max_per_order)
+        .hold_for(Duration::from_secs(args.hold_seconds))
+        .payment_latency(Duration::from_millis(args.payment_ms));
     let finishes = match waitroom::demo::store_for(args.redis.as_deref()).await? {
         Some(store) => {
-            // A room handle over the shared store, used only to write finishes (no tick: the gateways run the
-            // door). Built after the gateway answered, so the on-sale's settings are already in the store.
+            // A room handle over the shared store, to write finishes and seat counts (no tick: the gateways run
+            // the door). Built after the gateway answered, so the on-sale's settings are already in the store.
             let room = waitroom::layer::WaitingRoom::builder(args.event.clone())
                 .shared_store(store)
                 .background(false)
                 .build()
                 .await?;
-            verify = verify.finish_sink(waitroom::demo::RoomFinishSink::new(room));
-            "written to Redis and sent back in the response header"
+            shop = shop.room(room);
+            "written to Redis (and sent back in the response header)"
         }
         None => "sent back to the gateway in the response header",
     };
-    let shop = Shop::builder(args.seats)
-        .max_per_order(args.max_per_order)
-        .hold_for(Duration::from_secs(args.hold_seconds))
-        .payment_latency(Duration::from_millis(args.payment_ms))
-        .build();
+    let shop = shop.build();
+    shop.report_inventory().await;
     shop.spawn_expiry(Duration::from_secs(1));
     let app = shop.router(verify);
 

@@ -23,7 +23,7 @@ mod shop;
 pub use files::{load_or_create_cookie_secret, load_or_create_signing_key};
 pub use inventory::{Hold, HoldError, Layout, PurchaseError, SeatId, SeatInventory, SeatState};
 pub use setup::{
-    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomFinishSink, RoomOptions, build_room, room_layer,
-    store_for, verifier_from_jwks_url,
+    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, build_room, room_layer, store_for,
+    verifier_from_jwks_url,
 };
 pub use shop::{Order, Shop, ShopBuilder};

@@ -1,13 +1,12 @@
 //! Wiring shared by the examples: the room from flags, the room layer over the order routes, the order service's
-//! verifier from the gateway's published keys, and a finish sink that writes to the room's store.
+//! verifier from the gateway's published keys.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use http::HeaderMap;
 use waitroom_layer::store::Store;
 use waitroom_layer::{ConfigError, Fairness, WaitingRoom, WaitingRoomLayer};
-use waitroom_verify::{Finish, FinishFuture, FinishSink, HeaderSink, KeySet, SigningKey, Verifier};
+use waitroom_verify::{KeySet, SigningKey, Verifier};
 
 /// The demo's on-sale id (the token audience, the store key).
 pub const DEFAULT_EVENT: &str = "tour-2026-stadium";
@@ -198,36 +197,4 @@ pub async fn verifier_from_jwks_url(
         }
     });
     Ok(verifier)
-}
-
-/// A finish sink for an order service sharing the room's store (Redis): the finish is written to the store at
-/// once (the other room instances learn of it at their next tick, and their verifiers deny the session), and the
-/// `Waitroom-Command` header is added too, so a room layer in the response path clears the browser's cookie.
-#[derive(Debug, Clone)]
-pub struct RoomFinishSink {
-    room: WaitingRoom,
-}
-
-impl RoomFinishSink {
-    /// Finishes through `room` (typically built with `.background(false)` over the shared store).
-    pub fn new(room: WaitingRoom) -> Self {
-        RoomFinishSink { room }
-    }
-}
-
-impl FinishSink for RoomFinishSink {
-    fn finish(&self, finish: &Finish, response_headers: &mut HeaderMap) -> Option<FinishFuture> {
-        let _ = HeaderSink.finish(finish, response_headers);
-        let room = self.room.clone();
-        let (session, seats) = (finish.session_id.clone(), finish.seats);
-        // Started here, not in the returned future, so it runs even if the response never leaves.
-        let task = tokio::spawn(async move {
-            if let Err(e) = room.finish(&session, seats).await {
-                tracing::warn!(error = %e, "could not write the finish to the store");
-            }
-        });
-        Some(Box::pin(async move {
-            let _ = task.await;
-        }))
-    }
 }

@@ -1,6 +1,7 @@
 //! [`Shop`]: the storefront and order service over a [`SeatInventory`], as an axum router.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -13,7 +14,9 @@ use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use waitroom_layer::{Inventory, WaitingRoom};
-use waitroom_verify::{Admission, SharedClock, SystemClock, VerifyLayer};
+use waitroom_verify::{
+    Admission, Finish, FinishFuture, FinishSink, HeaderSink, SharedClock, SystemClock, VerifyLayer,
+};
 
 use super::inventory::{HoldError, PurchaseError, SeatId, SeatInventory};
 use super::pages;
@@ -83,8 +86,10 @@ impl ShopBuilder {
         self
     }
 
-    /// A room in the same process to report the seats to ([`WaitingRoom::set_inventory`]) whenever sold or held
-    /// change. Without one (an order service in its own process), the room's gateway reads `/api/inventory`.
+    /// A room handle to report the seats to ([`WaitingRoom::set_inventory`]) whenever sold or held change, and to
+    /// finish sessions through at once: the room itself (one process), or a handle over the room's shared store
+    /// (an order service next to Redis). Without one, finishes travel back in the response header and the room's
+    /// gateway reads the counts from `/api/inventory`.
     pub fn room(mut self, room: WaitingRoom) -> Self {
         self.room = Some(room);
         self
@@ -104,6 +109,7 @@ impl ShopBuilder {
                 clock: self.clock,
                 room: self.room,
                 feed: tokio::sync::Mutex::new(()),
+                unconfirmed: AtomicU64::new(0),
             }),
         }
     }
@@ -121,7 +127,13 @@ struct Inner {
     room: Option<WaitingRoom>,
     /// Serialises reports to the room, so a stale count never overwrites a newer one.
     feed: tokio::sync::Mutex<()>,
+    /// Seats sold whose finish may not have reached the room yet (see [`Shop::room_view`]).
+    unconfirmed: AtomicU64,
 }
+
+/// How long after its response a finish sent back in the header is taken to have reached the room (the room layer
+/// in the response path applies it as the response passes; this only has to outlast that).
+const HEADER_FINISH_GRACE: Duration = Duration::from_secs(2);
 
 /// The storefront and order service: the seats, the orders, the pages. Cheap to clone (one `Arc`).
 ///
@@ -239,10 +251,32 @@ impl Shop {
     pub async fn report_inventory(&self) {
         let Some(room) = &self.inner.room else { return };
         let _serial = self.inner.feed.lock().await;
-        let counts = self.inner.inventory.counts();
+        let counts = self.room_view();
         if let Err(e) = room.set_inventory(counts).await {
             tracing::warn!(error = %e, "could not report the seats to the room");
         }
+    }
+
+    /// The seat counts as the room should see them. A finish carries its seats to the room, which moves them from
+    /// held to sold itself ([`WaitingRoom::finish`]); so until a sale's finish has reached the room, its seats are
+    /// reported as still held. Otherwise a report made between the sale and the finish would count them twice and
+    /// could tell the line "sold out" early. Seats available come out the same either way.
+    pub fn room_view(&self) -> Inventory {
+        let c = self.inner.inventory.counts();
+        // Read after the counts: a sale bumps `unconfirmed` before it sells, and only a finish that reached the
+        // room takes it back, so this never sees a sale as sold and confirmed before its finish has landed.
+        let u = self.inner.unconfirmed.load(Ordering::SeqCst).min(c.sold);
+        Inventory {
+            total: c.total,
+            sold: c.sold - u,
+            held: c.held + u,
+        }
+    }
+
+    /// A sale's finish reached the room: its seats count as sold in reports from now on.
+    async fn confirm(&self, seats: u64) {
+        self.inner.unconfirmed.fetch_sub(seats, Ordering::SeqCst);
+        self.report_inventory().await;
     }
 
     /// Puts lapsed holds back on sale now and reports the seats if any came back; returns how many.
@@ -280,7 +314,12 @@ impl Shop {
     }
 
     /// The whole app: public pages and, behind `verify`, the order routes. See the type's docs.
+    ///
+    /// The shop installs its own finish sink on `verify`: it adds the `Waitroom-Command` header (so a room layer in
+    /// the response path consumes it and clears the browser's cookie) and, with a [`room`](ShopBuilder::room),
+    /// finishes through the room before the response leaves.
     pub fn router(&self, verify: VerifyLayer) -> Router {
+        let verify = verify.finish_sink(ShopFinishSink { shop: self.clone() });
         let orders = Router::new()
             .route("/seats", get(seat_map))
             .route("/holds", post(hold))
@@ -358,8 +397,9 @@ async fn event_page(State(shop): State<Shop>) -> Response {
     ([(header::CACHE_CONTROL, "public, max-age=60")], Html(html)).into_response()
 }
 
+/// The counts for the room's gateway: [`Shop::room_view`].
 async fn inventory_json(State(shop): State<Shop>) -> Response {
-    let c = shop.inner.inventory.counts();
+    let c = shop.room_view();
     no_store(
         axum::Json(json!({
             "total": c.total, "sold": c.sold, "held": c.held, "available": c.available(),
@@ -456,12 +496,28 @@ async fn pay(
 ) -> Response {
     let json = wants_json(&headers);
     let me = admission.session_id().to_owned();
-    let result = if shop.inner.inventory.hold_of(&me, shop.now_ms()).is_none() {
-        Err(PurchaseError::NoHold)
-    } else {
-        // The payment provider takes its time; the hold keeps the seats meanwhile.
-        tokio::time::sleep(shop.inner.payment_latency).await;
-        shop.inner.inventory.purchase(&me, shop.now_ms())
+    let result = match shop.inner.inventory.hold_of(&me, shop.now_ms()) {
+        None => Err(PurchaseError::NoHold),
+        Some(hold) => {
+            // The payment provider takes its time; the hold keeps the seats meanwhile.
+            tokio::time::sleep(shop.inner.payment_latency).await;
+            let n = hold.seats.len() as u64;
+            shop.inner.unconfirmed.fetch_add(n, Ordering::SeqCst);
+            let sold = shop.inner.inventory.purchase(&me, shop.now_ms());
+            match &sold {
+                Ok(seats) if seats.len() as u64 != n => {
+                    // The hold changed during the payment (a lapsed seat taken): count what was sold.
+                    shop.inner
+                        .unconfirmed
+                        .fetch_sub(n - (seats.len() as u64).min(n), Ordering::SeqCst);
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    shop.inner.unconfirmed.fetch_sub(n, Ordering::SeqCst);
+                }
+            }
+            sold
+        }
     };
     let seats = match result {
         Ok(seats) => seats,
@@ -492,9 +548,9 @@ async fn pay(
         at_ms: shop.now_ms(),
     };
     shop.lock_orders().insert(order.id.clone(), order.clone());
-    // The order is done: the session leaves the room's count and the next person in line takes its place.
+    // The order is done: the session leaves the room's count and the next person in line takes its place. The
+    // finish carries the seats to the room (see `ShopFinishSink`).
     admission.finish_with_seats(order.seats.len() as u32);
-    shop.report_inventory().await;
     let url = format!("/orders/{}", order.id);
     if json {
         return no_store(axum::Json(json!({ "order": order, "url": url })).into_response());
@@ -534,4 +590,38 @@ async fn order_page(
     }
     let html = pages::order_page(&shop.inner.name, shop.inner.inventory.layout(), &order);
     no_store(Html(html).into_response())
+}
+
+/// The shop's finish sink: the header for a room layer in the response path and, with a room handle, the finish
+/// written through the room before the response leaves; then the sale's seats count as confirmed.
+#[derive(Debug, Clone)]
+struct ShopFinishSink {
+    shop: Shop,
+}
+
+impl FinishSink for ShopFinishSink {
+    fn finish(&self, finish: &Finish, response_headers: &mut HeaderMap) -> Option<FinishFuture> {
+        let _ = HeaderSink.finish(finish, response_headers);
+        let shop = self.shop.clone();
+        let (session, seats) = (finish.session_id.clone(), finish.seats);
+        // Started here rather than in the returned future, so it runs even if the response never leaves.
+        let task = tokio::spawn(async move {
+            match &shop.inner.room {
+                Some(room) => {
+                    if let Err(e) = room.finish(&session, seats).await {
+                        tracing::warn!(error = %e, "could not finish the session through the room");
+                    }
+                }
+                // The room layer applies the header as the response passes back through it.
+                None => tokio::time::sleep(HEADER_FINISH_GRACE).await,
+            }
+            if seats > 0 {
+                shop.confirm(u64::from(seats)).await;
+            }
+        });
+        self.shop.inner.room.as_ref()?;
+        Some(Box::pin(async move {
+            let _ = task.await;
+        }))
+    }
 }
