@@ -1,0 +1,241 @@
+//! The demo in a real browser: headless Chromium (Debian's `chromium`) loads the seat map while the room is full,
+//! sees the holding page with its position, and, when a place frees, the page's own polling takes it on to the
+//! seat map.
+//!
+//! Chromium is required: without it this test fails (`apt-get install chromium`; `.ci/run` installs it). Set
+//! `CHROMIUM=/path/to/chrome` to use another binary, and `WAITROOM_UPDATE_SCREENSHOT=1` to rewrite
+//! `docs/holding-page.png` from this run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use reqwest::redirect::Policy;
+use serde_json::Value;
+use tokio::sync::Notify;
+use waitroom::demo::{Shop, room_layer};
+use waitroom::layer::WaitingRoom;
+use waitroom::verify::VerifyLayer;
+
+fn chromium() -> PathBuf {
+    if let Some(p) = std::env::var_os("CHROMIUM") {
+        return PathBuf::from(p);
+    }
+    for p in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
+        if Path::new(p).exists() {
+            return PathBuf::from(p);
+        }
+    }
+    panic!(
+        "this test needs headless Chromium and found none: `apt-get install -y chromium` \
+         (or set CHROMIUM=/path/to/chrome)"
+    );
+}
+
+struct Store {
+    url: String,
+    room: WaitingRoom,
+    /// Status polls seen, and a signal on each.
+    polls: Arc<(AtomicUsize, Notify)>,
+}
+
+/// The demo storefront on an ephemeral port: capacity 1, the real clock and background door (every 50 ms), the
+/// holding page polling every second.
+async fn storefront() -> Store {
+    let room = WaitingRoom::builder("tour-2026-stadium")
+        .display_name("The 2026 Stadium Tour")
+        .capacity(1)
+        .max_qty(4)
+        .poll_interval(Duration::from_secs(1))
+        .tick_interval(Duration::from_millis(50))
+        .secure_cookies(false)
+        .build()
+        .await
+        .unwrap();
+    let shop = Shop::builder(48_000)
+        .payment_latency(Duration::ZERO)
+        .room(room.clone())
+        .build();
+    shop.report_inventory().await;
+    let polls = Arc::new((AtomicUsize::new(0), Notify::new()));
+    let seen = polls.clone();
+    let app = shop
+        .router(VerifyLayer::new(room.verifier().clone()))
+        .layer(room_layer(room.clone()).unwrap())
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            let seen = seen.clone();
+            async move {
+                let poll = req.uri().path() == "/waitroom/status";
+                let res = next.run(req).await;
+                if poll {
+                    seen.0.fetch_add(1, Ordering::SeqCst);
+                    seen.1.notify_waiters();
+                }
+                res
+            }
+        }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Store { url, room, polls }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Joins with `c` and waits until the door lets it in (it then holds the only place).
+async fn occupy(s: &Store, c: &reqwest::Client) {
+    let res = c.get(format!("{}/seats", s.url)).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    for _ in 0..100 {
+        let st: Value = c
+            .get(format!("{}/waitroom/status", s.url))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if st["state"] == "admitted" {
+            let res = c.get(format!("{}/seats", s.url)).send().await.unwrap();
+            assert!(res.text().await.unwrap().contains("Choose your seats"));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the first visitor was never let in");
+}
+
+/// Runs headless Chromium with a fresh profile; returns its standard output.
+async fn run_chromium(args: Vec<String>) -> String {
+    let bin = chromium();
+    let profile = std::env::temp_dir().join(format!("waitroom-chromium-{}", WaitingRoom::new_session_id()));
+    let out = tokio::task::spawn_blocking(move || {
+        let out = Command::new(&bin)
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("could not run {} ({e}): `apt-get install -y chromium`", bin.display())
+            });
+        let _ = std::fs::remove_dir_all(&profile);
+        out
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The text of the element with `id`, from a dumped DOM.
+fn text_of(dom: &str, id: &str) -> Option<String> {
+    let start = dom.find(&format!("id=\"{id}\""))?;
+    let open = start + dom[start..].find('>')? + 1;
+    let close = open + dom[open..].find('<')?;
+    Some(dom[open..close].trim().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
+    let _ = chromium();
+
+    // The room is full: the browser is held, with its place in line.
+    let s = storefront().await;
+    let first = client();
+    occupy(&s, &first).await;
+    let dom = run_chromium(vec![
+        "--virtual-time-budget=2000".into(),
+        "--dump-dom".into(),
+        format!("{}/seats", s.url),
+    ])
+    .await;
+    assert_eq!(text_of(&dom, "wr-headline").as_deref(), Some("You are in line"), "{dom}");
+    assert_eq!(text_of(&dom, "wr-position").as_deref(), Some("1"));
+    assert!(!dom.contains("data-seat"), "no seat map while in line");
+
+    // A screenshot of the holding page, with a crowd ahead of it.
+    for _ in 0..39 {
+        client().get(format!("{}/seats", s.url)).send().await.unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("waitroom-shot-{}", WaitingRoom::new_session_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shot = dir.join("holding-page.png");
+    run_chromium(vec![
+        "--window-size=1000,700".into(),
+        "--virtual-time-budget=2000".into(),
+        format!("--screenshot={}", shot.display()),
+        format!("{}/seats", s.url),
+    ])
+    .await;
+    let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "a real PNG");
+    if std::env::var_os("WAITROOM_UPDATE_SCREENSHOT").is_some() {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        std::fs::copy(&shot, docs.join("holding-page.png")).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // A fresh room, full again. This time the place frees while the browser's holding page is polling: as soon
+    // as the page asks for news, the first visitor leaves. The page must see it is let in and go on by itself.
+    let s = storefront().await;
+    let first = client();
+    occupy(&s, &first).await;
+    let polls_before = s.polls.0.load(Ordering::SeqCst);
+    let leave = {
+        let (polls, url, first) = (s.polls.clone(), s.url.clone(), first.clone());
+        tokio::spawn(async move {
+            polls.1.notified().await;
+            let res = first
+                .post(format!("{url}/leave"))
+                .header("accept", "application/json")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+        })
+    };
+    let dom = run_chromium(vec![
+        // Virtual time runs ahead of the wall clock while the page is idle; a long budget leaves the page many
+        // polls (one a virtual second) after the place frees.
+        "--virtual-time-budget=120000".into(),
+        "--dump-dom".into(),
+        format!("{}/seats", s.url),
+    ])
+    .await;
+    leave.await.unwrap();
+    assert!(
+        s.polls.0.load(Ordering::SeqCst) > polls_before,
+        "the holding page polled the room"
+    );
+    assert!(
+        dom.contains("Choose your seats") && dom.contains("data-seat=\"0\""),
+        "the page moved on to the seat map: {dom}"
+    );
+    assert_eq!(s.room.stats().active, 1, "the browser holds the place now");
+}
