@@ -119,7 +119,10 @@ async fn occupy(s: &Store, c: &reqwest::Client) {
 /// Runs headless Chromium with a fresh profile; returns its standard output.
 async fn run_chromium(args: Vec<String>) -> String {
     let bin = chromium();
-    let profile = std::env::temp_dir().join(format!("waitroom-chromium-{}", WaitingRoom::new_session_id()));
+    let profile = std::env::temp_dir().join(format!(
+        "waitroom-chromium-{}",
+        WaitingRoom::new_session_id()
+    ));
     let out = tokio::task::spawn_blocking(move || {
         let out = Command::new(&bin)
             .args([
@@ -137,7 +140,10 @@ async fn run_chromium(args: Vec<String>) -> String {
             .args(&args)
             .output()
             .unwrap_or_else(|e| {
-                panic!("could not run {} ({e}): `apt-get install -y chromium`", bin.display())
+                panic!(
+                    "could not run {} ({e}): `apt-get install -y chromium`",
+                    bin.display()
+                )
             });
         let _ = std::fs::remove_dir_all(&profile);
         out
@@ -174,13 +180,21 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
         format!("{}/seats", s.url),
     ])
     .await;
-    assert_eq!(text_of(&dom, "wr-headline").as_deref(), Some("You are in line"), "{dom}");
+    assert_eq!(
+        text_of(&dom, "wr-headline").as_deref(),
+        Some("You are in line"),
+        "{dom}"
+    );
     assert_eq!(text_of(&dom, "wr-position").as_deref(), Some("1"));
     assert!(!dom.contains("data-seat"), "no seat map while in line");
 
     // A screenshot of the holding page, with a crowd ahead of it.
     for _ in 0..39 {
-        client().get(format!("{}/seats", s.url)).send().await.unwrap();
+        client()
+            .get(format!("{}/seats", s.url))
+            .send()
+            .await
+            .unwrap();
     }
     let dir = std::env::temp_dir().join(format!("waitroom-shot-{}", WaitingRoom::new_session_id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -193,7 +207,10 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
     ])
     .await;
     let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "a real PNG");
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "a real PNG"
+    );
     if std::env::var_os("WAITROOM_UPDATE_SCREENSHOT").is_some() {
         let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
         std::fs::create_dir_all(&docs).unwrap();

@@ -137,7 +137,7 @@ pub fn seat_map_page(v: &SeatMapView<'_>) -> String {
         v.section
     );
     for (i, (id, state)) in v.seats.iter().enumerate() {
-        if i as u32 % cols == 0 {
+        if (i as u32).is_multiple_of(cols) {
             let row = char::from(b'A' + (i as u32 / cols % 26) as u8);
             let _ = write!(b, "<span class=\"muted\">{row}</span>");
         }
