@@ -594,9 +594,14 @@ impl WaitingRoom {
             let position = n.saturating_sub(snap.served).max(1);
             st.position = Some(position);
             let eta = self.eta_for(position, &snap);
-            st.eta_seconds = Some(eta.seconds);
-            st.eta_low_seconds = Some(eta.low_seconds);
-            st.eta_high_seconds = Some(eta.high_seconds);
+            // Before the door opens, the wait starts at the opening.
+            let until_open = s
+                .opens_at_ms
+                .filter(|&t| t > now)
+                .map_or(0, |t| (t - now).div_ceil(1000));
+            st.eta_seconds = Some(eta.seconds + until_open);
+            st.eta_low_seconds = Some(eta.low_seconds + until_open);
+            st.eta_high_seconds = Some(eta.high_seconds + until_open);
             st.eta_basis = Some(eta.basis);
             if let Some(reach) = estimate::reach(&snap) {
                 let reach_pos = reach.saturating_sub(snap.served);

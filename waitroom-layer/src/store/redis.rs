@@ -242,6 +242,8 @@ for i = 1, #r, 2 do
   if int(r[i]) + 60 <= now_s then redis.call('HDEL', KR, r[i]) else recent = recent + int(r[i + 1]) end
 end
 if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
+-- Never more people let in within a minute than there are seats to pick from.
+if total then room = math.min(room, total - sold - held - recent) end
 local served, last = int(m.served), int(m.last)
 local dlo = int(m.dbase)
 local dhi = dlo + int(m.dcount)
