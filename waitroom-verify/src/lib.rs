@@ -69,7 +69,10 @@
 //! - [`clock`]: where time comes from.
 //!
 //! # Features
-//! - `redis`: reserved for the Redis finish sink (not yet implemented; enabling it adds no API).
+//! - `redis`: the [`redis`](crate::redis) module: [`RedisFinishSink`](crate::redis::RedisFinishSink) records
+//!   finishes in the room's Redis finish stream (the room frees the place at its next tick), and
+//!   [`RedisFinishListener`](crate::redis::RedisFinishListener) lets every verifier replica refuse a session
+//!   finished on another one. Needs a Tokio runtime.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -80,6 +83,8 @@ pub mod error;
 pub mod future;
 pub mod keys;
 pub mod layer;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod response;
 pub mod service;
 pub mod session;
