@@ -155,7 +155,10 @@ impl Conn {
     }
 
     /// Connects (multiplexed, reconnecting), bounded by twice the connect timeout.
-    async fn connect(&self, client: ::redis::Client) -> Result<ConnectionManager, RedisFinishError> {
+    async fn connect(
+        &self,
+        client: ::redis::Client,
+    ) -> Result<ConnectionManager, RedisFinishError> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(Some(self.timeout))
@@ -566,7 +569,10 @@ impl Run {
         let mut interval = tokio::time::interval(self.every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // The first read is inclusive from the lookback; later ones exclusive from the last id.
-        let mut cursor = format!("{}-0", wall_ms().saturating_sub(self.lookback.as_millis() as u64));
+        let mut cursor = format!(
+            "{}-0",
+            wall_ms().saturating_sub(self.lookback.as_millis() as u64)
+        );
         let mut inclusive = true;
         let mut conn = None;
         loop {
@@ -627,7 +633,8 @@ impl Run {
 type Entries = Vec<(String, Option<String>)>;
 
 fn entries(v: Value) -> Result<Entries, RedisFinishError> {
-    let bad = |what: &str| RedisFinishError::Unavailable(format!("unexpected XRANGE reply: {what}"));
+    let bad =
+        |what: &str| RedisFinishError::Unavailable(format!("unexpected XRANGE reply: {what}"));
     let Value::Array(items) = v else {
         return Err(bad("not an array"));
     };

@@ -139,9 +139,11 @@ async fn a_finish_on_one_replica_is_refused_on_another_within_a_second() {
     let a = verifier(&key, &ev);
     let b = verifier(&key, &ev);
     let listener = RedisFinishListener::spawn(b.clone(), server.url(), &ev).unwrap();
-    wait_until("the listener connects", Duration::from_secs(5), async || {
-        listener.is_caught_up()
-    })
+    wait_until(
+        "the listener connects",
+        Duration::from_secs(5),
+        async || listener.is_caught_up(),
+    )
     .await;
     assert!(listener.is_connected());
 
@@ -168,16 +170,21 @@ async fn a_finish_on_one_replica_is_refused_on_another_within_a_second() {
         "{entries:?}"
     );
     let t: u64 = entries[0].rsplit('=').next().unwrap().parse().unwrap();
-    assert!(t.abs_diff(SystemClock.now_ms()) < 5_000, "t is the finish time in ms");
+    assert!(
+        t.abs_diff(SystemClock.now_ms()) < 5_000,
+        "t is the finish time in ms"
+    );
     assert_eq!((sink.recorded(), sink.failed()), (1, 0));
     // A refuses at once (its own deny list); B within a second (the listener).
     assert_eq!(
         v.get(format!("{site_a}/seats")).await,
         (401, "finished".into())
     );
-    let lag = wait_until("B refuses the finished session", Duration::from_secs(1), async || {
-        v.get(format!("{site_b}/seats")).await == (401, "finished".into())
-    })
+    let lag = wait_until(
+        "B refuses the finished session",
+        Duration::from_secs(1),
+        async || v.get(format!("{site_b}/seats")).await == (401, "finished".into()),
+    )
     .await;
     assert!(b.is_denied(session));
     assert_eq!(listener.denied(), 1);
@@ -189,9 +196,11 @@ async fn a_finish_on_one_replica_is_refused_on_another_within_a_second() {
     // A replica that starts later still refuses it (it reads back over its deny TTL)...
     let c = verifier(&key, &ev);
     let late = RedisFinishListener::spawn(c.clone(), server.url(), &ev).unwrap();
-    wait_until("the late listener catches up", Duration::from_secs(5), async || {
-        c.is_denied(session)
-    })
+    wait_until(
+        "the late listener catches up",
+        Duration::from_secs(5),
+        async || c.is_denied(session),
+    )
     .await;
     assert_eq!(late.denied(), 1);
     // ...and other sessions pass everywhere.
@@ -252,7 +261,10 @@ async fn prefix_events_and_bad_settings() {
             .spawn(verifier(&key, &ev)),
         Err(RedisFinishError::Invalid(_))
     ));
-    assert!(!format!("{sink:?}").contains("127.0.0.1"), "no URL in Debug");
+    assert!(
+        !format!("{sink:?}").contains("127.0.0.1"),
+        "no URL in Debug"
+    );
 }
 
 /// Redis goes away: a finish still denies the session on its replica and the response leaves within the sink's
@@ -272,16 +284,21 @@ async fn an_outage_delays_nothing_and_the_listener_resumes() {
         .await
         .unwrap();
     let site_a = replica(a.clone(), Some(sink.clone())).await;
-    wait_until("the listener connects", Duration::from_secs(5), async || {
-        listener.is_caught_up()
-    })
+    wait_until(
+        "the listener connects",
+        Duration::from_secs(5),
+        async || listener.is_caught_up(),
+    )
     .await;
 
     server.stop();
     let v1 = Visitor::new(&key, &ev, "outage-session-000000001");
     let (status, took) = v1.buy(&site_a).await;
     assert_eq!(status, 200);
-    assert!(took < Duration::from_secs(3), "the response waited {took:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "the response waited {took:?}"
+    );
     assert!(a.is_denied("outage-session-000000001"));
     assert_eq!((sink.recorded(), sink.failed()), (0, 1));
     wait_until("the listener notices", Duration::from_secs(5), async || {
@@ -292,21 +309,30 @@ async fn an_outage_delays_nothing_and_the_listener_resumes() {
     server.restart();
     let v2 = Visitor::new(&key, &ev, "outage-session-000000002");
     // The sink's connection comes back by itself (the first write may still see the old connection fail).
-    wait_until("a finish is recorded again", Duration::from_secs(10), async || {
-        let probe = Finish {
-            session_id: "probe".into(),
-            event: ev.clone(),
-            seats: 0,
-            at_ms: 0,
-        };
-        sink.record(&probe).await.is_ok()
-    })
+    wait_until(
+        "a finish is recorded again",
+        Duration::from_secs(10),
+        async || {
+            let probe = Finish {
+                session_id: "probe".into(),
+                event: ev.clone(),
+                seats: 0,
+                at_ms: 0,
+            };
+            sink.record(&probe).await.is_ok()
+        },
+    )
     .await;
     assert_eq!(v2.buy(&site_a).await.0, 200);
-    wait_until("B refuses the second session", Duration::from_secs(3), async || {
-        b.is_denied("outage-session-000000002")
-    })
+    wait_until(
+        "B refuses the second session",
+        Duration::from_secs(3),
+        async || b.is_denied("outage-session-000000002"),
+    )
     .await;
     assert!(listener.is_connected());
-    assert!(!b.is_denied("outage-session-000000001"), "that write was lost");
+    assert!(
+        !b.is_denied("outage-session-000000001"),
+        "that write was lost"
+    );
 }
