@@ -69,10 +69,9 @@
 //! - [`clock`]: where time comes from.
 //!
 //! # Features
-//! - `redis`: the [`redis`](crate::redis) module: [`RedisFinishSink`](crate::redis::RedisFinishSink) records
-//!   finishes in the room's Redis finish stream (the room frees the place at its next tick), and
-//!   [`RedisFinishListener`](crate::redis::RedisFinishListener) lets every verifier replica refuse a session
-//!   finished on another one. Needs a Tokio runtime.
+//! - `redis`: the `redis` module. `redis::RedisFinishSink` records finishes in the room's Redis finish stream (the
+//!   room frees the place at its next tick and refuses the token), and `redis::RedisFinishListener` lets every
+//!   verifier replica refuse a session finished on another one. Needs a Tokio runtime.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
