@@ -528,7 +528,7 @@ async fn three_instances_one_line_thousands_of_sessions() {
     );
 
     // Every number 1..=n once, each told the same by every instance that was asked.
-    let numbers = seen.numbers.lock().unwrap();
+    let numbers = seen.numbers.lock().unwrap().clone();
     let mut all: Vec<u64> = numbers.values().map(|(n, _)| *n).collect();
     all.sort_unstable();
     assert_eq!(all, (1..=n as u64).collect::<Vec<_>>());
