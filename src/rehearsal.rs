@@ -365,7 +365,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                     by_number.resize(n as usize + 1, usize::MAX);
                 }
                 by_number[n as usize] = i;
-                if i as u64 % p.sample_every == 0 {
+                if (i as u64).is_multiple_of(p.sample_every) {
                     let st = room.status(Some(&pl));
                     if let (Some(e), Some(b)) = (st.eta_seconds, st.eta_basis) {
                         people[i].followed = Some((t, e, b));
@@ -379,7 +379,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
         let served = room.snapshot().served;
         if !drawn && t + 3 * poll >= open_s {
             for q in people.iter().filter(|q| q.arrive_s <= t && q.number == 0) {
-                if (t - q.arrive_s) % poll == 0 {
+                if (t - q.arrive_s).is_multiple_of(poll) {
                     room.locate(&q.sid, None).await?;
                 }
             }
@@ -392,7 +392,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                     continue;
                 }
                 let q = &people[i];
-                if t < q.give_up_s && t >= q.arrive_s && (t - q.arrive_s) % poll == 0 {
+                if t < q.give_up_s && t >= q.arrive_s && (t - q.arrive_s).is_multiple_of(poll) {
                     room.locate(&q.sid, Some(q.number)).await?;
                 }
             }
@@ -445,21 +445,23 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
         if !drawn && room.snapshot().drawn {
             drawn = true;
             // Everyone in the pre-queue now has a number: learn them once.
-            for i in 0..people.len() {
-                if people[i].arrive_s <= t && people[i].number == 0 {
-                    if let Some(pl) = room.locate(&people[i].sid, None).await?
-                        && let Some(n) = pl.number
+            for (i, q) in people.iter_mut().enumerate() {
+                if q.arrive_s <= t
+                    && q.number == 0
+                    && let Some(pl) = room.locate(&q.sid, None).await?
+                    && let Some(n) = pl.number
+                {
+                    q.number = n;
+                    if by_number.len() as u64 <= n {
+                        by_number.resize(n as usize + 1, usize::MAX);
+                    }
+                    by_number[n as usize] = i;
+                    if (i as u64).is_multiple_of(p.sample_every)
+                        && pl.state == SessionState::Waiting
                     {
-                        people[i].number = n;
-                        if by_number.len() as u64 <= n {
-                            by_number.resize(n as usize + 1, usize::MAX);
-                        }
-                        by_number[n as usize] = i;
-                        if i as u64 % p.sample_every == 0 && pl.state == SessionState::Waiting {
-                            let st = room.status(Some(&pl));
-                            if let (Some(e), Some(b)) = (st.eta_seconds, st.eta_basis) {
-                                people[i].followed = Some((t, e, b));
-                            }
+                        let st = room.status(Some(&pl));
+                        if let (Some(e), Some(b)) = (st.eta_seconds, st.eta_basis) {
+                            q.followed = Some((t, e, b));
                         }
                     }
                 }
@@ -561,7 +563,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     // Fairness among the pre-queue.
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for (i, q) in people.iter().enumerate() {
-        if q.arrive_s < open_s && i as u64 % 5 == 0 {
+        if q.arrive_s < open_s && (i as u64).is_multiple_of(5) {
             xs.push(q.arrive_s as f64);
             ys.push(if q.bought > 0 { 1.0 } else { 0.0 });
         }
