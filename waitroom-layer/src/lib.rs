@@ -81,16 +81,19 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admin;
 mod body;
 mod builder;
 mod cookie;
 mod endpoints;
 mod error;
 mod estimate;
+pub mod events;
 mod future;
 mod gate;
 mod hooks;
 mod layer;
+pub mod metrics;
 mod page;
 mod paths;
 mod respond;
@@ -107,12 +110,14 @@ pub use error::{ConfigError, StoreError};
 pub use estimate::{Eta, EtaBasis, reach as estimate_reach};
 pub use future::ResponseFuture;
 pub use hooks::{GuardFuture, JoinGuard};
-pub use layer::{WaitingRoomLayer, WaitingRoomLayerBuilder};
+pub use events::{RoomEvent, RoomEventKind};
+pub use layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
+pub use metrics::METRICS_CONTENT_TYPE;
 pub use page::{DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words};
 pub use respond::STATE_HEADER;
 pub use room::{Stats, Status, ViewState, WaitingRoom};
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
 pub use waitroom_verify::{
-    Claims, Clock, CookieNames, FINISH_HEADER, KeySet, ManualClock, SharedClock, SigningKey,
-    SystemClock, Verifier, VerifyingKey,
+    Claims, Clock, CookieNames, FINISH_HEADER, Fingerprint, KeySet, ManualClock, Refusal,
+    SharedClock, SigningKey, SystemClock, Verifier, VerifyingKey, fingerprint,
 };
