@@ -1,4 +1,4 @@
-#![doc = "waitroom: a virtual waiting room for Rust web services, as Tower middleware."]
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -117,6 +117,8 @@ pub use page::{DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape
 pub use respond::STATE_HEADER;
 pub use room::{Stats, Status, ViewState, WaitingRoom};
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
+#[cfg(feature = "redis")]
+pub use store::{RedisStore, RedisStoreBuilder};
 pub use waitroom_verify::{
     Claims, Clock, CookieNames, FINISH_HEADER, Fingerprint, KeySet, ManualClock, Refusal,
     SharedClock, SigningKey, SystemClock, Verifier, VerifyingKey, fingerprint,

@@ -57,6 +57,11 @@ pub(crate) struct Inner {
     store_ok: AtomicBool,
     last_error_log_ms: AtomicU64,
     last_flush_ms: AtomicU64,
+    /// The last flush of liveness marks failed: flush again before any tick.
+    flush_failed: AtomicBool,
+    /// No admission tick before this time (ms): set when the store comes back, so every instance has flushed the
+    /// liveness marks it held during the outage before anyone is skipped as abandoned.
+    hold_ticks_until_ms: AtomicU64,
     meter: Mutex<HeadMeter>,
     pending: Mutex<Pending>,
     cache: moka::sync::Cache<String, Placement>,
@@ -68,6 +73,9 @@ pub(crate) struct Inner {
     events: tokio::sync::broadcast::Sender<RoomEvent>,
     /// Sold out was reported (once per instance).
     sold_out_reported: AtomicBool,
+    /// Where this instance has read the store's finishes up to (`Store::finished_since`); the finished sessions
+    /// themselves go to the token verifier's deny list.
+    finished_cursor: Mutex<String>,
 }
 
 #[derive(Debug, Default)]
@@ -82,6 +90,11 @@ const MAX_PENDING: usize = 2_000_000;
 const FLUSH_EVERY_MS: u64 = 1_000;
 /// How often a failing store is logged.
 const ERROR_LOG_EVERY_MS: u64 = 10_000;
+/// `last_error_log_ms` before the first error was logged.
+const NEVER_LOGGED: u64 = u64::MAX;
+/// How long after the store comes back the door stays shut: two flush intervals, so every instance sharing the
+/// store has sent the liveness marks it kept during the outage.
+const HOLD_AFTER_OUTAGE_MS: u64 = 2 * FLUSH_EVERY_MS;
 
 /// What a person in line (or at the door) is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -264,13 +277,16 @@ impl WaitingRoom {
             store: b.store,
             snap: ArcSwap::from_pointee(snap),
             store_ok: AtomicBool::new(true),
-            last_error_log_ms: AtomicU64::new(0),
+            last_error_log_ms: AtomicU64::new(NEVER_LOGGED),
             last_flush_ms: AtomicU64::new(0),
+            flush_failed: AtomicBool::new(false),
+            hold_ticks_until_ms: AtomicU64::new(0),
             meter: Mutex::new(HeadMeter::default()),
             pending: Mutex::new(Pending::default()),
             cache,
             tokens,
             cookies,
+            finished_cursor: Mutex::new(String::new()),
         });
         let room = Self { inner };
         room.record_snapshot();
@@ -367,6 +383,10 @@ impl WaitingRoom {
         match r {
             Ok(()) => {
                 if !self.inner.store_ok.swap(true, Ordering::Relaxed) {
+                    let now = self.now_ms();
+                    self.inner
+                        .hold_ticks_until_ms
+                        .store(now + HOLD_AFTER_OUTAGE_MS, Ordering::Relaxed);
                     tracing::info!(event = %self.event(), "store reachable again");
                 }
             }
@@ -375,7 +395,10 @@ impl WaitingRoom {
                 self.inner.store_ok.store(false, Ordering::Relaxed);
                 let now = self.now_ms();
                 let last = self.inner.last_error_log_ms.load(Ordering::Relaxed);
-                if now >= last + ERROR_LOG_EVERY_MS
+                // Once per interval (the first error at once; a clock that went back counts as a new interval).
+                if (last == NEVER_LOGGED
+                    || now >= last.saturating_add(ERROR_LOG_EVERY_MS)
+                    || now < last)
                     && self
                         .inner
                         .last_error_log_ms
@@ -577,12 +600,43 @@ impl WaitingRoom {
             });
         }
         self.inner.cache.invalidate(session);
+        if r {
+            self.inner.tokens.deny(session);
+        }
         {
             let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
             p.active.remove(session);
         }
         self.refresh().await.ok();
         Ok(r)
+    }
+
+    /// Whether `session` finished lately (within the idle timeout), through this room or through anything sharing
+    /// its store (another instance, a verifier's finish sink): a layer must not renew its token. Local: no store
+    /// call; finishes recorded elsewhere arrive within a tick or two.
+    pub fn finished_recently(&self, session: &str) -> bool {
+        self.inner.tokens.verifier.is_denied(session)
+    }
+
+    async fn read_finished(&self) -> Result<(), StoreError> {
+        let cursor = self
+            .inner
+            .finished_cursor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let (ids, next) =
+            self.observe(self.inner.store.finished_since(self.event(), &cursor).await)?;
+        for s in ids {
+            self.inner.cache.invalidate(&s);
+            self.inner.tokens.deny(&s);
+        }
+        *self
+            .inner
+            .finished_cursor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = next;
+        Ok(())
     }
 
     /// What to tell the holder of `placement` (`None`: not in line). Local: no store call.
@@ -627,9 +681,14 @@ impl WaitingRoom {
             let position = n.saturating_sub(snap.served).max(1);
             st.position = Some(position);
             let eta = self.eta_for(position, &snap);
-            st.eta_seconds = Some(eta.seconds);
-            st.eta_low_seconds = Some(eta.low_seconds);
-            st.eta_high_seconds = Some(eta.high_seconds);
+            // Before the door opens, the wait starts at the opening.
+            let until_open = s
+                .opens_at_ms
+                .filter(|&t| t > now)
+                .map_or(0, |t| (t - now).div_ceil(1000));
+            st.eta_seconds = Some(eta.seconds + until_open);
+            st.eta_low_seconds = Some(eta.low_seconds + until_open);
+            st.eta_high_seconds = Some(eta.high_seconds + until_open);
             st.eta_basis = Some(eta.basis);
             if let Some(reach) = estimate::reach(&snap) {
                 let reach_pos = reach.saturating_sub(snap.served);
@@ -749,9 +808,22 @@ impl WaitingRoom {
     async fn run_once(&self, force_flush: bool) -> Result<TickReport, StoreError> {
         let now = self.now_ms();
         let last = self.inner.last_flush_ms.load(Ordering::Relaxed);
-        if force_flush || now >= last + FLUSH_EVERY_MS || now < last {
+        let retry = self.inner.flush_failed.load(Ordering::Relaxed);
+        if force_flush || retry || now >= last + FLUSH_EVERY_MS || now < last {
             self.inner.last_flush_ms.store(now, Ordering::Relaxed);
-            let _ = self.flush().await;
+            if let Err(e) = self.flush().await {
+                // The liveness marks did not reach the store: a tick now could skip people who polled all along
+                // as abandoned. No tick until they are sent.
+                self.inner.flush_failed.store(true, Ordering::Relaxed);
+                let _ = self.refresh().await;
+                return Err(e);
+            }
+            self.inner.flush_failed.store(false, Ordering::Relaxed);
+        }
+        if now < self.inner.hold_ticks_until_ms.load(Ordering::Relaxed) {
+            // Just back from an outage: other instances may still hold liveness marks (see HOLD_AFTER_OUTAGE_MS).
+            let _ = self.refresh().await;
+            return Ok(TickReport::default());
         }
         let tick = Tick {
             now_ms: now,
@@ -768,6 +840,7 @@ impl WaitingRoom {
             if r.drew {
                 tracing::info!(event = %self.event(), "the draw ran; the door is open");
             }
+            let _ = self.read_finished().await;
         }
         let _ = self.refresh().await;
         report

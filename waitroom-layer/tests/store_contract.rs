@@ -394,3 +394,283 @@ mod memory {
         contract::concurrent(store, "ev", 7).await;
     }
 }
+
+#[cfg(feature = "redis")]
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+/// The same contract against `RedisStore` on a real redis-server (started here on a free port, or `REDIS_URL`).
+/// Each case uses a fresh on-sale id, so cases never see each other's keys.
+#[cfg(feature = "redis")]
+mod redis {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use proptest::strategy::Strategy;
+    use proptest::test_runner::{Config, TestRunner};
+    use waitroom_layer::RedisStore;
+    use waitroom_layer::store::Store;
+
+    use super::contract;
+    use super::redis_server::RedisServer;
+
+    static CASE: AtomicU64 = AtomicU64::new(0);
+
+    fn fresh_event(tag: &str) -> String {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!(
+            "{tag}-{}-{nanos}-{}",
+            std::process::id(),
+            CASE.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    fn cases() -> u32 {
+        std::env::var("WAITROOM_REDIS_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(48)
+    }
+
+    /// Runs the proptest by hand (not with the `proptest!` macro) so the server and the runtime live exactly as
+    /// long as the test and the server is stopped when it ends, pass or fail.
+    fn run_property(random: bool) {
+        let server = RedisServer::from_env_or_start();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        // Four draw buckets, so that sessions share buckets and the ranks inside a bucket are exercised too.
+        let store: Arc<dyn Store> = Arc::new(
+            rt.block_on(
+                RedisStore::builder(server.url())
+                    .draw_buckets_log2(2)
+                    .connect(),
+            )
+            .unwrap(),
+        );
+        let mut runner = TestRunner::new(Config {
+            cases: cases(),
+            ..Config::default()
+        });
+        let strategy = (contract::ops_strategy(), 1u64..5, 0u64..60_000).boxed();
+        let result = runner.run(&strategy, |(ops, capacity, opens)| {
+            let store = store.clone();
+            rt.block_on(async move {
+                let event = fresh_event(if random { "draw" } else { "fifo" });
+                let opens_at = random.then_some(1_000_000 + opens);
+                store
+                    .init(&event, &contract::settings(capacity, random, opens_at))
+                    .await
+                    .unwrap();
+                contract::run(store, &event, capacity, 1_000_000, &ops).await;
+            });
+            Ok(())
+        });
+        drop(server);
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+
+    #[test]
+    fn fifo_interleavings_keep_the_invariants() {
+        run_property(false);
+    }
+
+    #[test]
+    fn draw_interleavings_keep_the_invariants() {
+        run_property(true);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_callers_keep_the_invariants() {
+        let server = RedisServer::from_env_or_start();
+        let store: Arc<dyn Store> = Arc::new(RedisStore::connect(server.url()).await.unwrap());
+        let event = fresh_event("conc");
+        store
+            .init(&event, &contract::settings(7, false, None))
+            .await
+            .unwrap();
+        contract::concurrent(store, &event, 7).await;
+    }
+
+    /// The draw in Redis (implicit numbers: bucket start + rank) numbers a pre-queue exactly as the memory store's
+    /// sort does, for few buckets (hundreds of sessions per bucket) and many (mostly one per bucket); the head then
+    /// leaves in that order, and later joiners queue behind.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_draw_numbers_the_prequeue_like_the_memory_store() {
+        use waitroom_layer::MemoryStore;
+        use waitroom_layer::store::{Join, SettingsChange, Tick};
+        let server = RedisServer::from_env_or_start();
+        for bits in [3u8, 14] {
+            let redis = RedisStore::builder(server.url())
+                .draw_buckets_log2(bits)
+                .connect()
+                .await
+                .unwrap();
+            let memory = MemoryStore::new();
+            let event = fresh_event("drawcmp");
+            let stores: [&dyn Store; 2] = [&redis, &memory];
+            for st in stores {
+                st.init(&event, &contract::settings(100_000, true, Some(5_000_000)))
+                    .await
+                    .unwrap();
+            }
+            let n = 2_000u64;
+            let join = |i: u64, now_ms: u64| Join {
+                session: format!("draw-{i:05}-aaaaaaaaaaaa"),
+                account: None,
+                now_ms,
+                draw_key: (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(7),
+            };
+            for i in 0..n {
+                for st in stores {
+                    let p = st.join(&event, &join(i, 1_000_000)).await.unwrap();
+                    assert_eq!(p.number, None);
+                }
+            }
+            for st in stores {
+                assert_eq!(st.snapshot(&event).await.unwrap().prequeue, n);
+                st.update(&event, &SettingsChange::OpenNow { now_ms: 2_000_000 })
+                    .await
+                    .unwrap();
+                // A join after opening runs the draw and queues behind the pre-queue.
+                let late = st.join(&event, &join(n, 2_000_001)).await.unwrap();
+                assert_eq!(late.number, Some(n + 1));
+            }
+            for i in 0..n {
+                let sid = format!("draw-{i:05}-aaaaaaaaaaaa");
+                let r = redis.lookup(&event, &sid).await.unwrap().unwrap();
+                let m = memory.lookup(&event, &sid).await.unwrap().unwrap();
+                assert_eq!(r, m, "bits {bits}: {sid}");
+            }
+            let tick = Tick {
+                now_ms: 2_000_002,
+                arrival_window_ms: 60_000,
+                abandon_after_ms: 600_000_000,
+                max_scan: 700,
+            };
+            for _ in 0..3 {
+                let r = redis.tick(&event, &tick).await.unwrap();
+                let m = memory.tick(&event, &tick).await.unwrap();
+                assert_eq!(r.admitted, m.admitted, "bits {bits}");
+            }
+            let snap = redis.snapshot(&event).await.unwrap();
+            assert_eq!((snap.served, snap.active), (n + 1, n + 1));
+        }
+    }
+
+    /// Several stores (separate connections, as separate room instances would have) tick one on-sale at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_instances_keep_the_invariants() {
+        let server = RedisServer::from_env_or_start();
+        let event = fresh_event("inst");
+        let first = RedisStore::connect(server.url()).await.unwrap();
+        first
+            .init(&event, &contract::settings(5, false, None))
+            .await
+            .unwrap();
+        // `concurrent` spreads its tasks over clones of one handle; a wrapper hands each call to one of three
+        // independent connections in turn.
+        let stores = vec![
+            first,
+            RedisStore::connect(server.url()).await.unwrap(),
+            RedisStore::connect(server.url()).await.unwrap(),
+        ];
+        let store: Arc<dyn Store> = Arc::new(RoundRobin {
+            stores,
+            next: AtomicU64::new(0),
+        });
+        contract::concurrent(store, &event, 5).await;
+    }
+
+    #[derive(Debug)]
+    struct RoundRobin {
+        stores: Vec<RedisStore>,
+        next: AtomicU64,
+    }
+
+    impl RoundRobin {
+        fn pick(&self) -> &RedisStore {
+            let i = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+            &self.stores[i % self.stores.len()]
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Store for RoundRobin {
+        async fn init(
+            &self,
+            event: &str,
+            defaults: &waitroom_layer::Settings,
+        ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
+            self.pick().init(event, defaults).await
+        }
+        async fn join(
+            &self,
+            event: &str,
+            join: &waitroom_layer::store::Join,
+        ) -> Result<waitroom_layer::Placement, waitroom_layer::StoreError> {
+            self.pick().join(event, join).await
+        }
+        async fn lookup(
+            &self,
+            event: &str,
+            session: &str,
+        ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
+            self.pick().lookup(event, session).await
+        }
+        async fn claim(
+            &self,
+            event: &str,
+            session: &str,
+            now_ms: u64,
+            idle_timeout_ms: u64,
+        ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
+            self.pick()
+                .claim(event, session, now_ms, idle_timeout_ms)
+                .await
+        }
+        async fn touch(
+            &self,
+            event: &str,
+            touches: &waitroom_layer::store::Touches,
+        ) -> Result<(), waitroom_layer::StoreError> {
+            self.pick().touch(event, touches).await
+        }
+        async fn tick(
+            &self,
+            event: &str,
+            tick: &waitroom_layer::store::Tick,
+        ) -> Result<waitroom_layer::store::TickReport, waitroom_layer::StoreError> {
+            self.pick().tick(event, tick).await
+        }
+        async fn finish(
+            &self,
+            event: &str,
+            session: &str,
+            seats: u32,
+            now_ms: u64,
+        ) -> Result<bool, waitroom_layer::StoreError> {
+            self.pick().finish(event, session, seats, now_ms).await
+        }
+        async fn snapshot(
+            &self,
+            event: &str,
+        ) -> Result<waitroom_layer::Snapshot, waitroom_layer::StoreError> {
+            self.pick().snapshot(event).await
+        }
+        async fn update(
+            &self,
+            event: &str,
+            change: &waitroom_layer::store::SettingsChange,
+        ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
+            self.pick().update(event, change).await
+        }
+    }
+}

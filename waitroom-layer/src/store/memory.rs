@@ -67,7 +67,13 @@ struct Event {
     /// (second, admissions in that second) over the last minute.
     recent_admits: VecDeque<(u64, u64)>,
     counters: Counters,
+    /// (sequence, session) of the last finishes, for [`Store::finished_since`].
+    finished_log: VecDeque<(u64, Arc<str>)>,
+    finished_seq: u64,
 }
+
+/// How many finishes the memory store remembers for [`Store::finished_since`].
+const FINISHED_LOG: usize = 100_000;
 
 impl Event {
     fn new(settings: Settings) -> Self {
@@ -84,6 +90,8 @@ impl Event {
             active: HashMap::new(),
             recent_admits: VecDeque::new(),
             counters: Counters::default(),
+            finished_log: VecDeque::new(),
+            finished_seq: 0,
         }
     }
 
@@ -203,8 +211,13 @@ impl Event {
             .settings
             .capacity
             .saturating_sub(self.active.len() as u64);
+        let last_minute = self.admitted_last_minute(t.now_ms);
         if let Some(cap) = self.settings.admit_per_minute {
-            room = room.min(cap.saturating_sub(self.admitted_last_minute(t.now_ms)));
+            room = room.min(cap.saturating_sub(last_minute));
+        }
+        if let Some(inv) = self.settings.inventory {
+            // Never more people let in within a minute than there are seats to pick from.
+            room = room.min(inv.available().saturating_sub(last_minute));
         }
         let mut scanned = 0;
         let mut admitted = 0;
@@ -327,6 +340,12 @@ impl Store for MemoryStore {
             r.state = SessionState::Finished;
             ev.active.remove(session);
             ev.counters.finished += 1;
+            ev.finished_seq += 1;
+            if ev.finished_log.len() >= FINISHED_LOG {
+                ev.finished_log.pop_front();
+            }
+            let seq = ev.finished_seq;
+            ev.finished_log.push_back((seq, Arc::from(session)));
             if seats > 0 {
                 ev.counters.orders += 1;
                 ev.counters.seats_bought += u64::from(seats);
@@ -348,5 +367,73 @@ impl Store for MemoryStore {
             change.apply(&mut ev.settings);
             ev.settings.clone()
         })
+    }
+
+    async fn finished_since(
+        &self,
+        event: &str,
+        cursor: &str,
+    ) -> Result<(Vec<String>, String), StoreError> {
+        self.with_event(event, |ev| {
+            let Ok(after) = cursor.parse::<u64>() else {
+                // Empty (or foreign) cursor: from now on.
+                return (Vec::new(), ev.finished_seq.to_string());
+            };
+            let start = ev.finished_log.partition_point(|(seq, _)| *seq <= after);
+            let ids = ev
+                .finished_log
+                .range(start..)
+                .map(|(_, s)| s.to_string())
+                .collect();
+            (ids, ev.finished_seq.max(after).to_string())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Tick;
+
+    #[tokio::test]
+    async fn finished_since_returns_finishes_after_the_cursor() {
+        let store = MemoryStore::new();
+        let settings = Settings {
+            capacity: 10,
+            admit_per_minute: None,
+            paused: false,
+            closed: false,
+            opens_at_ms: None,
+            random_draw: false,
+            inventory: None,
+        };
+        store.init("ev", &settings).await.unwrap();
+        let (none, start) = store.finished_since("ev", "").await.unwrap();
+        assert!(none.is_empty());
+        for s in ["a", "b", "c"] {
+            let join = Join {
+                session: s.into(),
+                account: None,
+                now_ms: 1,
+                draw_key: 0,
+            };
+            store.join("ev", &join).await.unwrap();
+        }
+        let tick = Tick {
+            now_ms: 2,
+            arrival_window_ms: 1_000,
+            abandon_after_ms: 1_000,
+            max_scan: 10,
+        };
+        store.tick("ev", &tick).await.unwrap();
+        assert!(store.finish("ev", "a", 1, 3).await.unwrap());
+        assert!(store.finish("ev", "b", 0, 3).await.unwrap());
+        let (ids, next) = store.finished_since("ev", &start).await.unwrap();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(store.finish("ev", "c", 0, 4).await.unwrap());
+        let (ids, last) = store.finished_since("ev", &next).await.unwrap();
+        assert_eq!(ids, ["c"]);
+        let (ids, _) = store.finished_since("ev", &last).await.unwrap();
+        assert!(ids.is_empty());
     }
 }

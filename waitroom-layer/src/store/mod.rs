@@ -11,6 +11,8 @@
 //! and touches arrive in batches ([`Touches`]), and the admission tick is one call per instance per interval.
 
 mod memory;
+#[cfg(feature = "redis")]
+mod redis;
 
 use std::fmt;
 
@@ -18,6 +20,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use memory::MemoryStore;
+#[cfg(feature = "redis")]
+pub use redis::{RedisStore, RedisStoreBuilder, TOUCH_CHUNK};
 
 use crate::error::StoreError;
 
@@ -334,7 +338,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError>;
 
     /// The admission tick: runs the draw when due, expires idle sessions, then lets people in from the head while
-    /// the door is open, `active < capacity` and the per-minute cap allows, skipping abandoned sessions.
+    /// the door is open, `active < capacity` and the per-minute cap allows, skipping abandoned sessions. With an
+    /// inventory, no more people are let in within a sliding minute than there are seats available (so the last
+    /// few seats do not draw thousands onto an empty seat map).
     async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError>;
 
     /// Marks an admitted or active session finished (it leaves the active count at once); `seats` is what its
@@ -352,4 +358,21 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Changes the settings; returns the settings in force after the change.
     async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError>;
+
+    /// Sessions finished since `cursor`, oldest first, and the cursor to pass next time. An empty `cursor` means
+    /// "from now on": it returns no sessions, only the current cursor. Each room instance calls this every tick, so
+    /// a finish recorded anywhere (another instance, a verifier's finish sink writing to the store) reaches every
+    /// instance within a tick or two. A reader that falls far behind may miss old finishes (stores keep a bounded
+    /// log); finished sessions are also `Finished` in [`lookup`](Store::lookup).
+    ///
+    /// The default returns nothing: right for a store only one process writes to, where the room sees every finish
+    /// itself.
+    async fn finished_since(
+        &self,
+        event: &str,
+        cursor: &str,
+    ) -> Result<(Vec<String>, String), StoreError> {
+        let _ = event;
+        Ok((Vec::new(), cursor.to_owned()))
+    }
 }

@@ -1,0 +1,1050 @@
+//! The shared store: one line for many room instances, in Redis (or Valkey). See [`RedisStore`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
+use async_trait::async_trait;
+
+use super::{
+    Counters, Inventory, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
+    Tick, TickReport, Touches,
+};
+use crate::error::StoreError;
+
+/// Most sessions sent in one `touch` script call; a bigger batch is split so no single call holds Redis for long.
+pub const TOUCH_CHUNK: usize = 5_000;
+
+/// About how many finishes the `finished` stream keeps (`XADD … MAXLEN ~`): minutes of finishes at the seed's pace,
+/// far more than a reader a second behind needs.
+const FINISHED_CAP: u64 = 100_000;
+
+/// Most finishes one [`Store::finished_since`] call returns.
+const FINISHED_BATCH: u64 = 10_000;
+
+/// The code shared by every script: key names, record packing, the lazy numbering of the drawn segment.
+const PRELUDE: &str = r#"
+local KM, KS, KL, KD, KA, KC, KR, KP, KF = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local function int(x) return tonumber(x) or 0 end
+local function fmt(n) return string.format('%d', n) end
+local function meta()
+  local r = redis.call('HGETALL', KM)
+  if #r == 0 then return nil end
+  local m = {}
+  for i = 1, #r, 2 do m[r[i]] = r[i + 1] end
+  return m
+end
+local NOEVENT = 'WRNOEVENT the on-sale was not initialised'
+local function rec(sid)
+  local v = redis.call('HGET', KS, sid)
+  if not v then return nil end
+  local c = string.find(v, ':', 2, true)
+  if not c then return nil end
+  return string.sub(v, 1, 1), int(string.sub(v, 2, c - 1)), int(string.sub(v, c + 1))
+end
+local function put(sid, st, n, t) redis.call('HSET', KS, sid, st .. fmt(n) .. ':' .. fmt(t)) end
+-- A pre-queued session's record holds its draw bucket where others hold their number. After the draw its number
+-- is implicit: where its bucket starts in the drawn segment, plus how many of the bucket already left the head,
+-- plus its rank in what is left.
+local function bucket(b) return KD .. ':' .. fmt(b) end
+local function place(m, sid)
+  local st, n, t = rec(sid)
+  if not st then return nil end
+  if st == 'p' then
+    local b = n
+    n = 0
+    if m.drawn == '1' then
+      local key = bucket(b)
+      local r = redis.call('ZRANK', key, sid)
+      if r then
+        local lo, hi = struct.unpack('>I4>I4', redis.call('GETRANGE', KP, 4 * b, 4 * b + 7))
+        n = int(m.dbase) + lo + (hi - lo - redis.call('ZCARD', key)) + r + 1
+        st = 'w'
+      end
+    end
+  end
+  return {sid, st, n, t}
+end
+local function out(p) return {p[1], p[2], p[3]} end
+local function terminal(st) return st == 'f' or st == 'e' or st == 'x' end
+local function draw_due(m, now) return m.drawn ~= '1' and (m.opens == '' or now >= int(m.opens)) end
+-- The draw: freeze the buckets and write where each starts (2^dbits + 1 big-endian u32s). No session is touched.
+local function draw(m)
+  local parts, c = {}, 0
+  for b = 0, 2 ^ int(m.dbits) - 1 do
+    parts[#parts + 1] = struct.pack('>I4', c)
+    c = c + redis.call('ZCARD', bucket(b))
+  end
+  parts[#parts + 1] = struct.pack('>I4', c)
+  redis.call('SET', KP, table.concat(parts))
+  local last = int(m.last)
+  m.drawn, m.dbase, m.dcount, m.last = '1', fmt(last), fmt(c), fmt(last + c)
+  redis.call('HSET', KM, 'drawn', '1', 'dbase', m.dbase, 'dcount', m.dcount, 'last', m.last)
+end
+local function settings(m) return {m.cap, m.apm, m.paused, m.closed, m.opens, m.random, m.inv} end
+local function inv(m)
+  if m.inv == nil or m.inv == '' then return nil end
+  local t, s, h = string.match(m.inv, '^(%d+):(%d+):(%d+)$')
+  return int(t), int(s), int(h)
+end
+-- Finishes an admitted or active session; false when it was neither.
+local function finish(m, sid, seats)
+  local st, n = rec(sid)
+  if st ~= 'a' and st ~= 'A' then return false end
+  put(sid, 'f', n, 0)
+  redis.call('ZREM', KA, sid)
+  redis.call('HINCRBY', KM, 'finished', 1)
+  if seats > 0 then
+    redis.call('HINCRBY', KM, 'orders', 1)
+    redis.call('HINCRBY', KM, 'seats', seats)
+    local total, sold, held = inv(m)
+    if total then
+      sold = math.min(sold + seats, total)
+      held = math.max(held - seats, 0)
+      m.inv = fmt(total) .. ':' .. fmt(sold) .. ':' .. fmt(held)
+      redis.call('HSET', KM, 'inv', m.inv)
+    end
+  end
+  return true
+end
+"#;
+
+/// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits.
+const INIT: &str = r#"
+if redis.call('EXISTS', KM) == 0 then
+  redis.call('HSET', KM, 'cap', ARGV[1], 'apm', ARGV[2], 'paused', ARGV[3], 'closed', ARGV[4],
+    'opens', ARGV[5], 'random', ARGV[6], 'inv', ARGV[7], 'drawn', (ARGV[6] == '1') and '0' or '1',
+    'dbase', '0', 'dcount', '0', 'last', '0', 'served', '0', 'joined', '0', 'admitted', '0',
+    'finished', '0', 'expired', '0', 'abandoned', '0', 'orders', '0', 'seats', '0', 'dbits', ARGV[8],
+    'fcur', '0-0')
+end
+return settings(meta())
+"#;
+
+/// ARGV: session, account ('' for none), now, draw key (16 hex digits).
+const JOIN: &str = r#"
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local sid, acct, now = ARGV[1], ARGV[2], int(ARGV[3])
+if acct ~= '' then
+  local owner = redis.call('HGET', KC, acct)
+  if owner then
+    local p = place(m, owner)
+    if p and not terminal(p[2]) then return out(p) end
+  end
+end
+local p = place(m, sid)
+if p and not terminal(p[2]) then return out(p) end
+if draw_due(m, now) then draw(m) end
+local st, n = 'p', 0
+if m.drawn == '1' then
+  st, n = 'w', int(m.last) + 1
+  redis.call('HSET', KM, 'last', fmt(n))
+  redis.call('RPUSH', KL, sid)
+else
+  -- The key's top `dbits` bits pick the bucket; the rest of its top 53 bits (exact in a double) order it there.
+  local bits = int(m.dbits)
+  local top = tonumber(string.sub(ARGV[4], 1, 4), 16)
+  local low = tonumber(string.sub(ARGV[4], 5, 16), 16)
+  local b = math.floor(top / 2 ^ (16 - bits))
+  local score = (top % 2 ^ (16 - bits)) * 2 ^ 37 + math.floor(low / 2048)
+  redis.call('ZADD', bucket(b), score, sid)
+  n = b
+end
+put(sid, st, n, now)
+if st == 'p' then n = 0 end
+if acct ~= '' then redis.call('HSET', KC, acct, sid) end
+redis.call('HINCRBY', KM, 'joined', 1)
+return {sid, st, n}
+"#;
+
+/// ARGV: session.
+const LOOKUP: &str = r#"
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local p = place(m, ARGV[1])
+if not p then return false end
+return out(p)
+"#;
+
+/// ARGV: session, now, idle timeout.
+const CLAIM: &str = r#"
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local sid, now, idle = ARGV[1], int(ARGV[2]), int(ARGV[3])
+local p = place(m, sid)
+if not p then return false end
+if p[2] == 'a' or p[2] == 'A' then
+  put(sid, 'A', p[3], 0)
+  redis.call('ZADD', KA, 'XX', 'GT', fmt(now + idle), sid)
+  p[2] = 'A'
+end
+return out(p)
+"#;
+
+/// ARGV: now, idle timeout, number of waiting sessions, the waiting sessions, then the active sessions.
+const TOUCH: &str = r#"
+if redis.call('EXISTS', KM) == 0 then return redis.error_reply(NOEVENT) end
+local now, idle, nw = int(ARGV[1]), int(ARGV[2]), int(ARGV[3])
+for i = 4, 3 + nw do
+  local sid = ARGV[i]
+  local st, n, t = rec(sid)
+  if (st == 'w' or st == 'p') and now > t then put(sid, st, n, now) end
+end
+local deadline = fmt(now + idle)
+for i = 4 + nw, #ARGV do
+  local sid = ARGV[i]
+  if rec(sid) == 'A' then redis.call('ZADD', KA, 'XX', 'GT', deadline, sid) end
+end
+return 1
+"#;
+
+/// ARGV: now, arrival window, abandon after, max scan.
+const TICK: &str = r#"
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local now, arrival, abandon, maxscan = int(ARGV[1]), int(ARGV[2]), int(ARGV[3]), int(ARGV[4])
+local drew = 0
+if draw_due(m, now) then draw(m); drew = 1 end
+-- Finishes recorded by others (a verifier's finish sink) since the last tick: they leave the active count now.
+local fcur = m.fcur or '0-0'
+local fin = redis.call('XRANGE', KF, '(' .. fcur, '+', 'COUNT', 1000)
+if #fin > 0 then
+  for _, e in ipairs(fin) do
+    local f = {}
+    for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
+    if f.s then finish(m, f.s, int(f.n)) end
+  end
+  redis.call('HSET', KM, 'fcur', fin[#fin][1])
+end
+local expired = redis.call('ZRANGEBYSCORE', KA, '-inf', fmt(now))
+if #expired > 0 then
+  for _, sid in ipairs(expired) do
+    local st, n = rec(sid)
+    if st then put(sid, 'e', n, 0) end
+  end
+  redis.call('ZREMRANGEBYSCORE', KA, '-inf', fmt(now))
+  redis.call('HINCRBY', KM, 'expired', #expired)
+end
+local admitted, abandoned = {}, {}
+local open = m.paused ~= '1' and m.closed ~= '1' and (m.opens == '' or now >= int(m.opens))
+local total, sold, held = inv(m)
+if open and total and total <= sold + held then open = false end
+if not open then return {drew, admitted, abandoned, expired} end
+local room = int(m.cap) - redis.call('ZCARD', KA)
+local now_s = math.floor(now / 1000)
+local recent = 0
+local r = redis.call('HGETALL', KR)
+for i = 1, #r, 2 do
+  if int(r[i]) + 60 <= now_s then redis.call('HDEL', KR, r[i]) else recent = recent + int(r[i + 1]) end
+end
+if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
+-- Never more people let in within a minute than there are seats to pick from.
+if total then room = math.min(room, total - sold - held - recent) end
+local served, last = int(m.served), int(m.last)
+local dlo = int(m.dbase)
+local dhi = dlo + int(m.dcount)
+local drawn = m.drawn == '1'
+local scanned, nadm = 0, 0
+local index, cur, cur_end = nil, -1, -1
+local function starts(b) return (struct.unpack('>I4', index, 4 * b + 1)) end
+while nadm < room and scanned < maxscan and served < last do
+  local n = served + 1
+  local sid
+  if drawn and n > dlo and n <= dhi then
+    -- The head is in the drawn segment: pop the first of the bucket holding position n.
+    local pos = n - dlo - 1
+    if pos >= cur_end then
+      index = index or redis.call('GET', KP)
+      local lo, hi = 0, 2 ^ int(m.dbits) - 1
+      while lo < hi do
+        local mid = math.floor((lo + hi + 1) / 2)
+        if starts(mid) <= pos then lo = mid else hi = mid - 1 end
+      end
+      cur, cur_end = lo, starts(lo + 1)
+    end
+    local z = redis.call('ZPOPMIN', bucket(cur))
+    sid = z[1]
+  else
+    sid = redis.call('LPOP', KL)
+  end
+  if not sid then break end
+  scanned = scanned + 1
+  served = n
+  local st, _, t = rec(sid)
+  if st then
+    if t + abandon < now then
+      put(sid, 'x', n, 0)
+      abandoned[#abandoned + 1] = sid
+    else
+      put(sid, 'a', n, 0)
+      redis.call('ZADD', KA, fmt(now + arrival), sid)
+      nadm = nadm + 1
+      admitted[#admitted + 1] = sid
+    end
+  end
+end
+if scanned > 0 then
+  redis.call('HSET', KM, 'served', fmt(served))
+  redis.call('HINCRBY', KM, 'admitted', nadm)
+  redis.call('HINCRBY', KM, 'abandoned', #abandoned)
+end
+if nadm > 0 then redis.call('HINCRBY', KR, fmt(now_s), nadm) end
+return {drew, admitted, abandoned, expired}
+"#;
+
+/// ARGV: session, seats, now, stream cap.
+const FINISH: &str = r#"
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local sid, seats = ARGV[1], int(ARGV[2])
+if not finish(m, sid, seats) then return 0 end
+-- Tell every room instance and verifier replica (see "Finishing across processes").
+redis.call('XADD', KF, 'MAXLEN', '~', ARGV[4], '*', 's', sid, 'n', fmt(seats), 't', ARGV[3])
+return 1
+"#;
+
+/// No ARGV.
+const SNAPSHOT: &str = r#"
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local o = settings(m)
+local pq = 0
+if m.drawn ~= '1' then pq = int(m.joined) end
+local rest = {m.drawn, pq, m.last, m.served, redis.call('ZCARD', KA), m.joined, m.admitted, m.finished,
+  m.expired, m.abandoned, m.orders, m.seats}
+for _, v in ipairs(rest) do o[#o + 1] = v end
+return o
+"#;
+
+/// ARGV: op, value.
+const UPDATE: &str = r#"
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local op, v = ARGV[1], ARGV[2]
+if op == 'cap' then redis.call('HSET', KM, 'cap', v)
+elseif op == 'apm' then redis.call('HSET', KM, 'apm', v)
+elseif op == 'pause' then redis.call('HSET', KM, 'paused', '1')
+elseif op == 'resume' then redis.call('HSET', KM, 'paused', '0')
+elseif op == 'open' then
+  if m.opens == '' or int(m.opens) > int(v) then redis.call('HSET', KM, 'opens', v) end
+elseif op == 'close' then redis.call('HSET', KM, 'closed', '1')
+elseif op == 'inv' then redis.call('HSET', KM, 'inv', v)
+end
+return settings(meta())
+"#;
+
+/// One script: its code (for `SCRIPT LOAD`) and its SHA1 (for `EVALSHA`), computed locally.
+struct Lua {
+    code: String,
+    script: Script,
+}
+
+impl Lua {
+    fn new(body: &str) -> Self {
+        let code = format!("{PRELUDE}\n{body}");
+        let script = Script::new(&code);
+        Self { code, script }
+    }
+}
+
+/// The scripts, compiled once per store.
+struct Scripts {
+    init: Lua,
+    join: Lua,
+    lookup: Lua,
+    claim: Lua,
+    touch: Lua,
+    tick: Lua,
+    finish: Lua,
+    snapshot: Lua,
+    update: Lua,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        Self {
+            init: Lua::new(INIT),
+            join: Lua::new(JOIN),
+            lookup: Lua::new(LOOKUP),
+            claim: Lua::new(CLAIM),
+            touch: Lua::new(TOUCH),
+            tick: Lua::new(TICK),
+            finish: Lua::new(FINISH),
+            snapshot: Lua::new(SNAPSHOT),
+            update: Lua::new(UPDATE),
+        }
+    }
+
+    fn all(&self) -> [&Lua; 9] {
+        [
+            &self.init,
+            &self.join,
+            &self.lookup,
+            &self.claim,
+            &self.touch,
+            &self.tick,
+            &self.finish,
+            &self.snapshot,
+            &self.update,
+        ]
+    }
+}
+
+/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=7]`).
+const KEY_PARTS: [&str; 9] = [
+    "meta", "sessions", "line", "draw", "active", "accounts", "admits", "drawidx", "finished",
+];
+
+/// The shared store: every on-sale's line in Redis (or Valkey), shared by every room instance pointing at it.
+/// Cheap to clone; clones share the connection and the command counter.
+///
+/// [`RedisStore`] implements [`Store`] with the same semantics as [`MemoryStore`](super::MemoryStore) (the store
+/// contract test in `tests/store_contract.rs` runs against both). Every operation is **one Lua script call**
+/// (`EVALSHA`; the scripts are loaded once at connect and again by the store itself if Redis answers `NOSCRIPT`,
+/// after a restart for instance). Scripts take `now` from the room's clock as an argument and never read Redis
+/// `TIME`, so a manual clock drives a Redis-backed room exactly as it drives the embedded one.
+///
+/// # Key layout
+///
+/// All keys of one on-sale share the hash tag `{event}`, so Redis Cluster keeps an on-sale on one shard and each
+/// script touches one slot; several on-sales can share one Redis. With the default prefix `wr`:
+///
+/// | key                    | type   | holds                                                                    |
+/// |------------------------|--------|--------------------------------------------------------------------------|
+/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
+/// | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
+/// | `wr:{ev}:line`         | list   | ids of sessions with a number not yet served, head first (FIFO joins, and joins after the draw) |
+/// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
+/// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
+/// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
+/// | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
+/// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
+/// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
+///
+/// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
+/// they live in the same cluster slot as the declared keys.
+///
+/// A session record is one short string: the state's one-byte code ([`SessionState::code`]), a number, and, while
+/// the session waits, the time it was last seen in ms; for example `w41207:1767261600000`. The number is the line
+/// number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
+/// sessions keep their deadline as their score in `active`, so their record is just `a41207:0`. Records of ended
+/// sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
+/// is over.
+///
+/// # The line and the draw
+///
+/// The line is numbered densely from 1. `meta.served` counts numbers that have left the head; a waiting session's
+/// position is its number minus `served`. With FIFO, a join appends the session to `line` and writes its number into
+/// its record.
+///
+/// With a random draw, a join before opening puts the session in one of `2^dbits` small sorted sets: the top `dbits`
+/// bits of the secret draw key (which the room draws and passes in) pick the set, the rest of its top 53 bits are
+/// its score there (a double holds 53 bits exactly). Walking the sets in order and each set by score is the order of
+/// the draw keys' top 53 bits, ties broken by session id: the order [`MemoryStore`](super::MemoryStore) sorts by
+/// unless two keys share their top 53 bits (odds about 2 in 100,000 for 600,000 people; a test checks the two
+/// stores number a pre-queue identically). Small sets are
+/// the point: Redis keeps a sorted set of up to 128 members as a listpack, about 40 bytes a member, where one big
+/// sorted set would cost about 120 (a skiplist node and a dict entry each).
+///
+/// **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script counts
+/// each set, writes the running totals to `drawidx` (16,385 integers by default; about 15 ms in all) and moves
+/// `last` on by the pre-queue's size. Numbers `dbase + 1 ..= dbase + dcount` are then *implicit*: a drawn session in
+/// bucket `b` has number `dbase + start(b) + (size(b) - ZCARD draw:b) + ZRANK draw:b session + 1`, and keeps it as
+/// the head moves, because the head takes sessions with `ZPOPMIN` from the bucket it has reached (found by binary
+/// search in `drawidx`). Joins after opening queue in `line` behind the drawn segment. So 600,000 people in the
+/// pre-queue cost no long script at opening. A drawn session's record says `p<bucket>` until it reaches the head;
+/// readers translate it.
+///
+/// # Memory
+///
+/// Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
+/// command): `used_memory` grows by about **132 bytes per waiting FIFO session** (its `sessions` field plus its
+/// `line` entry) and by about **158 bytes per pre-queued session** with 600,000 in the pre-queue (164 with 100,000;
+/// default 2^14 buckets). Admitted sessions add an `active` entry (about 100 bytes) for the few thousand inside.
+///
+/// # Finishing across processes
+///
+/// `wr:{ev}:finished` is the contract between the room and verifiers (which do not depend on this crate). Each
+/// entry has the fields `s` (session id), `n` (seats bought) and `t` (when, ms); its id is Redis's (`*`), used only
+/// as a cursor.
+///
+/// - [`Store::finish`] (the room's own finish, for instance from the `Waitroom-Command` response header) marks the
+///   session finished and appends an entry, in one script.
+/// - A verifier's Redis finish sink appends an entry itself:
+///   `XADD wr:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`. The next admission tick of any
+///   instance (every 250 ms by default) applies the entries it has not applied yet (`meta.fcur` is the shared
+///   cursor, so each applies once): the session leaves the active count, its seats count, and the same tick may let
+///   the next person in.
+/// - Every room instance reads the stream after its own cursor each tick ([`Store::finished_since`]) and remembers
+///   the sessions ([`WaitingRoom::finished_recently`](crate::WaitingRoom::finished_recently)); verifier replicas
+///   read it the same way (`XRANGE key (<last id> + COUNT n`) to deny those tokens.
+///
+/// # Cost per request
+///
+/// Polls of waiting sessions never reach this store: the room answers them from its snapshot. What reaches it per
+/// room instance is, per tick interval, one `tick`, one `finished_since` and one `snapshot`, and once a second one
+/// `touch` batch (split into chunks of [`TOUCH_CHUNK`] sessions so that no script holds Redis for long), plus one
+/// call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
+///
+/// # Failures
+///
+/// The connection is a [`ConnectionManager`]: multiplexed and reconnecting. Every call is bounded by the store's
+/// timeout (default 1 s), so a dead Redis answers [`StoreError::Unavailable`] quickly instead of hanging a request;
+/// the room keeps answering from its last snapshot meanwhile and carries on when Redis is back.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use waitroom_layer::{RedisStore, WaitingRoom};
+///
+/// let store = RedisStore::builder("redis://127.0.0.1:6379/")
+///     .key_prefix("wr")
+///     .timeout(Duration::from_secs(1))
+///     .connect()
+///     .await?;
+/// let room = WaitingRoom::builder("tour-2026-stadium").store(store).build().await?;
+/// # let _ = room; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    scripts: Arc<Scripts>,
+    prefix: Arc<str>,
+    timeout: Duration,
+    draw_bits: u8,
+    commands: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for RedisStore {
+    // The connection is left out: its URL may carry a password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("key_prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("commands_sent", &self.commands_sent())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`RedisStore`]. Start from [`RedisStore::builder`].
+#[must_use = "a builder does nothing until `connect` is called"]
+#[derive(Clone)]
+pub struct RedisStoreBuilder {
+    url: String,
+    key_prefix: String,
+    timeout: Duration,
+    connect_timeout: Duration,
+    draw_bits: u8,
+}
+
+impl fmt::Debug for RedisStoreBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStoreBuilder")
+            .field("url", &"<redacted>")
+            .field("key_prefix", &self.key_prefix)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("draw_buckets_log2", &self.draw_bits)
+            .finish()
+    }
+}
+
+impl RedisStoreBuilder {
+    /// The prefix of every key (default `wr`): keys are `<prefix>:{<event>}:<part>`. Must not contain `{` or `}`.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = prefix.into();
+        self
+    }
+
+    /// How long one store call may take before it fails with [`StoreError::Unavailable`] (default 1 s). Keep it
+    /// short: a dead Redis must not hang a request.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = d;
+        self
+    }
+
+    /// How long one attempt to (re)connect may take (default 1 s).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+
+    /// The pre-queue of a random draw is split into `2^bits` small sorted sets by the top bits of each session's
+    /// draw key (default 14: 16,384 sets). Each set stays compact (Redis's listpack encoding) while it holds at most
+    /// 128 sessions, so the default suits pre-queues up to about 1.5 million sessions; a bigger pre-queue still
+    /// works, at about 70 more bytes per session. Between 1 and 16. It is written with an on-sale's settings when
+    /// the on-sale is first initialised; instances that join later use the stored value.
+    pub fn draw_buckets_log2(mut self, bits: u8) -> Self {
+        self.draw_bits = bits;
+        self
+    }
+
+    /// Connects, and loads the scripts.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the URL is malformed, the prefix contains a brace, a timeout is zero, or
+    /// Redis cannot be reached within the timeouts.
+    pub async fn connect(self) -> Result<RedisStore, StoreError> {
+        if self.key_prefix.contains(['{', '}']) {
+            return Err(StoreError::Unavailable(format!(
+                "the key prefix `{}` must not contain `{{` or `}}` (the event id is the hash tag)",
+                self.key_prefix
+            )));
+        }
+        if !(1..=16).contains(&self.draw_bits) {
+            return Err(StoreError::Unavailable(format!(
+                "draw_buckets_log2 must be between 1 and 16, not {}",
+                self.draw_bits
+            )));
+        }
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(StoreError::Unavailable(
+                "the store's timeouts must be longer than zero".into(),
+            ));
+        }
+        let client = ::redis::Client::open(self.url.as_str())
+            .map_err(|e| StoreError::Unavailable(format!("invalid Redis URL: {e}")))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_millis(500));
+        let conn = tokio::time::timeout(
+            self.connect_timeout * 2,
+            ConnectionManager::new_with_config(client, config),
+        )
+        .await
+        .map_err(|_| {
+            StoreError::Unavailable(format!(
+                "Redis did not accept a connection within {:?}",
+                self.connect_timeout * 2
+            ))
+        })?
+        .map_err(unavailable)?;
+        let store = RedisStore {
+            conn,
+            scripts: Arc::new(Scripts::new()),
+            prefix: self.key_prefix.into(),
+            timeout: self.timeout,
+            draw_bits: self.draw_bits,
+            commands: Arc::new(AtomicU64::new(0)),
+        };
+        for script in store.scripts.all() {
+            store.load(script).await?;
+        }
+        Ok(store)
+    }
+}
+
+fn unavailable(e: RedisError) -> StoreError {
+    StoreError::Unavailable(format!("redis: {e}"))
+}
+
+fn corrupt(what: impl fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("unexpected reply from Redis: {what}"))
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://[:password@]host:port/[db]`) with the defaults: prefix `wr`, 1 s timeouts.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when Redis cannot be reached.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::builder(url).connect().await
+    }
+
+    /// Starts building a store for the Redis at `url`.
+    pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            url: url.into(),
+            key_prefix: "wr".into(),
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            draw_bits: 14,
+        }
+    }
+
+    /// Redis commands this store (and its clones) has sent so far: one per script call, plus script loads.
+    pub fn commands_sent(&self) -> u64 {
+        self.commands.load(Ordering::Relaxed)
+    }
+
+    /// The key prefix.
+    pub fn key_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The name of one of `event`'s keys: `part` is one of `meta`, `sessions`, `line`, `draw`, `active`,
+    /// `accounts`, `admits` (see the module docs).
+    pub fn key(&self, event: &str, part: &str) -> String {
+        format!("{}:{{{event}}}:{part}", self.prefix)
+    }
+
+    fn keys(&self, event: &str) -> Result<[String; 9], StoreError> {
+        if event.contains(['{', '}']) {
+            return Err(StoreError::Unavailable(format!(
+                "the event id `{event}` must not contain `{{` or `}}`"
+            )));
+        }
+        Ok(KEY_PARTS.map(|part| self.key(event, part)))
+    }
+
+    /// Sends one command, counted, bounded by the timeout.
+    async fn send(&self, cmd: &::redis::Cmd) -> Result<Value, RedisError> {
+        self.commands.fetch_add(1, Ordering::Relaxed);
+        let mut conn = self.conn.clone();
+        match tokio::time::timeout(self.timeout, cmd.query_async::<Value>(&mut conn)).await {
+            Ok(r) => r,
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("Redis did not answer within {:?}", self.timeout),
+            ))),
+        }
+    }
+
+    async fn load(&self, lua: &Lua) -> Result<(), StoreError> {
+        let mut cmd = ::redis::cmd("SCRIPT");
+        cmd.arg("LOAD").arg(&lua.code);
+        self.send(&cmd).await.map(|_| ()).map_err(store_error)
+    }
+
+    /// An `EVALSHA` of `lua` over `event`'s keys, ready for its arguments.
+    fn evalsha(&self, lua: &Lua, event: &str) -> Result<::redis::Cmd, StoreError> {
+        let keys = self.keys(event)?;
+        let mut cmd = ::redis::cmd("EVALSHA");
+        cmd.arg(lua.script.get_hash()).arg(keys.len());
+        for k in &keys {
+            cmd.arg(k);
+        }
+        Ok(cmd)
+    }
+
+    /// Runs an `EVALSHA` of `lua`, loading the script first if Redis does not know it (after a restart, say).
+    async fn run(&self, lua: &Lua, cmd: &::redis::Cmd) -> Result<Value, StoreError> {
+        match self.send(cmd).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.load(lua).await?;
+                self.send(cmd).await.map_err(store_error)
+            }
+            r => r.map_err(store_error),
+        }
+    }
+}
+
+fn store_error(e: RedisError) -> StoreError {
+    if e.code() == Some("WRNOEVENT") {
+        StoreError::Unavailable("the on-sale was not initialised".into())
+    } else {
+        unavailable(e)
+    }
+}
+
+// ---- Reply parsing: every reply is checked; anything unexpected is `StoreError::Corrupt`. ----
+
+fn array(v: Value) -> Result<Vec<Value>, StoreError> {
+    match v {
+        Value::Array(a) => Ok(a),
+        other => Err(corrupt(format_args!("expected an array, got {other:?}"))),
+    }
+}
+
+fn text(v: &Value) -> Result<String, StoreError> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).map_err(corrupt),
+        Value::SimpleString(s) => Ok(s.clone()),
+        Value::Int(i) => Ok(i.to_string()),
+        other => Err(corrupt(format_args!("expected a string, got {other:?}"))),
+    }
+}
+
+fn int(v: &Value) -> Result<u64, StoreError> {
+    match v {
+        Value::Int(i) => u64::try_from(*i).map_err(corrupt),
+        Value::BulkString(_) | Value::SimpleString(_) => {
+            let s = text(v)?;
+            s.parse()
+                .map_err(|_| corrupt(format_args!("expected a number, got `{s}`")))
+        }
+        other => Err(corrupt(format_args!("expected a number, got {other:?}"))),
+    }
+}
+
+fn opt_int(v: &Value) -> Result<Option<u64>, StoreError> {
+    match v {
+        Value::Nil => Ok(None),
+        _ if text(v)?.is_empty() => Ok(None),
+        _ => int(v).map(Some),
+    }
+}
+
+fn flag(v: &Value) -> Result<bool, StoreError> {
+    Ok(int(v)? != 0)
+}
+
+fn strings(v: Value) -> Result<Vec<String>, StoreError> {
+    array(v)?.iter().map(text).collect()
+}
+
+fn settings(v: &[Value]) -> Result<Settings, StoreError> {
+    let [cap, apm, paused, closed, opens, random, inv] = v else {
+        return Err(corrupt(format_args!(
+            "expected 7 settings, got {}",
+            v.len()
+        )));
+    };
+    let inventory = match text(inv)? {
+        s if s.is_empty() => None,
+        s => {
+            let mut parts = s.split(':').map(str::parse::<u64>);
+            match (parts.next(), parts.next(), parts.next(), parts.next()) {
+                (Some(Ok(total)), Some(Ok(sold)), Some(Ok(held)), None) => {
+                    Some(Inventory { total, sold, held })
+                }
+                _ => return Err(corrupt(format_args!("inventory `{s}`"))),
+            }
+        }
+    };
+    Ok(Settings {
+        capacity: int(cap)?,
+        admit_per_minute: opt_int(apm)?,
+        paused: flag(paused)?,
+        closed: flag(closed)?,
+        opens_at_ms: opt_int(opens)?,
+        random_draw: flag(random)?,
+        inventory,
+    })
+}
+
+fn placement(v: Value) -> Result<Option<Placement>, StoreError> {
+    if v == Value::Nil {
+        return Ok(None);
+    }
+    let a = array(v)?;
+    let [sid, state, number] = a.as_slice() else {
+        return Err(corrupt(format_args!(
+            "expected a placement of 3, got {}",
+            a.len()
+        )));
+    };
+    let code = text(state)?;
+    let state = match code.as_bytes() {
+        [c] => SessionState::from_code(*c),
+        _ => None,
+    }
+    .ok_or_else(|| corrupt(format_args!("session state `{code}`")))?;
+    let number = int(number)?;
+    Ok(Some(Placement {
+        session: text(sid)?,
+        state,
+        number: (number > 0).then_some(number),
+    }))
+}
+
+fn settings_args(s: &Settings) -> [String; 7] {
+    let opt = |o: Option<u64>| o.map(|v| v.to_string()).unwrap_or_default();
+    let b = |x: bool| if x { "1" } else { "0" }.to_owned();
+    [
+        s.capacity.to_string(),
+        opt(s.admit_per_minute),
+        b(s.paused),
+        b(s.closed),
+        opt(s.opens_at_ms),
+        b(s.random_draw),
+        s.inventory
+            .map(|i| format!("{}:{}:{}", i.total, i.sold, i.held))
+            .unwrap_or_default(),
+    ]
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn init(&self, event: &str, defaults: &Settings) -> Result<Settings, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.init, event)?;
+        for a in settings_args(defaults) {
+            cmd.arg(a);
+        }
+        cmd.arg(self.draw_bits);
+        settings(&array(self.run(&self.scripts.init, &cmd).await?)?)
+    }
+
+    async fn join(&self, event: &str, join: &Join) -> Result<Placement, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.join, event)?;
+        // Scores are doubles: the top 53 bits of the draw key keep it exact.
+        cmd.arg(&join.session)
+            .arg(join.account.as_deref().unwrap_or(""))
+            .arg(join.now_ms)
+            .arg(format!("{:016x}", join.draw_key));
+        placement(self.run(&self.scripts.join, &cmd).await?)?
+            .ok_or_else(|| corrupt("join answered nothing"))
+    }
+
+    async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.lookup, event)?;
+        cmd.arg(session);
+        placement(self.run(&self.scripts.lookup, &cmd).await?)
+    }
+
+    async fn claim(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        idle_timeout_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.claim, event)?;
+        cmd.arg(session).arg(now_ms).arg(idle_timeout_ms);
+        placement(self.run(&self.scripts.claim, &cmd).await?)
+    }
+
+    async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
+        let mut waiting = touches.waiting.chunks(TOUCH_CHUNK);
+        let mut active = touches.active.chunks(TOUCH_CHUNK);
+        loop {
+            let (w, a) = match (waiting.next(), active.next()) {
+                (None, None) => return Ok(()),
+                (w, a) => (w.unwrap_or_default(), a.unwrap_or_default()),
+            };
+            let mut cmd = self.evalsha(&self.scripts.touch, event)?;
+            cmd.arg(touches.now_ms)
+                .arg(touches.idle_timeout_ms)
+                .arg(w.len());
+            for s in w.iter().chain(a) {
+                cmd.arg(s);
+            }
+            self.run(&self.scripts.touch, &cmd).await?;
+        }
+    }
+
+    async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.tick, event)?;
+        cmd.arg(tick.now_ms)
+            .arg(tick.arrival_window_ms)
+            .arg(tick.abandon_after_ms)
+            .arg(tick.max_scan);
+        let mut a = array(self.run(&self.scripts.tick, &cmd).await?)?.into_iter();
+        match (a.next(), a.next(), a.next(), a.next(), a.next()) {
+            (Some(drew), Some(admitted), Some(abandoned), Some(expired), None) => Ok(TickReport {
+                drew: flag(&drew)?,
+                admitted: strings(admitted)?,
+                abandoned: strings(abandoned)?,
+                expired: strings(expired)?,
+            }),
+            _ => Err(corrupt("a tick report of the wrong length")),
+        }
+    }
+
+    async fn finish(
+        &self,
+        event: &str,
+        session: &str,
+        seats: u32,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.finish, event)?;
+        cmd.arg(session).arg(seats).arg(now_ms).arg(FINISHED_CAP);
+        flag(&self.run(&self.scripts.finish, &cmd).await?)
+    }
+
+    async fn finished_since(
+        &self,
+        event: &str,
+        cursor: &str,
+    ) -> Result<(Vec<String>, String), StoreError> {
+        let key = self.keys(event)?[8].clone();
+        let cmd = if cursor.is_empty() {
+            let mut c = ::redis::cmd("XREVRANGE");
+            c.arg(&key).arg("+").arg("-").arg("COUNT").arg(1);
+            c
+        } else {
+            let mut c = ::redis::cmd("XRANGE");
+            c.arg(&key)
+                .arg(format!("({cursor}"))
+                .arg("+")
+                .arg("COUNT")
+                .arg(FINISHED_BATCH);
+            c
+        };
+        let v = self.send(&cmd).await.map_err(store_error)?;
+        let mut ids = Vec::new();
+        let mut last = if cursor.is_empty() {
+            "0-0".to_owned()
+        } else {
+            cursor.to_owned()
+        };
+        for entry in array(v)? {
+            let mut e = array(entry)?.into_iter();
+            let (Some(id), Some(fields), None) = (e.next(), e.next(), e.next()) else {
+                return Err(corrupt("a stream entry of the wrong shape"));
+            };
+            last = text(&id)?;
+            if cursor.is_empty() {
+                continue;
+            }
+            let fields = array(fields)?;
+            for pair in fields.chunks(2) {
+                if let [k, v] = pair
+                    && text(k)? == "s"
+                {
+                    ids.push(text(v)?);
+                }
+            }
+        }
+        Ok((ids, last))
+    }
+
+    async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
+        let cmd = self.evalsha(&self.scripts.snapshot, event)?;
+        let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
+        if a.len() != 19 {
+            return Err(corrupt(format_args!(
+                "expected a snapshot of 19, got {}",
+                a.len()
+            )));
+        }
+        let n = |i: usize| int(&a[i]);
+        Ok(Snapshot {
+            settings: settings(&a[..7])?,
+            drawn: flag(&a[7])?,
+            prequeue: n(8)?,
+            last_number: n(9)?,
+            served: n(10)?,
+            active: n(11)?,
+            counters: Counters {
+                joined: n(12)?,
+                admitted: n(13)?,
+                finished: n(14)?,
+                expired: n(15)?,
+                abandoned: n(16)?,
+                orders: n(17)?,
+                seats_bought: n(18)?,
+            },
+        })
+    }
+
+    async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError> {
+        let (op, value) = match *change {
+            SettingsChange::Capacity { capacity } => ("cap", capacity.to_string()),
+            SettingsChange::AdmitPerMinute { per_minute } => {
+                ("apm", per_minute.map(|v| v.to_string()).unwrap_or_default())
+            }
+            SettingsChange::Pause => ("pause", String::new()),
+            SettingsChange::Resume => ("resume", String::new()),
+            SettingsChange::OpenNow { now_ms } => ("open", now_ms.to_string()),
+            SettingsChange::Close => ("close", String::new()),
+            SettingsChange::Inventory { inventory } => (
+                "inv",
+                format!("{}:{}:{}", inventory.total, inventory.sold, inventory.held),
+            ),
+        };
+        let mut cmd = self.evalsha(&self.scripts.update, event)?;
+        cmd.arg(op).arg(value);
+        settings(&array(self.run(&self.scripts.update, &cmd).await?)?)
+    }
+}

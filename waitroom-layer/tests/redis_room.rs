@@ -1,0 +1,513 @@
+//! The room over a real redis-server: what a poll costs in Redis commands, what happens when Redis goes away and
+//! comes back, and (ignored by default) the figures for BENCHMARKS.md.
+#![cfg(feature = "redis")]
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use redis_server::RedisServer;
+use waitroom_layer::store::{Join, Store};
+use waitroom_layer::{
+    ManualClock, MemoryStore, Placement, RedisStore, SessionState, ViewState, WaitingRoom,
+};
+
+fn event(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{tag}-{}-{nanos}", std::process::id())
+}
+
+/// Polls of waiting sessions are answered locally: the background tick, refresh and liveness flush are the only
+/// Redis traffic, well under 0.05 commands per poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_costs_under_a_twentieth_of_a_redis_command() {
+    let server = RedisServer::from_env_or_start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let room = WaitingRoom::builder(event("polls"))
+        .capacity(20)
+        .store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    let mut line: Vec<(String, u64)> = Vec::new();
+    for _ in 0..3_000 {
+        let sid = WaitingRoom::new_session_id();
+        let p = room.join(&sid, None).await.unwrap();
+        line.push((sid, p.number.unwrap()));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (polls, commands) = poll_for(&room, &store, &mut line, Duration::from_secs(3)).await;
+    let per_poll = commands as f64 / polls as f64;
+    println!(
+        "redis commands per poll: {commands} / {polls} = {per_poll:.5} (3,000 waiting sessions)"
+    );
+    assert!(polls > 10_000, "only {polls} polls");
+    assert!(commands > 0, "the background task must have ticked");
+    assert!(per_poll < 0.05, "{per_poll} commands per poll");
+}
+
+/// Every session in `line` polls (locate with its number, then status) in rounds for `how_long`; sessions let in
+/// claim their place once and stop polling. Returns (polls, Redis commands sent meanwhile).
+async fn poll_for(
+    room: &WaitingRoom,
+    store: &RedisStore,
+    line: &mut Vec<(String, u64)>,
+    how_long: Duration,
+) -> (u64, u64) {
+    let c0 = store.commands_sent();
+    let t0 = Instant::now();
+    let mut polls = 0u64;
+    while t0.elapsed() < how_long {
+        let mut let_in = Vec::new();
+        for (i, (sid, n)) in line.iter().enumerate() {
+            let p = room.locate(sid, Some(*n)).await.unwrap();
+            let status = room.status(p.as_ref());
+            polls += 1;
+            if status.state == ViewState::Admitted {
+                room.claim(sid).await.unwrap();
+                let_in.push(i);
+            } else {
+                assert_eq!(status.number, Some(*n));
+            }
+        }
+        for i in let_in.into_iter().rev() {
+            line.swap_remove(i);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (polls, store.commands_sent() - c0)
+}
+
+/// Counts the warnings the room logs.
+struct WarnCounter(Arc<AtomicUsize>);
+
+impl tracing::Subscriber for WarnCounter {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, e: &tracing::Event<'_>) {
+        let m = e.metadata();
+        if *m.level() == tracing::Level::WARN && m.target().starts_with("waitroom_layer") {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Stop redis-server in the middle of a run: nobody new is let in, people in line keep their answers (store_ok
+/// false), errors are logged once per interval, liveness and touches are kept; start it again (append-only file on
+/// the same directory): the line resumes in the same order, nobody lost, nobody skipped because of the outage.
+#[tokio::test(flavor = "current_thread")]
+async fn redis_outage_keeps_the_line_and_resumes_it() {
+    let warns = Arc::new(AtomicUsize::new(0));
+    let _guard = tracing::subscriber::set_default(WarnCounter(warns.clone()));
+    let mut server = RedisServer::start();
+    let store = RedisStore::builder(server.url())
+        .timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    let clock = ManualClock::new(1_800_000_000_000);
+    let ev = event("fault");
+    let room = WaitingRoom::builder(&ev)
+        .capacity(5)
+        .poll_interval(Duration::from_secs(10)) // abandoned after 30 s unseen
+        .arrival_window(Duration::from_secs(20))
+        .idle_timeout(Duration::from_secs(40))
+        .clock(Arc::new(clock.clone()))
+        .store(store.clone())
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+
+    let mut numbers: HashMap<String, u64> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for _ in 0..60 {
+        let sid = WaitingRoom::new_session_id();
+        let p = room.join(&sid, None).await.unwrap();
+        numbers.insert(sid.clone(), p.number.unwrap());
+        order.push(sid);
+    }
+    let first = room.tick_now().await.unwrap();
+    assert_eq!(first.admitted, order[..5].to_vec());
+    // Three of the five come for their pass; two never do.
+    let active: Vec<String> = order[..3].to_vec();
+    for s in &active {
+        assert_eq!(
+            room.claim(s).await.unwrap().unwrap().state,
+            SessionState::Active
+        );
+    }
+    let poll_all = |room: WaitingRoom, numbers: HashMap<String, u64>, order: Vec<String>| async move {
+        for s in &order {
+            let n = numbers[s];
+            let p = room.locate(s, Some(n)).await;
+            if n > room.snapshot().served {
+                let p = p.expect("a waiting session with its number is answered locally");
+                let st = room.status(p.as_ref());
+                assert_eq!(st.number, Some(n));
+                assert_eq!(st.position, Some(n - room.snapshot().served));
+            }
+        }
+    };
+    poll_all(room.clone(), numbers.clone(), order.clone()).await;
+    clock.advance(Duration::from_secs(5));
+    room.tick_now().await.unwrap();
+    let before = store.snapshot(&ev).await.unwrap();
+    assert_eq!((before.served, before.active), (5, 5));
+    let placements_before: Vec<Option<Placement>> = {
+        let mut v = Vec::new();
+        for s in &order {
+            v.push(store.lookup(&ev, s).await.unwrap());
+        }
+        v
+    };
+    let warns_before = warns.load(Ordering::Relaxed);
+
+    // Redis goes away for a minute (on the room's clock): longer than the abandon grace, the arrival window and the
+    // idle timeout.
+    server.stop();
+    let mut failures = 0;
+    for _ in 0..12 {
+        clock.advance(Duration::from_secs(5));
+        poll_all(room.clone(), numbers.clone(), order.clone()).await;
+        for s in &active {
+            room.touch_active(s);
+        }
+        assert!(room.tick_now().await.is_err(), "a tick cannot succeed");
+        failures += 1;
+        assert!(!room.store_ok());
+        assert_eq!(room.snapshot().served, 5, "nobody new is let in");
+        assert_eq!(room.snapshot().active, 5);
+        let n = numbers[&order[30]];
+        let st = room.status(Some(&Placement {
+            session: order[30].clone(),
+            state: SessionState::Waiting,
+            number: Some(n),
+        }));
+        assert!(
+            !st.store_ok,
+            "the status says the figures are the last known ones"
+        );
+        assert_eq!(st.position, Some(n - 5));
+        assert!(
+            room.join("a-newcomer-during-the-outage", None)
+                .await
+                .is_err()
+        );
+    }
+    let logged = warns.load(Ordering::Relaxed) - warns_before;
+    // 60 s of outage at one warning per 10 s, against dozens of failed calls.
+    assert!(
+        (1..=7).contains(&logged),
+        "{logged} warnings for {failures} failing rounds"
+    );
+
+    // Redis comes back with its append-only file.
+    server.restart();
+    let t0 = Instant::now();
+    loop {
+        if room.tick_now().await.is_ok() && room.store_ok() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the room did not reconnect"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Everything as it was: same numbers, same head, same counters.
+    let after = store.snapshot(&ev).await.unwrap();
+    assert_eq!(after.served, before.served);
+    assert_eq!(after.last_number, before.last_number);
+    assert_eq!(after.counters.joined, before.counters.joined);
+    for (s, p) in order.iter().zip(&placements_before) {
+        assert_eq!(&store.lookup(&ev, s).await.unwrap(), p, "{s} changed");
+    }
+    // The door stays shut for two flush intervals (other instances flush what they kept), then carries on.
+    assert!(room.tick_now().await.unwrap().admitted.is_empty());
+    clock.advance(Duration::from_secs(3));
+    let r = room.tick_now().await.unwrap();
+    // The two that never came expire; the three active ones were touched during the outage and stay; nobody in
+    // line is skipped, though the outage lasted twice the abandon grace.
+    let mut expired = r.expired.clone();
+    expired.sort();
+    let mut no_shows = order[3..5].to_vec();
+    no_shows.sort();
+    assert_eq!(expired, no_shows);
+    assert!(r.abandoned.is_empty(), "skipped: {:?}", r.abandoned);
+    assert_eq!(r.admitted, order[5..7].to_vec());
+
+    // Drain the line in order: finish the active ones, tick, repeat.
+    let mut admitted: Vec<String> = order[..7].to_vec();
+    let mut inside: Vec<String> = order[..3].iter().chain(&order[5..7]).cloned().collect();
+    while admitted.len() < order.len() {
+        for s in inside.drain(..) {
+            room.finish(&s, 1).await.unwrap();
+        }
+        poll_all(room.clone(), numbers.clone(), order.clone()).await;
+        clock.advance(Duration::from_secs(1));
+        let r = room.tick_now().await.unwrap();
+        assert!(r.abandoned.is_empty());
+        assert!(!r.admitted.is_empty());
+        admitted.extend(r.admitted.iter().cloned());
+        inside.extend(r.admitted);
+    }
+    assert_eq!(admitted, order, "the line resumed in the same order");
+}
+
+/// The figures for BENCHMARKS.md ("Redis store"). Run with
+/// `cargo test --release -p waitroom-layer --features redis --test redis_room -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints the figures for BENCHMARKS.md; slow"]
+async fn redis_figures() {
+    let server = RedisServer::from_env_or_start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let defaults = |random: bool| waitroom_layer::Settings {
+        capacity: 8_000,
+        admit_per_minute: None,
+        paused: false,
+        closed: false,
+        opens_at_ms: random.then_some(u64::MAX / 2),
+        random_draw: random,
+        inventory: None,
+    };
+    let used = |s: &RedisServer| -> i64 {
+        let info = s.command(&["INFO", "memory"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("used_memory in INFO memory")
+    };
+
+    // Joins per second through the store: 32 callers at once, each join one script call.
+    for (tag, random, n) in [
+        ("fifo", false, 100_000u64),
+        ("prequeue", true, 100_000),
+        ("prequeue", true, 600_000),
+    ] {
+        let ev = event(&format!("fig-{tag}-{n}"));
+        store.init(&ev, &defaults(random)).await.unwrap();
+        let m0 = used(&server);
+        let t0 = Instant::now();
+        let mut tasks = Vec::new();
+        for t in 0..32u64 {
+            let store = store.clone();
+            let ev = ev.clone();
+            tasks.push(tokio::spawn(async move {
+                for k in 0..n / 32 {
+                    let sid = WaitingRoom::new_session_id();
+                    store
+                        .join(
+                            &ev,
+                            &Join {
+                                session: sid,
+                                account: None,
+                                now_ms: 1_800_000_000_000 + k,
+                                draw_key: rand::random(),
+                            },
+                        )
+                        .await
+                        .unwrap();
+                }
+                t
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let joined = (n / 32) * 32;
+        let m1 = used(&server);
+        let mut per_key = String::new();
+        for part in ["sessions", "line", "draw:0", "drawidx"] {
+            let key = store.key(&ev, part);
+            let bytes = server.command(&["MEMORY", "USAGE", &key, "SAMPLES", "0"]);
+            per_key.push_str(&format!(" {part}={bytes}"));
+        }
+        println!(
+            "{tag} ({n}): {joined} joins in {secs:.2} s = {:.0} joins/s; used_memory +{} bytes = {:.1} bytes per waiting session; MEMORY USAGE:{per_key}",
+            joined as f64 / secs,
+            m1 - m0,
+            (m1 - m0) as f64 / joined as f64,
+        );
+        if random {
+            // The draw is O(1): time a tick that runs it over the whole pre-queue.
+            store
+                .update(
+                    &ev,
+                    &waitroom_layer::store::SettingsChange::OpenNow { now_ms: 1 },
+                )
+                .await
+                .unwrap();
+            let t0 = Instant::now();
+            let r = store
+                .tick(
+                    &ev,
+                    &waitroom_layer::store::Tick {
+                        now_ms: 1_800_000_000_000 + n,
+                        arrival_window_ms: 60_000,
+                        abandon_after_ms: 600_000,
+                        max_scan: 20_000,
+                    },
+                )
+                .await
+                .unwrap();
+            println!(
+                "prequeue: the draw over {joined} sessions plus admitting {} took {:.1} ms (one script call)",
+                r.admitted.len(),
+                t0.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    }
+
+    // Commands per poll, and poll throughput against the memory store in the same run.
+    let room = WaitingRoom::builder(event("fig-polls"))
+        .capacity(20)
+        .store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    let mut line = Vec::new();
+    for _ in 0..10_000 {
+        let sid = WaitingRoom::new_session_id();
+        let p = room.join(&sid, None).await.unwrap();
+        line.push((sid, p.number.unwrap()));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t0 = Instant::now();
+    let (polls, commands) = poll_for(&room, &store, &mut line, Duration::from_secs(5)).await;
+    let redis_rate = polls as f64 / t0.elapsed().as_secs_f64();
+    println!(
+        "polls: {polls} polls (10,000 waiting sessions, 5 s), {commands} Redis commands = {:.5} commands per poll; {redis_rate:.0} polls/s on one task",
+        commands as f64 / polls as f64
+    );
+    let mem_room = WaitingRoom::builder(event("fig-polls-mem"))
+        .capacity(20)
+        .store(MemoryStore::new())
+        .build()
+        .await
+        .unwrap();
+    let mut mem_line = Vec::new();
+    for _ in 0..10_000 {
+        let sid = WaitingRoom::new_session_id();
+        let p = mem_room.join(&sid, None).await.unwrap();
+        mem_line.push((sid, p.number.unwrap()));
+    }
+    let t0 = Instant::now();
+    let mut mem_polls = 0u64;
+    while t0.elapsed() < Duration::from_secs(5) {
+        for (sid, n) in &mem_line {
+            let p = mem_room.locate(sid, Some(*n)).await.unwrap();
+            let _ = mem_room.status(p.as_ref());
+            mem_polls += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "polls with the memory store in the same run: {:.0} polls/s on one task",
+        mem_polls as f64 / t0.elapsed().as_secs_f64()
+    );
+}
+
+/// Finishing across processes: a finish recorded on one instance, or written straight to the `finished` stream by a
+/// verifier's finish sink (`XADD wr:{ev}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`), reaches every
+/// instance at its next tick, and the active count drops at the first tick of any instance.
+#[tokio::test(flavor = "current_thread")]
+async fn a_finish_reaches_every_instance_within_a_tick() {
+    let server = RedisServer::from_env_or_start();
+    let clock = ManualClock::new(1_800_000_000_000);
+    let ev = event("finish");
+    let mut rooms = Vec::new();
+    let mut stores = Vec::new();
+    for _ in 0..3 {
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        rooms.push(
+            WaitingRoom::builder(&ev)
+                .capacity(3)
+                .clock(Arc::new(clock.clone()))
+                .store(store.clone())
+                .background(false)
+                .build()
+                .await
+                .unwrap(),
+        );
+        stores.push(store);
+    }
+    let sids: Vec<String> = (0..6).map(|_| WaitingRoom::new_session_id()).collect();
+    for (i, s) in sids.iter().enumerate() {
+        rooms[i % 3].join(s, None).await.unwrap();
+    }
+    for r in &rooms {
+        r.tick_now().await.unwrap();
+    }
+    assert_eq!(rooms[2].snapshot().active, 3);
+    for s in &sids[..3] {
+        rooms[1].claim(s).await.unwrap();
+    }
+
+    // Finished on instance 0: the others learn it at their next tick.
+    assert!(rooms[0].finish(&sids[0], 2).await.unwrap());
+    assert!(rooms[0].finished_recently(&sids[0]));
+    assert!(!rooms[1].finished_recently(&sids[0]));
+    let mut let_in = Vec::new();
+    for r in &rooms[1..] {
+        let_in.extend(r.tick_now().await.unwrap().admitted);
+        assert!(r.finished_recently(&sids[0]));
+    }
+    assert_eq!(let_in, vec![sids[3].clone()], "the freed place is taken");
+
+    // Finished by a verifier's sink, written straight to the stream.
+    let key = stores[0].key(&ev, "finished");
+    server.command(&[
+        "XADD",
+        &key,
+        "MAXLEN",
+        "~",
+        "100000",
+        "*",
+        "s",
+        &sids[1],
+        "n",
+        "1",
+        "t",
+        "1800000000000",
+    ]);
+    let r = rooms[2].tick_now().await.unwrap();
+    // The place it held is free at once: the same tick lets the next person in.
+    assert_eq!(r.admitted, vec![sids[4].clone()]);
+    let snap = stores[0].snapshot(&ev).await.unwrap();
+    assert_eq!(snap.counters.finished, 2);
+    assert_eq!(snap.counters.seats_bought, 3);
+    assert_eq!(
+        stores[0]
+            .lookup(&ev, &sids[1])
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        SessionState::Finished
+    );
+    for r in &rooms {
+        r.tick_now().await.unwrap();
+        assert!(r.finished_recently(&sids[1]));
+        assert!(!r.finished_recently(&sids[2]));
+    }
+    // A finish of a session that was not inside changes nothing and counts nothing.
+    assert!(!rooms[0].finish(&sids[5], 1).await.unwrap());
+}
