@@ -46,7 +46,12 @@ async fn serve(app: Router) -> String {
 
 /// A storefront whose `/checkout/...` is behind a room of `capacity`; `/checkout/buy` finishes the session with
 /// two seats (the header the verify crate's `Admission::finish_with_seats(2)` adds).
-async fn site(capacity: u64, configure: impl FnOnce(waitroom::layer::WaitingRoomLayerBuilder) -> waitroom::layer::WaitingRoomLayerBuilder) -> Site {
+async fn site(
+    capacity: u64,
+    configure: impl FnOnce(
+        waitroom::layer::WaitingRoomLayerBuilder,
+    ) -> waitroom::layer::WaitingRoomLayerBuilder,
+) -> Site {
     let clock = ManualClock::starting_now();
     let room = WaitingRoom::builder("tour-2026")
         .capacity(capacity)
@@ -302,7 +307,9 @@ async fn admin_calls_with_the_right_token_turn_the_knobs() {
     assert_eq!(stats["capacity"], 2);
     assert_eq!(stats["event"], "tour-2026");
 
-    let res = call("capacity", Some(json!({"capacity": 900}))).await.unwrap();
+    let res = call("capacity", Some(json!({"capacity": 900})))
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(res.json::<Value>().await.unwrap()["capacity"], 900);
     assert_eq!(s.room.stats().capacity, 900);

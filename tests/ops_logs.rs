@@ -114,7 +114,13 @@ async fn logs_never_show_a_session_id_or_a_token() {
     let st: Value = res.json().await.unwrap();
     assert_eq!(st["state"], "admitted");
     assert_eq!(
-        b.get(at("/checkout")).send().await.unwrap().text().await.unwrap(),
+        b.get(at("/checkout"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
         "seat map"
     );
     // Someone replays the pass with another session: refused.
@@ -141,7 +147,13 @@ async fn logs_never_show_a_session_id_or_a_token() {
     assert_ne!(res.text().await.unwrap(), "seat map");
     // Buy (finish), an operator raises the capacity, the line moves on.
     assert_eq!(
-        b.get(at("/checkout/buy")).send().await.unwrap().text().await.unwrap(),
+        b.get(at("/checkout/buy"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
         "bought"
     );
     let res = reqwest::Client::new()

@@ -96,10 +96,7 @@ async fn an_admin_change_on_one_instance_is_seen_by_the_other_within_a_second() 
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    let took = seen_within(&client, &b, Duration::from_secs(1), |s| {
-        s["capacity"] == 77
-    })
-    .await;
+    let took = seen_within(&client, &b, Duration::from_secs(1), |s| s["capacity"] == 77).await;
     println!("capacity change seen by the other instance after {took:?}");
     assert_eq!(room_b.stats().capacity, 77);
 

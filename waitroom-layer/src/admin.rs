@@ -143,9 +143,9 @@ fn bad_request(detail: &str) -> Reply {
     respond::problem(StatusCode::BAD_REQUEST, STATE, "Bad request", detail)
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(body: &[u8], example: &str) -> Result<T, Reply> {
-    serde_json::from_slice(body)
-        .map_err(|e| bad_request(&format!("The body must be JSON like {example} ({e}).")))
+/// The body as `T`, or the 400 detail.
+fn parse<T: for<'de> Deserialize<'de>>(body: &[u8], example: &str) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("The body must be JSON like {example} ({e})."))
 }
 
 /// Answers one admin call. `admin` is `None` when the API is off (then everything under `{base}/admin/` is a 404,
@@ -233,7 +233,7 @@ where
         AdminOp::Capacity => {
             let b: CapacityBody = match parse(&body, r#"{"capacity": 9000}"#) {
                 Ok(b) => b,
-                Err(r) => return r,
+                Err(detail) => return bad_request(&detail),
             };
             if b.capacity == 0 {
                 return bad_request("The capacity must be at least 1 (pause the door instead).");
@@ -241,11 +241,11 @@ where
             room.set_capacity(b.capacity).await
         }
         AdminOp::AdmitPerMinute => {
-            let b: PerMinuteBody = match parse(&body, r#"{"per_minute": 1500} or {"per_minute": null}"#)
-            {
-                Ok(b) => b,
-                Err(r) => return r,
-            };
+            let b: PerMinuteBody =
+                match parse(&body, r#"{"per_minute": 1500} or {"per_minute": null}"#) {
+                    Ok(b) => b,
+                    Err(detail) => return bad_request(&detail),
+                };
             if b.per_minute == Some(0) {
                 return bad_request(
                     "The per-minute cap must be at least 1 (pause the door to stop admitting).",
@@ -257,7 +257,7 @@ where
             let b: InventoryBody =
                 match parse(&body, r#"{"total": 48000, "sold": 120, "held": 3000}"#) {
                     Ok(b) => b,
-                    Err(r) => return r,
+                    Err(detail) => return bad_request(&detail),
                 };
             if b.sold.saturating_add(b.held) > b.total {
                 return bad_request("`sold` plus `held` cannot exceed `total`.");

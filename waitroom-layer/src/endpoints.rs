@@ -11,10 +11,10 @@ use http::{Request, Response};
 use http_body_util::Empty;
 use tower::Service;
 
+use crate::admin;
 use crate::body::RoomBody;
 use crate::gate;
 use crate::layer::Shared;
-use crate::admin;
 use crate::paths::Endpoint;
 
 /// Answers `{base}/status`, `{base}/jwks.json` and `{base}/join` (and `/status`, `/jwks.json`, `/join` when

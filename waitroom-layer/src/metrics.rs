@@ -122,7 +122,12 @@ impl RoomMetrics {
             "People in the pre-queue (joined before the draw)",
             stats.prequeue,
         );
-        gauge(&mut r, "active", "Sessions admitted or active", stats.active);
+        gauge(
+            &mut r,
+            "active",
+            "Sessions admitted or active",
+            stats.active,
+        );
         gauge(
             &mut r,
             "capacity",
@@ -221,8 +226,18 @@ impl RoomMetrics {
             "1 while an operator has paused the door",
             stats.paused,
         );
-        flag(&mut r, "closed", "1 once the on-sale is closed", stats.closed);
-        flag(&mut r, "sold_out", "1 once every seat is sold", stats.sold_out);
+        flag(
+            &mut r,
+            "closed",
+            "1 once the on-sale is closed",
+            stats.closed,
+        );
+        flag(
+            &mut r,
+            "sold_out",
+            "1 once every seat is sold",
+            stats.sold_out,
+        );
         flag(
             &mut r,
             "store_up",

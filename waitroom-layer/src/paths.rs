@@ -350,19 +350,28 @@ mod tests {
     fn metrics_and_admin_paths() {
         let mut p = Paths::new("/waitroom").unwrap();
         p.add_prefix("/ops").unwrap();
-        assert_eq!(p.route("/waitroom/metrics"), Route::Endpoint(Endpoint::Unknown));
+        assert_eq!(
+            p.route("/waitroom/metrics"),
+            Route::Endpoint(Endpoint::Unknown)
+        );
         p.set_metrics("/ops/metrics").unwrap();
         assert_eq!(p.route("/ops/metrics"), Route::Endpoint(Endpoint::Metrics));
         assert_eq!(p.route("/ops/metrics/"), Route::Endpoint(Endpoint::Metrics));
         assert_eq!(p.route("/ops/other"), Route::Protected);
         p.set_metrics("/waitroom/metrics").unwrap();
-        assert_eq!(p.route("/waitroom/metrics"), Route::Endpoint(Endpoint::Metrics));
+        assert_eq!(
+            p.route("/waitroom/metrics"),
+            Route::Endpoint(Endpoint::Metrics)
+        );
         assert_eq!(p.endpoint_of("/metrics"), Endpoint::Metrics);
         assert_eq!(
             p.route("/waitroom/admin/capacity"),
             Route::Endpoint(Endpoint::Admin(AdminOp::Capacity))
         );
-        assert_eq!(p.endpoint_of("/admin/pause"), Endpoint::Admin(AdminOp::Pause));
+        assert_eq!(
+            p.endpoint_of("/admin/pause"),
+            Endpoint::Admin(AdminOp::Pause)
+        );
         assert_eq!(
             p.route("/waitroom/admin"),
             Route::Endpoint(Endpoint::Admin(AdminOp::Unknown))

@@ -858,10 +858,23 @@ impl WaitingRoom {
             expired = r.expired.len(),
             "tick"
         );
-        let kinds: [(&[String], fn(String) -> RoomEventKind, &str); 3] = [
-            (&r.admitted, |session| RoomEventKind::Admitted { session }, "admitted"),
-            (&r.abandoned, |session| RoomEventKind::Abandoned { session }, "abandoned"),
-            (&r.expired, |session| RoomEventKind::Expired { session }, "expired"),
+        type Make = fn(String) -> RoomEventKind;
+        let kinds: [(&[String], Make, &str); 3] = [
+            (
+                &r.admitted,
+                |session| RoomEventKind::Admitted { session },
+                "admitted",
+            ),
+            (
+                &r.abandoned,
+                |session| RoomEventKind::Abandoned { session },
+                "abandoned",
+            ),
+            (
+                &r.expired,
+                |session| RoomEventKind::Expired { session },
+                "expired",
+            ),
         ];
         let listening = self.inner.events.receiver_count() > 0;
         for (sessions, make, what) in kinds {

@@ -6,11 +6,11 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use tower::Service;
 
+use crate::admin;
 use crate::body::RoomBody;
 use crate::future::{After, ResponseFuture};
 use crate::gate;
 use crate::layer::Shared;
-use crate::admin;
 use crate::paths::{Endpoint, Route};
 
 /// The service made by [`WaitingRoomLayer`](crate::WaitingRoomLayer). Generic over request bodies; its
