@@ -277,7 +277,7 @@ where
     };
     match result {
         Ok(_) => {
-            tracing::info!(event = %room.config().event, call = ?op, "admin call applied");
+            tracing::debug!(event = %room.config().event, call = ?op, "admin call applied");
             stats_reply(shared)
         }
         Err(e) => respond::problem(

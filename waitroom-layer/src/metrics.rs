@@ -5,7 +5,7 @@
 //!   happens: `waitroom_polls_total` (status polls), `waitroom_join_requests_total`, `waitroom_tokens_issued_total`,
 //!   `waitroom_token_refusals_total{reason}` (tokens the room refused on protected paths, by
 //!   [`Refusal::code`]), `waitroom_store_errors_total`. Sum them over instances: `sum(rate(...[1m]))`.
-//! - **The room's figures**, read from [`WaitingRoom::stats`] at scrape time: the line, the door, the seats and the
+//! - **The room's figures**, read from [`WaitingRoom::stats`](crate::WaitingRoom::stats) at scrape time: the line, the door, the seats and the
 //!   store's running totals. They come from the shared store, so every instance reports the same value: aggregate
 //!   them with `max`, not `sum`.
 //!
