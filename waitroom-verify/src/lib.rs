@@ -100,5 +100,7 @@ pub use future::ResponseFuture;
 pub use keys::{Algorithm, KeySet, SigningKey, VerifyingKey};
 pub use layer::{DEFAULT_JOIN_URL, VerifyLayer};
 pub use service::VerifyService;
-pub use session::{CookieNames, SESSION_HEADER, session_id_from_cookie_value};
+pub use session::{
+    CookieNames, Fingerprint, SESSION_HEADER, fingerprint, session_id_from_cookie_value,
+};
 pub use verifier::{Accepted, Verifier, VerifierBuilder};
