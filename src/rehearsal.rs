@@ -133,9 +133,10 @@ pub struct Report {
     pub steady_orders_per_minute: f64,
     /// Orders completed.
     pub orders: u64,
-    /// Followed sessions whose estimate could be checked.
+    /// Estimates checked: shown to a followed session when it got its position and every two minutes after, and
+    /// compared with the wait it then had until admission.
     pub eta_checked: u64,
-    /// Median absolute error of the estimate shown when a followed session got its position, in seconds.
+    /// Median absolute error of those estimates, in seconds.
     pub eta_median_abs_error_seconds: f64,
     /// 90th percentile of that error, in seconds.
     pub eta_p90_abs_error_seconds: f64,
@@ -196,7 +197,8 @@ struct Person {
     admitted_s: Option<u64>,
     bought: u64,
     held: u64,
-    followed: Option<(u64, u64, EtaBasis)>,
+    /// Estimates shown to a followed person: (when, seconds, basis).
+    followed: Vec<(u64, u64, EtaBasis)>,
 }
 
 fn pearson(x: &[f64], y: &[f64]) -> f64 {
@@ -320,7 +322,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                 admitted_s: None,
                 bought: 0,
                 held: 0,
-                followed: None,
+                followed: Vec::new(),
             }
         })
         .collect();
@@ -365,10 +367,10 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                     by_number.resize(n as usize + 1, usize::MAX);
                 }
                 by_number[n as usize] = i;
-                if i as u64 % p.sample_every == 0 {
+                if (i as u64).is_multiple_of(p.sample_every) {
                     let st = room.status(Some(&pl));
                     if let (Some(e), Some(b)) = (st.eta_seconds, st.eta_basis) {
-                        people[i].followed = Some((t, e, b));
+                        people[i].followed.push((t, e, b));
                     }
                 }
             }
@@ -392,7 +394,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                     continue;
                 }
                 let q = &people[i];
-                if t < q.give_up_s && t >= q.arrive_s && (t - q.arrive_s) % poll == 0 {
+                if t < q.give_up_s && t >= q.arrive_s && (t - q.arrive_s).is_multiple_of(poll) {
                     room.locate(&q.sid, Some(q.number)).await?;
                 }
             }
@@ -439,27 +441,49 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
             let snap = room.snapshot();
             reach_halfway = waitroom_layer::estimate_reach(&snap);
         }
+        // Every two minutes after the opening, what the followed people still in line are shown now.
+        if drawn && t > open_s && (t - open_s).is_multiple_of(120) {
+            let served = room.snapshot().served;
+            for q in people
+                .iter_mut()
+                .filter(|q| !q.followed.is_empty() && q.admitted_s.is_none())
+            {
+                if q.number > served && t < q.give_up_s {
+                    let pl = waitroom_layer::Placement {
+                        session: q.sid.clone(),
+                        state: SessionState::Waiting,
+                        number: Some(q.number),
+                    };
+                    let st = room.status(Some(&pl));
+                    if let (Some(e), Some(b)) = (st.eta_seconds, st.eta_basis) {
+                        q.followed.push((t, e, b));
+                    }
+                }
+            }
+        }
         // The door.
         let report = room.tick_now().await?;
         // The draw runs at the first tick or join after the opening, whichever comes first.
         if !drawn && room.snapshot().drawn {
             drawn = true;
             // Everyone in the pre-queue now has a number: learn them once.
-            for i in 0..people.len() {
-                if people[i].arrive_s <= t && people[i].number == 0 {
-                    if let Some(pl) = room.locate(&people[i].sid, None).await?
-                        && let Some(n) = pl.number
+            for (i, q) in people.iter_mut().enumerate() {
+                if q.arrive_s <= t
+                    && q.number == 0
+                    && let Some(pl) = room.locate(&q.sid, None).await?
+                    && let Some(n) = pl.number
+                {
+                    q.number = n;
+                    if by_number.len() as u64 <= n {
+                        by_number.resize(n as usize + 1, usize::MAX);
+                    }
+                    by_number[n as usize] = i;
+                    if (i as u64).is_multiple_of(p.sample_every)
+                        && pl.state == SessionState::Waiting
                     {
-                        people[i].number = n;
-                        if by_number.len() as u64 <= n {
-                            by_number.resize(n as usize + 1, usize::MAX);
-                        }
-                        by_number[n as usize] = i;
-                        if i as u64 % p.sample_every == 0 && pl.state == SessionState::Waiting {
-                            let st = room.status(Some(&pl));
-                            if let (Some(e), Some(b)) = (st.eta_seconds, st.eta_basis) {
-                                people[i].followed = Some((t, e, b));
-                            }
+                        let st = room.status(Some(&pl));
+                        if let (Some(e), Some(b)) = (st.eta_seconds, st.eta_basis) {
+                            q.followed.push((t, e, b));
                         }
                     }
                 }
@@ -548,9 +572,8 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     let mut rel_err = Vec::new();
     let mut measured = 0u64;
     for q in &people {
-        if let (Some((at, est, basis)), Some(adm)) = (q.followed, q.admitted_s)
-            && adm > at
-        {
+        let Some(adm) = q.admitted_s else { continue };
+        for &(at, est, basis) in q.followed.iter().filter(|f| f.0 < adm) {
             let actual = (adm - at) as f64;
             abs_err.push((est as f64 - actual).abs());
             rel_err.push((est as f64 - actual).abs() / actual.max(60.0));
@@ -561,7 +584,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     // Fairness among the pre-queue.
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for (i, q) in people.iter().enumerate() {
-        if q.arrive_s < open_s && i as u64 % 5 == 0 {
+        if q.arrive_s < open_s && (i as u64).is_multiple_of(5) {
             xs.push(q.arrive_s as f64);
             ys.push(if q.bought > 0 { 1.0 } else { 0.0 });
         }

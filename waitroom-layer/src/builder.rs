@@ -49,6 +49,8 @@ pub struct RoomConfig {
     pub max_scan_per_tick: u64,
     /// How many sessions' places the room keeps in local memory.
     pub session_cache_capacity: u64,
+    /// How many lifecycle events the room buffers for slow subscribers (see [`WaitingRoom::subscribe`]).
+    pub event_buffer: usize,
 }
 
 /// Builds a [`WaitingRoom`]. Start from [`WaitingRoom::builder`].
@@ -114,6 +116,7 @@ impl RoomBuilder {
                 fairness: Fairness::Fifo,
                 max_scan_per_tick: 20_000,
                 session_cache_capacity: 1_000_000,
+                event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
             },
             capacity: 8_000,
             admit_per_minute: None,
@@ -283,6 +286,13 @@ impl RoomBuilder {
         self
     }
 
+    /// How many lifecycle events to buffer for subscribers of [`WaitingRoom::subscribe`] (default 4,096): a
+    /// subscriber that falls further behind loses the oldest ones.
+    pub fn event_buffer(mut self, events: usize) -> Self {
+        self.config.event_buffer = events;
+        self
+    }
+
     /// Whether `build` starts the background task (tick, refresh, flush). Default true; tests that drive the room by
     /// hand with [`WaitingRoom::tick_now`] turn it off.
     pub fn background(mut self, spawn: bool) -> Self {
@@ -305,6 +315,12 @@ impl RoomBuilder {
                     "`{}` must be 1 to 64 characters of letters, digits, `-`, `_`, `.`, `:`",
                     c.event
                 ),
+            ));
+        }
+        if c.event_buffer == 0 || c.event_buffer > 1 << 20 {
+            return Err(ConfigError::invalid(
+                "event_buffer",
+                "must be between 1 and 1,048,576 events",
             ));
         }
         if self.capacity == 0 {

@@ -11,13 +11,15 @@ use http::{Request, Response};
 use http_body_util::Empty;
 use tower::Service;
 
+use crate::admin;
 use crate::body::RoomBody;
 use crate::gate;
 use crate::layer::Shared;
-use crate::paths::{Route, endpoint, normalise};
+use crate::paths::Endpoint;
 
 /// Answers `{base}/status`, `{base}/jwks.json` and `{base}/join` (and `/status`, `/jwks.json`, `/join` when
-/// mounted with a prefix-stripping `nest_service`); anything else gets a 404 JSON problem. Made by
+/// mounted with a prefix-stripping `nest_service`), plus the metrics path and `{base}/admin/...` when those are on;
+/// anything else gets a 404 JSON problem. Made by
 /// [`WaitingRoomLayer::endpoints`](crate::WaitingRoomLayer::endpoints); shares the layer's room.
 #[derive(Clone)]
 pub struct RoomEndpoints {
@@ -38,7 +40,13 @@ impl RoomEndpoints {
     }
 }
 
-impl<B> Service<Request<B>> for RoomEndpoints {
+impl<B> Service<Request<B>> for RoomEndpoints
+where
+    // The admin API reads its JSON body (bounded).
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     type Response = Response<RoomBody<Empty<Bytes>>>;
     type Error = Infallible;
     /// Boxed: the endpoints are `async fn`s over the room.
@@ -51,11 +59,14 @@ impl<B> Service<Request<B>> for RoomEndpoints {
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let shared = self.shared.clone();
-        let (parts, _body) = req.into_parts();
-        let ep = match shared.paths.route(parts.uri.path()) {
-            Route::Endpoint(ep) => ep,
-            _ => endpoint(&normalise(parts.uri.path())),
-        };
+        let (parts, body) = req.into_parts();
+        let ep = shared.paths.endpoint_of(parts.uri.path());
+        if let Endpoint::Admin(op) = ep {
+            return Box::pin(async move {
+                let reply = admin::handle(&shared, op, parts, body).await;
+                Ok(reply.map(RoomBody::room))
+            });
+        }
         let jar = shared.room.cookies().read(&parts.headers);
         Box::pin(async move {
             let reply = gate::endpoint(shared, ep, parts, jar.session).await;

@@ -2,8 +2,10 @@
 //!
 //! Everything here comes from what the room measures in the shared [`Snapshot`]s it refreshes: places free when
 //! sessions finish, idle out or are skipped, and in the steady state the door lets in exactly as many as left. So
-//! the head's pace is the *departure rate*, measured over the last minutes, and it moves both ways by itself:
-//! payment slowing down lowers it, people ahead giving up raises it. Until there is something to measure, the
+//! the head's pace is the *departure rate*, measured over the last minutes (or what the door served, when that is
+//! less: seats running short, a per-minute cap), and it moves both ways by itself: payment slowing down lowers it,
+//! people ahead giving up raises it. The burst at opening (the whole capacity at once) is not a pace and is not
+//! counted: nothing has left yet. Until there is something to measure, the
 //! estimate comes from configuration (capacity / expected visit length) and says so.
 
 use std::collections::VecDeque;
@@ -96,8 +98,12 @@ impl HeadMeter {
         if span < MIN_SPAN_MS {
             return None;
         }
+        // The head moves as fast as places free, unless the door lets fewer in (seats running short, a cap, a
+        // pause): then what it served is the pace.
         let freed = last.freed.saturating_sub(first.freed);
-        (freed > 0).then(|| freed as f64 * 60_000.0 / span as f64)
+        let served = last.served.saturating_sub(first.served);
+        let moved = freed.min(served);
+        (moved > 0).then(|| moved as f64 * 60_000.0 / span as f64)
     }
 
     /// The head's pace, per minute: `(point, slow, fast)`.

@@ -87,6 +87,18 @@ where
         }
     }
 
+    /// The room answers by itself after `fut` (which never passes the request on): the body went into `fut`.
+    pub(crate) fn reply_later(shared: Arc<Shared>, fut: CheckFuture) -> Self {
+        Self {
+            state: State::Check {
+                fut,
+                inner: None,
+                body: None,
+            },
+            shared,
+        }
+    }
+
     pub(crate) fn call(shared: Arc<Shared>, fut: S::Future, after: After) -> Self {
         Self {
             state: State::Call { fut, after },
@@ -114,7 +126,9 @@ where
                             cookies,
                         } => {
                             let (Some(mut inner), Some(body)) = (inner.take(), body.take()) else {
-                                unreachable!("the check state is left once");
+                                unreachable!(
+                                    "the check state is left once, and a reply-only check never passes"
+                                );
                             };
                             State::Call {
                                 fut: inner.call(Request::from_parts(parts, body)),

@@ -125,7 +125,7 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
     {
         match room.claim(&session).await {
             Ok(Some(p)) if p.state == SessionState::Active => {
-                if let Some(token) = room.tokens().issue(&session) {
+                if let Some(token) = room.issue_token(&session) {
                     placed
                         .cookies
                         .push(cookies_codec.set_token(&token, room.tokens().lifetime()));
@@ -251,7 +251,7 @@ pub(crate) async fn renew(shared: Arc<Shared>, parts: Parts, session: String) ->
     let mut cookies = Vec::new();
     if let Ok(Some(p)) = room.claim(&session).await
         && p.state == SessionState::Active
-        && let Some(token) = room.tokens().issue(&session)
+        && let Some(token) = room.issue_token(&session)
     {
         cookies.push(room.cookies().set_token(&token, room.tokens().lifetime()));
     }
@@ -279,7 +279,17 @@ pub(crate) async fn endpoint(
             shared.room.tokens().jwks(),
             Vec::new(),
         ),
+        Endpoint::Metrics if get_like => respond::finish(
+            StatusCode::OK,
+            "metrics",
+            crate::metrics::METRICS_CONTENT_TYPE,
+            shared.room.metrics_text(),
+            Vec::new(),
+        ),
         Endpoint::Status if get_like => {
+            shared
+                .room
+                .note_poll(cookie.as_ref().map(|c| c.id.as_str()));
             let next = return_to(&parts).unwrap_or_else(|| "/".into());
             let placed = match place(&shared, &parts, cookie, false).await {
                 Look::Placed(p) => p,
@@ -305,7 +315,8 @@ pub(crate) async fn endpoint(
             }
             held_reply(&shared, &parts, placed, &next)
         }
-        Endpoint::Unknown => respond::problem(
+        // The layer and the endpoint service send admin calls to `admin::handle` with their body; never here.
+        Endpoint::Unknown | Endpoint::Admin(_) => respond::problem(
             StatusCode::NOT_FOUND,
             state,
             "Not found",

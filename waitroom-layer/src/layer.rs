@@ -5,6 +5,7 @@ use std::sync::Arc;
 use http::request::Parts;
 use tower::Layer;
 
+use crate::admin::Admin;
 use crate::endpoints::RoomEndpoints;
 use crate::error::ConfigError;
 use crate::hooks::{AccountKeyFn, BypassFn, JoinGuard};
@@ -21,7 +22,12 @@ pub(crate) struct Shared {
     pub(crate) bypass: Option<BypassFn>,
     pub(crate) account_key: Option<AccountKeyFn>,
     pub(crate) join_guard: Option<Arc<dyn JoinGuard>>,
+    /// The admin API, when on.
+    pub(crate) admin: Option<Admin>,
 }
+
+/// Where metrics are served by default once they are on.
+pub const DEFAULT_METRICS_PATH: &str = "/waitroom/metrics";
 
 /// The waiting room as a Tower [`Layer`]: guards the protected paths, answers the room's endpoints, passes the
 /// rest untouched. Cheap to clone; every service it makes shares one room and one configuration, so
@@ -65,6 +71,8 @@ impl WaitingRoomLayer {
             bypass: None,
             account_key: None,
             join_guard: None,
+            metrics_path: None,
+            admin: None,
         }
     }
 
@@ -113,6 +121,9 @@ pub struct WaitingRoomLayerBuilder {
     bypass: Option<BypassFn>,
     account_key: Option<AccountKeyFn>,
     join_guard: Option<Arc<dyn JoinGuard>>,
+    metrics_path: Option<String>,
+    /// The admin secret, already digested (the builder never holds it in the clear).
+    admin: Option<Result<Admin, ConfigError>>,
 }
 
 impl std::fmt::Debug for WaitingRoomLayerBuilder {
@@ -121,11 +132,38 @@ impl std::fmt::Debug for WaitingRoomLayerBuilder {
             .field("base_path", &self.base_path)
             .field("prefixes", &self.prefixes)
             .field("patterns", &self.patterns)
+            .field("metrics_path", &self.metrics_path)
+            .field("admin", &self.admin.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl WaitingRoomLayerBuilder {
+    /// Serves the room's figures in the Prometheus (OpenMetrics) text format at [`DEFAULT_METRICS_PATH`]
+    /// (`/waitroom/metrics`) with `true`; off by default. The endpoint has no authentication: keep it off the
+    /// public internet (a path your edge does not route, or a `bypass` plus your own check), or serve
+    /// [`WaitingRoom::metrics_text`] yourself on an internal port. See the [`metrics`](crate::metrics) module for
+    /// the figures.
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics_path = on.then(|| DEFAULT_METRICS_PATH.to_owned());
+        self
+    }
+
+    /// Serves metrics at `path` (an absolute path, inside or outside the base path); turns metrics on.
+    pub fn metrics_path(mut self, path: impl Into<String>) -> Self {
+        self.metrics_path = Some(path.into());
+        self
+    }
+
+    /// Turns the admin API on under `{base}/admin/`, guarded by `Authorization: Bearer <secret>` (at least 16
+    /// bytes; use a random one). Off by default. The secret is kept only as its SHA-256 digest, compared in
+    /// constant time, and never appears in `Debug` output or logs. See the [`admin`](crate::admin) module for
+    /// the calls.
+    pub fn admin_token(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.admin = Some(Admin::new(secret.as_ref()));
+        self
+    }
+
     /// Where the room's endpoints live (default `/waitroom`).
     pub fn base_path(mut self, path: impl Into<String>) -> Self {
         self.base_path = path.into();
@@ -180,10 +218,15 @@ impl WaitingRoomLayerBuilder {
     /// Builds the layer.
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] for a base path, prefix or pattern that is not an absolute path (or a pattern
-    /// with `**` anywhere but at its end), or a protected path under the base path.
+    /// [`ConfigError::Invalid`] for a base path, prefix, pattern or metrics path that is not an absolute path (or a
+    /// pattern with `**` anywhere but at its end), a protected path under the base path, or an admin token shorter
+    /// than 16 bytes.
     pub fn build(self) -> Result<WaitingRoomLayer, ConfigError> {
         let mut paths = Paths::new(&self.base_path)?;
+        if let Some(m) = &self.metrics_path {
+            paths.set_metrics(m)?;
+        }
+        let admin = self.admin.transpose()?;
         for p in &self.prefixes {
             paths.add_prefix(p)?;
         }
@@ -198,6 +241,7 @@ impl WaitingRoomLayerBuilder {
                 bypass: self.bypass,
                 account_key: self.account_key,
                 join_guard: self.join_guard,
+                admin,
             }),
         })
     }

@@ -74,23 +74,41 @@
 //! Polls of `{base}/status` come every `refresh_seconds` per browser; size the burst so a few tabs behind one
 //! NAT are not cut off, or bypass the governor for the status path.
 //!
+//! # Operating a live on-sale
+//! - **Metrics** (off by default): [`WaitingRoomLayerBuilder::metrics`] serves the figures in the Prometheus
+//!   (OpenMetrics) text format at `/waitroom/metrics`, or wherever [`WaitingRoomLayerBuilder::metrics_path`] says;
+//!   [`WaitingRoom::metrics_text`] gives the same text to serve elsewhere. See [`metrics`].
+//! - **Admin API** (off by default): [`WaitingRoomLayerBuilder::admin_token`] answers `{base}/admin/...` for
+//!   callers with `Authorization: Bearer <secret>`: stats, capacity, per-minute cap, pause, resume, open now,
+//!   close, inventory. See [`admin`].
+//! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, abandonments and sold
+//!   out. See [`events`].
+//! - **Tracing**: joins and finishes are `DEBUG` spans (`waitroom.join`, `waitroom.finish`); admissions, token
+//!   issues and refusals `DEBUG` events; polls `TRACE`; operator changes and the draw `INFO`; store outages `WARN`.
+//!   Sessions appear only as a 6-hex-digit [`fingerprint`], never as the id or a token; the on-sale id is the
+//!   `event` field. `RUST_LOG=waitroom_layer=info` keeps a 30,000-poll-per-second room's log to operator actions
+//!   and outages.
+//!
 //! # Parts
 //! [`WaitingRoom`] (the line; [`RoomBuilder`]), [`WaitingRoomLayer`] and [`WaitingRoomLayerBuilder`],
 //! [`WaitingRoomService`], [`ResponseFuture`], [`RoomBody`] (the response body), [`RoomEndpoints`],
-//! [`PageTemplate`] (the holding page), [`JoinGuard`], [`Store`] and [`MemoryStore`].
+//! [`PageTemplate`] (the holding page), [`JoinGuard`], [`Store`] and [`MemoryStore`], [`RoomEvent`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admin;
 mod body;
 mod builder;
 mod cookie;
 mod endpoints;
 mod error;
 mod estimate;
+pub mod events;
 mod future;
 mod gate;
 mod hooks;
 mod layer;
+pub mod metrics;
 mod page;
 mod paths;
 mod respond;
@@ -105,16 +123,19 @@ pub use cookie::{SessionCookie, valid_session_id};
 pub use endpoints::RoomEndpoints;
 pub use error::{ConfigError, StoreError};
 pub use estimate::{Eta, EtaBasis, reach as estimate_reach};
+pub use events::{RoomEvent, RoomEventKind};
 pub use future::ResponseFuture;
 pub use hooks::{GuardFuture, JoinGuard};
-pub use layer::{WaitingRoomLayer, WaitingRoomLayerBuilder};
+pub use layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
+pub use metrics::METRICS_CONTENT_TYPE;
 pub use page::{DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words};
 pub use respond::STATE_HEADER;
 pub use room::{Stats, Status, ViewState, WaitingRoom};
+pub use service::WaitingRoomService;
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};
 pub use waitroom_verify::{
-    Claims, Clock, CookieNames, FINISH_HEADER, KeySet, ManualClock, SharedClock, SigningKey,
-    SystemClock, Verifier, VerifyingKey,
+    Claims, Clock, CookieNames, FINISH_HEADER, Fingerprint, KeySet, ManualClock, Refusal,
+    SharedClock, SigningKey, SystemClock, Verifier, VerifyingKey, fingerprint,
 };

@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+use crate::admin::AdminOp;
 use crate::error::ConfigError;
 
 /// One of the room's own endpoints.
@@ -22,6 +23,10 @@ pub(crate) enum Endpoint {
     Jwks,
     /// `{base}/join`
     Join,
+    /// The metrics path, when metrics are on.
+    Metrics,
+    /// `{base}/admin/...` (answered only when the admin API is on).
+    Admin(AdminOp),
     /// Anything else under the base path.
     Unknown,
 }
@@ -55,6 +60,8 @@ enum Rule {
 pub(crate) struct Paths {
     base: String,
     rules: Vec<Rule>,
+    /// Where metrics are served, when they are on.
+    metrics: Option<String>,
 }
 
 impl Paths {
@@ -76,7 +83,43 @@ impl Paths {
         Ok(Self {
             base: base.to_owned(),
             rules: Vec::new(),
+            metrics: None,
         })
+    }
+
+    /// Serves metrics at `path` (an absolute path; anywhere, the base path included).
+    pub(crate) fn set_metrics(&mut self, path: &str) -> Result<(), ConfigError> {
+        let p = path.trim_end_matches('/');
+        if !p.starts_with('/')
+            || p.len() < 2
+            || p.len() > 128
+            || p.contains(['?', '#', '%', '*', ' '])
+            || p.contains("//")
+            || p.contains("/.")
+        {
+            return Err(ConfigError::invalid(
+                "metrics_path",
+                format!(
+                    "`{path}` must be an absolute path such as `/waitroom/metrics`, without `?`, `#`, `%`, `*`"
+                ),
+            ));
+        }
+        self.metrics = Some(p.to_owned());
+        Ok(())
+    }
+
+    /// The endpoint of a path the router already stripped of the base (`/status`, `/metrics`), or gave whole.
+    pub(crate) fn endpoint_of(&self, raw_path: &str) -> Endpoint {
+        if let Route::Endpoint(ep) = self.route(raw_path) {
+            return ep;
+        }
+        let path = normalise(raw_path);
+        if let Some(m) = &self.metrics
+            && strip_segment_prefix(m, &self.base) == Some(&*path)
+        {
+            return Endpoint::Metrics;
+        }
+        endpoint(&path)
     }
 
     pub(crate) fn base(&self) -> &str {
@@ -125,6 +168,11 @@ impl Paths {
     /// Where `raw_path` goes.
     pub(crate) fn route(&self, raw_path: &str) -> Route {
         let path = normalise(raw_path);
+        if let Some(m) = &self.metrics
+            && path.trim_end_matches('/') == m
+        {
+            return Route::Endpoint(Endpoint::Metrics);
+        }
         if let Some(rest) = strip_segment_prefix(&path, &self.base) {
             return Route::Endpoint(endpoint(rest));
         }
@@ -153,7 +201,11 @@ pub(crate) fn endpoint(rest: &str) -> Endpoint {
         "/status" => Endpoint::Status,
         "/jwks.json" => Endpoint::Jwks,
         "/join" => Endpoint::Join,
-        _ => Endpoint::Unknown,
+        r => match r.strip_prefix("/admin/") {
+            Some(op) => Endpoint::Admin(AdminOp::from_name(op)),
+            None if r == "/admin" => Endpoint::Admin(AdminOp::Unknown),
+            None => Endpoint::Unknown,
+        },
     }
 }
 
@@ -292,6 +344,40 @@ mod tests {
         assert_eq!(p.route("/%2e%2e/checkout"), Route::Protected);
         assert_eq!(p.route("/%ff%"), Route::Unprotected);
         assert_eq!(p.route("%"), Route::Unprotected);
+    }
+
+    #[test]
+    fn metrics_and_admin_paths() {
+        let mut p = Paths::new("/waitroom").unwrap();
+        p.add_prefix("/ops").unwrap();
+        assert_eq!(
+            p.route("/waitroom/metrics"),
+            Route::Endpoint(Endpoint::Unknown)
+        );
+        p.set_metrics("/ops/metrics").unwrap();
+        assert_eq!(p.route("/ops/metrics"), Route::Endpoint(Endpoint::Metrics));
+        assert_eq!(p.route("/ops/metrics/"), Route::Endpoint(Endpoint::Metrics));
+        assert_eq!(p.route("/ops/other"), Route::Protected);
+        p.set_metrics("/waitroom/metrics").unwrap();
+        assert_eq!(
+            p.route("/waitroom/metrics"),
+            Route::Endpoint(Endpoint::Metrics)
+        );
+        assert_eq!(p.endpoint_of("/metrics"), Endpoint::Metrics);
+        assert_eq!(
+            p.route("/waitroom/admin/capacity"),
+            Route::Endpoint(Endpoint::Admin(AdminOp::Capacity))
+        );
+        assert_eq!(
+            p.endpoint_of("/admin/pause"),
+            Endpoint::Admin(AdminOp::Pause)
+        );
+        assert_eq!(
+            p.route("/waitroom/admin"),
+            Route::Endpoint(Endpoint::Admin(AdminOp::Unknown))
+        );
+        assert!(p.set_metrics("metrics").is_err());
+        assert!(p.set_metrics("/m?x").is_err());
     }
 
     #[test]

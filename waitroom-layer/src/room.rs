@@ -9,12 +9,15 @@ use arc_swap::ArcSwap;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Serialize;
-use waitroom_verify::SharedClock;
+use tracing::Instrument as _;
+use waitroom_verify::{SharedClock, fingerprint};
 
 use crate::builder::{RoomBuilder, RoomConfig};
 use crate::cookie::CookieCodec;
 use crate::error::{ConfigError, StoreError};
 use crate::estimate::{self, Eta, HeadMeter};
+use crate::events::{RoomEvent, RoomEventKind};
+use crate::metrics::RoomMetrics;
 use crate::store::{
     Inventory, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
     TickReport, Touches,
@@ -64,6 +67,12 @@ pub(crate) struct Inner {
     cache: moka::sync::Cache<String, Placement>,
     tokens: Tokens,
     cookies: CookieCodec,
+    /// This instance's counters (see [`crate::metrics`]).
+    pub(crate) metrics: RoomMetrics,
+    /// The lifecycle events (see [`crate::events`]).
+    events: tokio::sync::broadcast::Sender<RoomEvent>,
+    /// Sold out was reported (once per instance).
+    sold_out_reported: AtomicBool,
     /// Where this instance has read the store's finishes up to (`Store::finished_since`); the finished sessions
     /// themselves go to the token verifier's deny list.
     finished_cursor: Mutex<String>,
@@ -257,7 +266,12 @@ impl WaitingRoom {
         let cache = moka::sync::Cache::builder()
             .max_capacity(b.config.session_cache_capacity)
             .build();
+        let (events, _) = tokio::sync::broadcast::channel(b.config.event_buffer.max(1));
+        let sold_out = snap.settings.sold_out();
         let inner = Arc::new(Inner {
+            metrics: RoomMetrics::new(),
+            events,
+            sold_out_reported: AtomicBool::new(sold_out),
             config: b.config,
             clock: b.clock,
             store: b.store,
@@ -326,7 +340,10 @@ impl WaitingRoom {
     /// A signed admission token for `session`, valid from now for the idle timeout, as the room issues it when it
     /// lets a session in. `None` only if signing fails (logged).
     pub fn issue_token(&self, session: &str) -> Option<String> {
-        self.inner.tokens.issue(session)
+        let token = self.inner.tokens.issue(session)?;
+        self.inner.metrics.tokens_issued.inc();
+        tracing::debug!(event = %self.event(), session = %fingerprint(session), "token issued");
+        Some(token)
     }
 
     /// The fixed configuration.
@@ -374,6 +391,7 @@ impl WaitingRoom {
                 }
             }
             Err(e) => {
+                self.inner.metrics.store_errors.inc();
                 self.inner.store_ok.store(false, Ordering::Relaxed);
                 let now = self.now_ms();
                 let last = self.inner.last_error_log_ms.load(Ordering::Relaxed);
@@ -432,15 +450,75 @@ impl WaitingRoom {
         session: &str,
         account: Option<&str>,
     ) -> Result<Placement, StoreError> {
-        let join = Join {
-            session: session.to_owned(),
-            account: account.map(str::to_owned),
-            now_ms: self.now_ms(),
-            draw_key: rand::random(),
-        };
-        let p = self.observe(self.inner.store.join(self.event(), &join).await)?;
-        self.remember(&p);
-        Ok(p)
+        self.inner.metrics.joins.inc();
+        let span = tracing::debug_span!("waitroom.join", event = %self.event(), session = %fingerprint(session));
+        async move {
+            let join = Join {
+                session: session.to_owned(),
+                account: account.map(str::to_owned),
+                now_ms: self.now_ms(),
+                draw_key: rand::random(),
+            };
+            let p = self.observe(self.inner.store.join(self.event(), &join).await)?;
+            self.remember(&p);
+            tracing::debug!(
+                holder = %fingerprint(&p.session),
+                state = ?p.state,
+                number = p.number,
+                "joined"
+            );
+            if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
+                self.emit(RoomEventKind::Joined {
+                    session: p.session.clone(),
+                    number: p.number,
+                });
+            }
+            Ok(p)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Subscribes to the room's lifecycle events (joined, admitted, finished, expired, abandoned, sold out) as
+    /// this instance sees them. The buffer is bounded: a subscriber that falls behind loses the oldest events
+    /// (its `recv` says how many with `RecvError::Lagged`). See [`crate::events`].
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RoomEvent> {
+        self.inner.events.subscribe()
+    }
+
+    fn emit(&self, kind: RoomEventKind) {
+        if self.inner.events.receiver_count() > 0 {
+            let _ = self.inner.events.send(RoomEvent {
+                at_ms: self.now_ms(),
+                kind,
+            });
+        }
+    }
+
+    /// This instance's counters and the room's figures in the OpenMetrics text format (content type
+    /// [`METRICS_CONTENT_TYPE`](crate::METRICS_CONTENT_TYPE)), what the layer serves at its metrics path. For an
+    /// app that serves metrics elsewhere (another port, its own registry's endpoint). See [`crate::metrics`].
+    pub fn metrics_text(&self) -> String {
+        self.inner.metrics.render(&self.stats())
+    }
+
+    /// Counts a token refused on a protected path.
+    pub(crate) fn note_refusal(&self, refusal: waitroom_verify::Refusal, session: &str) {
+        self.inner.metrics.refused(refusal);
+        tracing::debug!(
+            event = %self.event(),
+            session = %fingerprint(session),
+            reason = refusal.code(),
+            "token refused"
+        );
+    }
+
+    /// Counts a status poll.
+    pub(crate) fn note_poll(&self, session: Option<&str>) {
+        self.inner.metrics.polls.inc();
+        if let Some(s) = session {
+            tracing::trace!(event = %self.event(), session = %fingerprint(s), "poll");
+        }
     }
 
     /// Where a session stands. The hot path: a waiting session whose line number is known (from its signed cookie,
@@ -506,12 +584,21 @@ impl WaitingRoom {
     /// # Errors
     /// When the store cannot be reached.
     pub async fn finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
+        let span = tracing::debug_span!("waitroom.finish", event = %self.event(), session = %fingerprint(session), seats);
         let r = self.observe(
             self.inner
                 .store
                 .finish(self.event(), session, seats, self.now_ms())
+                .instrument(span.clone())
                 .await,
         )?;
+        span.in_scope(|| tracing::debug!(was_active = r, "finished"));
+        if r {
+            self.emit(RoomEventKind::Finished {
+                session: session.to_owned(),
+                seats,
+            });
+        }
         self.inner.cache.invalidate(session);
         if r {
             self.inner.tokens.deny(session);
@@ -594,9 +681,14 @@ impl WaitingRoom {
             let position = n.saturating_sub(snap.served).max(1);
             st.position = Some(position);
             let eta = self.eta_for(position, &snap);
-            st.eta_seconds = Some(eta.seconds);
-            st.eta_low_seconds = Some(eta.low_seconds);
-            st.eta_high_seconds = Some(eta.high_seconds);
+            // Before the door opens, the wait starts at the opening.
+            let until_open = s
+                .opens_at_ms
+                .filter(|&t| t > now)
+                .map_or(0, |t| (t - now).div_ceil(1000));
+            st.eta_seconds = Some(eta.seconds + until_open);
+            st.eta_low_seconds = Some(eta.low_seconds + until_open);
+            st.eta_high_seconds = Some(eta.high_seconds + until_open);
             st.eta_basis = Some(eta.basis);
             if let Some(reach) = estimate::reach(&snap) {
                 let reach_pos = reach.saturating_sub(snap.served);
@@ -666,8 +758,13 @@ impl WaitingRoom {
     /// When the store cannot be reached; the last snapshot stays in force.
     pub async fn refresh(&self) -> Result<(), StoreError> {
         let snap = self.observe(self.inner.store.snapshot(self.event()).await)?;
+        let sold_out = snap.settings.sold_out();
         self.inner.snap.store(Arc::new(snap));
         self.record_snapshot();
+        if sold_out && !self.inner.sold_out_reported.swap(true, Ordering::Relaxed) {
+            tracing::info!(event = %self.event(), "sold out");
+            self.emit(RoomEventKind::SoldOut);
+        }
         Ok(())
     }
 
@@ -736,6 +833,7 @@ impl WaitingRoom {
         };
         let report = self.observe(self.inner.store.tick(self.event(), &tick).await);
         if let Ok(r) = &report {
+            self.report_tick(r);
             for s in r.expired.iter().chain(&r.admitted).chain(&r.abandoned) {
                 self.inner.cache.invalidate(s);
             }
@@ -748,6 +846,47 @@ impl WaitingRoom {
         report
     }
 
+    /// Logs and emits what a tick of this instance did.
+    fn report_tick(&self, r: &TickReport) {
+        if r.admitted.is_empty() && r.abandoned.is_empty() && r.expired.is_empty() {
+            return;
+        }
+        tracing::debug!(
+            event = %self.event(),
+            admitted = r.admitted.len(),
+            abandoned = r.abandoned.len(),
+            expired = r.expired.len(),
+            "tick"
+        );
+        type Make = fn(String) -> RoomEventKind;
+        let kinds: [(&[String], Make, &str); 3] = [
+            (
+                &r.admitted,
+                |session| RoomEventKind::Admitted { session },
+                "admitted",
+            ),
+            (
+                &r.abandoned,
+                |session| RoomEventKind::Abandoned { session },
+                "abandoned",
+            ),
+            (
+                &r.expired,
+                |session| RoomEventKind::Expired { session },
+                "expired",
+            ),
+        ];
+        let listening = self.inner.events.receiver_count() > 0;
+        for (sessions, make, what) in kinds {
+            for s in sessions {
+                tracing::debug!(event = %self.event(), session = %fingerprint(s), "{what}");
+                if listening {
+                    self.emit(make(s.clone()));
+                }
+            }
+        }
+    }
+
     /// Runs one round of the background work now: flushes liveness and touches, runs the admission tick, refreshes
     /// the shared numbers. Tests and rehearsals with a manual clock call this instead of waiting.
     ///
@@ -758,7 +897,14 @@ impl WaitingRoom {
     }
 
     async fn change(&self, change: SettingsChange) -> Result<Settings, StoreError> {
-        let s = self.observe(self.inner.store.update(self.event(), &change).await)?;
+        let r = self.observe(self.inner.store.update(self.event(), &change).await);
+        match &r {
+            Ok(_) => tracing::info!(event = %self.event(), change = ?change, "settings changed"),
+            Err(e) => {
+                tracing::warn!(event = %self.event(), change = ?change, error = %e, "settings change failed")
+            }
+        }
+        let s = r?;
         let _ = self.refresh().await;
         Ok(s)
     }

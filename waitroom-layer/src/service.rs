@@ -6,11 +6,12 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use tower::Service;
 
+use crate::admin;
 use crate::body::RoomBody;
 use crate::future::{After, ResponseFuture};
 use crate::gate;
 use crate::layer::Shared;
-use crate::paths::Route;
+use crate::paths::{Endpoint, Route};
 
 /// The service made by [`WaitingRoomLayer`](crate::WaitingRoomLayer). Generic over request bodies; its
 /// responses carry a [`RoomBody`]: the inner body untouched, or a page the room wrote.
@@ -47,6 +48,10 @@ impl<S> WaitingRoomService<S> {
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for WaitingRoomService<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    // The admin API reads its JSON body (bounded); every HTTP body type of axum and hyper qualifies.
+    ReqBody: http_body::Body + Send + 'static,
+    ReqBody::Data: Send,
+    ReqBody::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     type Response = Response<RoomBody<ResBody>>;
     type Error = S::Error;
@@ -73,6 +78,13 @@ where
                 let fut = inner.call(Request::from_parts(parts, body));
                 ResponseFuture::call(shared, fut, After::Strip)
             }
+            Route::Endpoint(Endpoint::Admin(op)) => {
+                let s = shared.clone();
+                let fut = Box::pin(async move {
+                    gate::Decision::Reply(admin::handle(&s, op, parts, body).await)
+                });
+                ResponseFuture::reply_later(shared, fut)
+            }
             Route::Endpoint(endpoint) => {
                 let jar = shared.room.cookies().read(&parts.headers);
                 let fut = Box::pin(gate::endpoint(shared.clone(), endpoint, parts, jar.session));
@@ -82,9 +94,14 @@ where
             Route::Protected => {
                 let room = &shared.room;
                 let jar = room.cookies().read(&parts.headers);
-                if let Some(session) = &jar.session
-                    && let Some(claims) = room.tokens().check(&jar.tokens, &session.id)
-                {
+                let checked = jar
+                    .session
+                    .as_ref()
+                    .map(|s| (s, room.tokens().check(&jar.tokens, &s.id)));
+                if let Some((session, Err(Some(refusal)))) = &checked {
+                    room.note_refusal(*refusal, &session.id);
+                }
+                if let Some((session, Ok(claims))) = checked {
                     room.touch_active(&session.id);
                     let session = session.id.clone();
                     if room.tokens().renewal_due(&claims) {

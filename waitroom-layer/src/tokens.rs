@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use waitroom_verify::{Claims, KeySet, SharedClock, SigningKey, Verifier};
+use waitroom_verify::{Claims, KeySet, Refusal, SharedClock, SigningKey, Verifier};
 
 use crate::error::ConfigError;
 
@@ -108,11 +108,23 @@ impl Tokens {
         }
     }
 
-    /// The claims of the first candidate that is a valid token for `session`.
-    pub(crate) fn check(&self, candidates: &[String], session: &str) -> Option<Arc<Claims>> {
-        candidates
-            .iter()
-            .find_map(|t| self.verifier.verify_for_session_shared(t, session).ok())
+    /// The claims of the first candidate that is a valid token for `session`; else why the first candidate was
+    /// refused (`None`: no candidate at all).
+    pub(crate) fn check(
+        &self,
+        candidates: &[String],
+        session: &str,
+    ) -> Result<Arc<Claims>, Option<Refusal>> {
+        let mut first = None;
+        for t in candidates {
+            match self.verifier.verify_for_session_shared(t, session) {
+                Ok(c) => return Ok(c),
+                Err(r) => {
+                    first.get_or_insert(r);
+                }
+            }
+        }
+        Err(first)
     }
 
     /// Whether more than half of the token's life is gone.

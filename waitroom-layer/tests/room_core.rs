@@ -420,27 +420,46 @@ async fn door_operations_pause_cap_open_close_and_inventory() {
         15,
         "capacity change applies at once"
     );
-    // No seat available: the door stops; holds expire: it reopens; all sold: sold out.
+    // No seat available: the door stops; holds expire: it reopens, letting in no more people within a minute than
+    // there are seats to pick from; all sold: sold out.
+    c.advance(Duration::from_secs(61));
+    poll_all(&room, 50).await;
     room.set_inventory(Inventory {
-        total: 10,
-        sold: 6,
-        held: 4,
+        total: 100,
+        sold: 60,
+        held: 40,
     })
     .await
     .unwrap();
     room.set_capacity(100).await.unwrap();
-    assert_eq!(room.tick_now().await.unwrap().admitted.len(), 0);
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        0,
+        "every seat sold or held"
+    );
     room.set_inventory(Inventory {
-        total: 10,
-        sold: 6,
-        held: 2,
+        total: 100,
+        sold: 60,
+        held: 30,
     })
     .await
     .unwrap();
     assert_eq!(
         room.tick_now().await.unwrap().admitted.len(),
-        15,
-        "seats came back: the rest of the line is let in"
+        10,
+        "ten seats came back: ten people let in"
+    );
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        0,
+        "not more than the seats within the minute"
+    );
+    c.advance(Duration::from_secs(61));
+    poll_all(&room, 50).await;
+    assert_eq!(
+        room.tick_now().await.unwrap().admitted.len(),
+        5,
+        "a new minute: the rest of the line"
     );
     room.set_inventory(Inventory {
         total: 10,

@@ -144,7 +144,7 @@ impl FinishCell {
         if late {
             *state = CellState::Delivered;
             drop(state);
-            tracing::debug!(session = %finish.session_id, "finish after the response left; detached sink call");
+            tracing::debug!(session = %crate::session::fingerprint(&finish.session_id), "finish after the response left; detached sink call");
             let _ = self.sink.finish(&finish, &mut HeaderMap::new());
         } else {
             *state = CellState::Pending(finish);
@@ -181,7 +181,7 @@ impl Drop for FinishCell {
             CellState::Closed,
         );
         if let CellState::Pending(finish) = state {
-            tracing::debug!(session = %finish.session_id, "finish without a response; detached sink call");
+            tracing::debug!(session = %crate::session::fingerprint(&finish.session_id), "finish without a response; detached sink call");
             let _ = self.sink.finish(&finish, &mut HeaderMap::new());
         }
     }

@@ -69,7 +69,9 @@
 //! - [`clock`]: where time comes from.
 //!
 //! # Features
-//! - `redis`: reserved for the Redis finish sink (not yet implemented; enabling it adds no API).
+//! - `redis`: the `redis` module. `redis::RedisFinishSink` records finishes in the room's Redis finish stream (the
+//!   room frees the place at its next tick and refuses the token), and `redis::RedisFinishListener` lets every
+//!   verifier replica refuse a session finished on another one. Needs a Tokio runtime.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -80,6 +82,8 @@ pub mod error;
 pub mod future;
 pub mod keys;
 pub mod layer;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod response;
 pub mod service;
 pub mod session;
@@ -96,5 +100,7 @@ pub use future::ResponseFuture;
 pub use keys::{Algorithm, KeySet, SigningKey, VerifyingKey};
 pub use layer::{DEFAULT_JOIN_URL, VerifyLayer};
 pub use service::VerifyService;
-pub use session::{CookieNames, SESSION_HEADER, session_id_from_cookie_value};
+pub use session::{
+    CookieNames, Fingerprint, SESSION_HEADER, fingerprint, session_id_from_cookie_value,
+};
 pub use verifier::{Accepted, Verifier, VerifierBuilder};

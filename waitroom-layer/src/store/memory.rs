@@ -211,8 +211,13 @@ impl Event {
             .settings
             .capacity
             .saturating_sub(self.active.len() as u64);
+        let last_minute = self.admitted_last_minute(t.now_ms);
         if let Some(cap) = self.settings.admit_per_minute {
-            room = room.min(cap.saturating_sub(self.admitted_last_minute(t.now_ms)));
+            room = room.min(cap.saturating_sub(last_minute));
+        }
+        if let Some(inv) = self.settings.inventory {
+            // Never more people let in within a minute than there are seats to pick from.
+            room = room.min(inv.available().saturating_sub(last_minute));
         }
         let mut scanned = 0;
         let mut admitted = 0;

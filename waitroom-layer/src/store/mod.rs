@@ -338,7 +338,9 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError>;
 
     /// The admission tick: runs the draw when due, expires idle sessions, then lets people in from the head while
-    /// the door is open, `active < capacity` and the per-minute cap allows, skipping abandoned sessions.
+    /// the door is open, `active < capacity` and the per-minute cap allows, skipping abandoned sessions. With an
+    /// inventory, no more people are let in within a sliding minute than there are seats available (so the last
+    /// few seats do not draw thousands onto an empty seat map).
     async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError>;
 
     /// Marks an admitted or active session finished (it leaves the active count at once); `seats` is what its

@@ -242,6 +242,8 @@ for i = 1, #r, 2 do
   if int(r[i]) + 60 <= now_s then redis.call('HDEL', KR, r[i]) else recent = recent + int(r[i + 1]) end
 end
 if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
+-- Never more people let in within a minute than there are seats to pick from.
+if total then room = math.min(room, total - sold - held - recent) end
 local served, last = int(m.served), int(m.last)
 local dlo = int(m.dbase)
 local dhi = dlo + int(m.dcount)
@@ -472,14 +474,36 @@ const KEY_PARTS: [&str; 9] = [
 ///
 /// - [`Store::finish`] (the room's own finish, for instance from the `Waitroom-Command` response header) marks the
 ///   session finished and appends an entry, in one script.
-/// - A verifier's Redis finish sink appends an entry itself:
+/// - A verifier's Redis finish sink (`waitroom_verify::redis::RedisFinishSink`, feature `redis` of the verify
+///   crate) appends an entry itself:
 ///   `XADD wr:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`. The next admission tick of any
 ///   instance (every 250 ms by default) applies the entries it has not applied yet (`meta.fcur` is the shared
 ///   cursor, so each applies once): the session leaves the active count, its seats count, and the same tick may let
 ///   the next person in.
 /// - Every room instance reads the stream after its own cursor each tick ([`Store::finished_since`]) and remembers
 ///   the sessions ([`WaitingRoom::finished_recently`](crate::WaitingRoom::finished_recently)); verifier replicas
-///   read it the same way (`XRANGE key (<last id> + COUNT n`) to deny those tokens.
+///   read it the same way (`XRANGE key (<last id> + COUNT n`, `waitroom_verify::redis::RedisFinishListener`) to
+///   deny those tokens.
+///
+/// # Several instances: one key set, one cookie secret
+///
+/// The store shares the line, not the secrets: every instance of an on-sale must be built with the same signing
+/// key and the same cookie secret, or a token or cookie from one instance is refused by the next.
+///
+/// - **Token key.** Generate it once (`SigningKey::generate_ed25519("room-2026-01")?.to_pem()`), store the PEM as a
+///   secret file (Kubernetes secret, Vault, a file readable only by the service user) and give the same file to
+///   every instance: `RoomBuilder::signing_key(SigningKey::from_ed25519_pem("room-2026-01", &pem)?)`. The `kid`
+///   is part of the configuration, the same on every instance. The order service needs only the public half: the
+///   room publishes it at `{base}/jwks.json` (every instance serves the same document), or give it the public PEM.
+/// - **Rotation**, with no token refused: (1) add the new public key everywhere while still signing with the old
+///   one (`RoomBuilder::publish_key(new.verifying_key())` on every instance; reload the order service's key set,
+///   `Verifier::replace_keys`); (2) once every instance and verifier knows it, sign with the new key and publish the
+///   old one (`signing_key(new)`, `publish_key(old.verifying_key())`); (3) when the longest-lived token signed with
+///   the old key has expired (the idle timeout, plus the verifiers' leeway), drop it. A rolling restart per step is
+///   enough; each step is safe while instances run mixed configurations.
+/// - **Cookie secret.** At least 32 random bytes, distributed like the key file
+///   (`RoomBuilder::cookie_secret`). A session cookie signed under one secret is no cookie under another, so
+///   changing it sends everyone in line to the back: rotate it between on-sales, never during one.
 ///
 /// # Cost per request
 ///

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""HTTP benchmark of the on-sale demo with a real load generator (wrk), every figure against /healthz in the same run.
+
+Starts the demo (release build) on a free loopback port, joins N sessions through the real HTTP surface (the first
+`capacity` are let in and claim their admission token), then drives wrk with a Lua script that cycles through the
+sessions' cookies against:
+  - GET /waitroom/status   a waiting session's poll (JSON, answered from the room's local memory)
+  - GET /api/me            an admitted request passing through both layers (room layer + VerifyLayer)
+  - GET /healthz           a bare route outside the room (the baseline)
+for the embedded store and, with --redis, for the Redis store (a redis-server the script starts on a free port).
+
+Usage: scripts/bench_http.py [--sessions 2000] [--capacity 200] [--seconds 10] [--connections 32] [--redis]
+Loopback only; every run is bounded by --seconds and stops by itself.
+"""
+import argparse, http.client, json, os, re, shutil, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, proc, what, timeout=60):
+    t = time.time()
+    while time.time() - t < timeout:
+        if proc.poll() is not None:
+            sys.exit(f"{what} exited early with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    sys.exit(f"{what} did not listen on {port}")
+
+
+def get(port, path, cookies, accept="application/json"):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    hdr = {"Accept": accept}
+    if cookies:
+        hdr["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    c.request("GET", path, headers=hdr)
+    r = c.getresponse()
+    body = r.read()
+    for k, v in r.getheaders():
+        if k.lower() == "set-cookie":
+            name, _, rest = v.partition("=")
+            val = rest.split(";", 1)[0]
+            if val:
+                cookies[name] = val
+            else:
+                cookies.pop(name, None)
+    c.close()
+    return r.status, body
+
+
+def wrk(port, path, cookie_file, seconds, connections):
+    lua = os.path.join(tempfile.gettempdir(), f"waitroom-wrk-{os.getpid()}.lua")
+    with open(lua, "w") as f:
+        f.write(f"""
+local cookies = {{}}
+for line in io.lines("{cookie_file}") do cookies[#cookies + 1] = line end
+local i = 0
+request = function()
+  i = i % #cookies + 1
+  return wrk.format("GET", "{path}", {{ ["Cookie"] = cookies[i], ["Accept"] = "application/json" }})
+end
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT rps=%.1f p50=%d p90=%d p99=%d errors=%d non2xx=%d\\n",
+    summary.requests / (summary.duration / 1e6), latency:percentile(50), latency:percentile(90),
+    latency:percentile(99), summary.errors.connect + summary.errors.read + summary.errors.write
+    + summary.errors.timeout, summary.errors.status))
+end
+""")
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", lua, f"http://127.0.0.1:{port}{path}"],
+                         capture_output=True, text=True, timeout=seconds + 30).stdout
+    m = re.search(r"RESULT rps=([\d.]+) p50=(\d+) p90=(\d+) p99=(\d+) errors=(\d+) non2xx=(\d+)", out)
+    if not m:
+        sys.exit(f"wrk printed no result:\n{out}")
+    rps, p50, p90, p99, errors, non2xx = m.groups()
+    return dict(rps=float(rps), p50=int(p50), p90=int(p90), p99=int(p99), errors=int(errors), non2xx=int(non2xx))
+
+
+def run(store, args, redis_url=None):
+    port = free_port()
+    cmd = [os.path.join(ROOT, "target", "release", "examples", "onsale"), "--port", str(port),
+           "--capacity", str(args.capacity), "--refresh-seconds", "20"]
+    if redis_url:
+        cmd += ["--redis", redis_url]
+    demo = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir())
+    try:
+        wait_port(port, demo, "the demo")
+        waiting, admitted = [], []
+        for i in range(args.sessions):
+            jar = {}
+            st, _ = get(port, "/seats", jar, accept="text/html")
+            assert st < 500, f"join answered {st}"
+            (admitted if i < args.capacity else waiting).append(jar)
+        time.sleep(1.5)  # a few ticks: the first `capacity` are let in
+        for jar in admitted:
+            st, body = get(port, "/waitroom/status", jar)
+            state = json.loads(body)["state"]
+            assert state == "admitted" and "waitroom_token" in jar, f"not admitted: {state}"
+        for jar in waiting[:5]:
+            st, body = get(port, "/waitroom/status", jar)
+            assert json.loads(body)["state"] == "waiting", body
+        st, _ = get(port, "/api/me", dict(admitted[0]))
+        assert st == 200, f"/api/me with a token answered {st}"
+        files = {}
+        for name, jars in (("waiting", waiting), ("admitted", admitted)):
+            path = os.path.join(tempfile.gettempdir(), f"waitroom-cookies-{name}-{os.getpid()}")
+            with open(path, "w") as f:
+                for jar in jars:
+                    f.write("; ".join(f"{k}={v}" for k, v in jar.items()) + "\n")
+            files[name] = path
+        res = {}
+        for label, path, cookies in (("healthz", "/healthz", files["waiting"]),
+                                     ("poll", "/waitroom/status", files["waiting"]),
+                                     ("admitted", "/api/me", files["admitted"]),
+                                     ("healthz2", "/healthz", files["waiting"])):
+            res[label] = wrk(port, path, cookies, args.seconds, args.connections)
+        return res
+    finally:
+        demo.terminate()
+        demo.wait(10)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sessions", type=int, default=2000)
+    ap.add_argument("--capacity", type=int, default=200)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--redis", action="store_true", help="also run against a redis-server started on a free port")
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is missing: apt-get install wrk")
+    features = "redis" if args.redis else ""
+    subprocess.run(["cargo", "build", "--release", "--example", "onsale"] + (["--features", features] if features else []),
+                   cwd=ROOT, check=True)
+    stores = [("memory", None)]
+    redis = None
+    if args.redis:
+        rport = free_port()
+        rdir = tempfile.mkdtemp()
+        redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+                                  "--appendonly", "no", "--dir", rdir], stdout=subprocess.DEVNULL)
+        wait_port(rport, redis, "redis-server")
+        stores.append(("redis", f"redis://127.0.0.1:{rport}"))
+    try:
+        print(f"# {time.strftime('%Y-%m-%d')} {os.cpu_count()} cores; wrk -t1 -c{args.connections} -d{args.seconds}s; "
+              f"{args.sessions} sessions, capacity {args.capacity}")
+        print("| store | target | requests/s | vs /healthz | p50 | p90 | p99 | errors | non-2xx |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for store, url in stores:
+            r = run(store, args, url)
+            base = (r["healthz"]["rps"] + r["healthz2"]["rps"]) / 2
+            for label, name in (("healthz", "GET /healthz (bare, baseline)"), ("poll", "GET /waitroom/status (waiting poll)"),
+                                ("admitted", "GET /api/me (admitted, both layers)")):
+                x = r[label]
+                rps = base if label == "healthz" else x["rps"]
+                print(f"| {store} | {name} | {rps:,.0f} | {100 * rps / base:.0f}% | {x['p50'] / 1000:.2f} ms | "
+                      f"{x['p90'] / 1000:.2f} ms | {x['p99'] / 1000:.2f} ms | {x['errors']} | {x['non2xx']} |")
+    finally:
+        if redis:
+            redis.terminate()
+
+
+if __name__ == "__main__":
+    main()

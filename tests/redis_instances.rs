@@ -1,0 +1,801 @@
+//! Three room instances over one real redis-server, driven through real HTTP: real axum servers on ephemeral
+//! ports, real `reqwest` clients with cookie stores, one `RedisStore` per instance, one on-sale, one signing key
+//! (from a PEM, as every instance would load it from a key file) and one cookie secret.
+//!
+//! - `a_finish_through_the_redis_sink_frees_the_place_at_the_next_tick`: the verify crate's `RedisFinishSink`
+//!   reaches a room over `RedisStore`.
+//! - `three_instances_one_line_thousands_of_sessions`: 2,000 sessions join, poll, get in, use their token and
+//!   buy, on the three instances at random; the active count never exceeds the capacity; a line number is the
+//!   same whichever instance tells it; no 5xx.
+//! - `redis_down_mid_run_holds_the_line_and_it_resumes_in_order`: redis-server stops and starts again.
+#![cfg(feature = "redis")]
+
+#[path = "../waitroom-layer/tests/support/redis_server.rs"]
+mod redis_server;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::Extension;
+use axum::routing::{get, post};
+use redis_server::RedisServer;
+use reqwest::redirect::Policy;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use waitroom::layer::store::Store;
+use waitroom::layer::{
+    ManualClock, RedisStore, STATE_HEADER, SessionState, SigningKey, WaitingRoom, WaitingRoomLayer,
+};
+use waitroom::verify::redis::RedisFinishSink;
+use waitroom::verify::{Admission, Clock, Refusal, SystemClock, Verifier, VerifyLayer};
+
+const SECRET: [u8; 32] = *b"a-cookie-secret-shared-by-all-3!";
+
+fn event(tag: &str) -> String {
+    format!("{tag}-{}-{}", std::process::id(), SystemClock.now_ms())
+}
+
+/// What every instance of one on-sale shares: the token key (as the PEM key file each would load) and the cookie
+/// secret.
+struct Keys {
+    pem: String,
+}
+
+impl Keys {
+    fn new() -> Self {
+        let key = SigningKey::generate_ed25519("room-2026-01").unwrap();
+        Self {
+            pem: key.to_pem().unwrap(),
+        }
+    }
+
+    fn signing_key(&self) -> SigningKey {
+        SigningKey::from_ed25519_pem("room-2026-01", &self.pem).unwrap()
+    }
+}
+
+struct Instance {
+    url: String,
+    room: WaitingRoom,
+}
+
+impl Instance {
+    fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+}
+
+struct Setup<'a> {
+    redis_url: &'a str,
+    event: &'a str,
+    keys: &'a Keys,
+    capacity: u64,
+    background: bool,
+}
+
+async fn buy(Extension(admission): Extension<Admission>) -> String {
+    admission.finish_with_seats(1);
+    format!("bought for {}", admission.session_id())
+}
+
+/// One instance: a room over its own `RedisStore`, `/checkout/...` behind the room, `/checkout/buy` the order
+/// service (a `VerifyLayer` whose handler finishes the session through the finish header).
+async fn instance(s: &Setup<'_>) -> Instance {
+    let store = RedisStore::builder(s.redis_url)
+        .timeout(Duration::from_millis(300))
+        .connect_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let room = WaitingRoom::builder(s.event)
+        .capacity(s.capacity)
+        .idle_timeout(Duration::from_secs(60))
+        .poll_interval(Duration::from_secs(2))
+        .abandon_after(Duration::from_secs(300))
+        .arrival_window(Duration::from_secs(30))
+        .tick_interval(Duration::from_millis(50))
+        .signing_key(s.keys.signing_key())
+        .cookie_secret(SECRET)
+        .secure_cookies(false)
+        .background(s.background)
+        .store(store)
+        .build()
+        .await
+        .unwrap();
+    let order_verifier = Verifier::builder()
+        .keys(&s.keys.signing_key())
+        .issuer("waitroom")
+        .audience(s.event)
+        .build()
+        .unwrap();
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/checkout")
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/checkout", get(|| async { "seat map" }))
+        .route(
+            "/checkout/buy",
+            post(buy).layer(VerifyLayer::new(order_verifier)),
+        )
+        .layer(layer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Instance {
+        url: format!("http://{addr}"),
+        room,
+    }
+}
+
+async fn instances(s: &Setup<'_>, n: usize) -> Vec<Instance> {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        v.push(instance(s).await);
+    }
+    v
+}
+
+/// A browser: cookie store on (cookies are per host, not per port, so one jar serves the three instances, as
+/// behind one load balancer), redirects off.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+fn state(res: &reqwest::Response) -> String {
+    res.headers()
+        .get(STATE_HEADER)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+/// The session id from the `Set-Cookie` of a first response (`<session>.<number>.<mac>`).
+fn session_of(res: &reqwest::Response) -> Option<String> {
+    res.headers().get_all("set-cookie").iter().find_map(|v| {
+        let v = v.to_str().ok()?;
+        let value = v.split(';').next()?.strip_prefix("waitroom_session=")?;
+        Some(value.split('.').next()?.to_owned())
+    })
+}
+
+/// A small deterministic RNG (xorshift64*), one per task.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_through_the_redis_sink_frees_the_place_at_the_next_tick() {
+    let server = RedisServer::from_env_or_start();
+    let ev = event("sink");
+    let clock = ManualClock::starting_now();
+    let keys = Keys::new();
+    let room = WaitingRoom::builder(&ev)
+        .capacity(1)
+        .signing_key(keys.signing_key())
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .store(RedisStore::connect(server.url()).await.unwrap())
+        .build()
+        .await
+        .unwrap();
+    let (a, b) = (WaitingRoom::new_session_id(), WaitingRoom::new_session_id());
+    room.join(&a, None).await.unwrap();
+    assert_eq!(room.tick_now().await.unwrap().admitted, vec![a.clone()]);
+    assert_eq!(
+        room.claim(&a).await.unwrap().unwrap().state,
+        SessionState::Active
+    );
+    room.refresh().await.unwrap();
+    assert_eq!(room.stats().active, 1);
+    let token = room.issue_token(&a).unwrap();
+
+    // The order service: its own process, no room, a Redis finish sink.
+    let order_verifier = Verifier::builder()
+        .keys(&keys.signing_key())
+        .issuer("waitroom")
+        .audience(&ev)
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    let sink = RedisFinishSink::connect(server.url()).await.unwrap();
+    let app = Router::new().route(
+        "/buy",
+        post(|Extension(a): Extension<Admission>| async move {
+            a.finish_with_seats(2);
+            "bought"
+        })
+        .layer(VerifyLayer::new(order_verifier).finish_sink(sink.clone())),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let res = reqwest::Client::new()
+        .post(format!("http://{addr}/buy"))
+        .header(
+            "cookie",
+            format!("waitroom_session={a}; waitroom_token={token}"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(sink.recorded(), 1);
+
+    // The sink only appended to the stream: nothing changed in the line yet.
+    room.refresh().await.unwrap();
+    assert_eq!(room.stats().active, 1);
+    assert!(!room.finished_recently(&a));
+    // The next tick applies it: the place is free (the active count drops), the seats count, the token is
+    // refused by the room too; the next person gets in.
+    clock.advance(Duration::from_millis(250));
+    assert!(room.tick_now().await.unwrap().admitted.is_empty());
+    let stats = room.stats();
+    assert_eq!(
+        (
+            stats.active,
+            stats.counters.finished,
+            stats.counters.seats_bought
+        ),
+        (0, 1, 2)
+    );
+    assert!(room.finished_recently(&a));
+    assert_eq!(room.verifier().verify(&token), Err(Refusal::Finished));
+    assert_eq!(
+        room.store().lookup(&ev, &a).await.unwrap().unwrap().state,
+        SessionState::Finished
+    );
+    room.join(&b, None).await.unwrap();
+    clock.advance(Duration::from_millis(250));
+    assert_eq!(room.tick_now().await.unwrap().admitted, vec![b]);
+}
+
+/// What every poll told, per session.
+#[derive(Default)]
+struct Seen {
+    /// Session -> (its line number, the instances that told it).
+    numbers: Mutex<HashMap<String, (u64, u8)>>,
+    requests: AtomicU64,
+    five_xx: AtomicU64,
+    mismatches: Mutex<Vec<String>>,
+}
+
+impl Seen {
+    fn status(&self, what: &str, status: u16) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        if status >= 500 {
+            self.five_xx.fetch_add(1, Ordering::Relaxed);
+            self.mismatches
+                .lock()
+                .unwrap()
+                .push(format!("{what}: {status}"));
+        }
+    }
+
+    fn number(&self, session: &str, number: u64, instance: usize) {
+        let mut m = self.numbers.lock().unwrap();
+        let e = m.entry(session.to_owned()).or_insert((number, 0));
+        if e.0 != number {
+            self.mismatches.lock().unwrap().push(format!(
+                "{session}: number {number} on instance {instance}, {} before",
+                e.0
+            ));
+        }
+        e.1 |= 1 << instance;
+    }
+}
+
+const SESSIONS: usize = 2_000;
+const CAPACITY: u64 = 20;
+/// How long the crowd runs at most; whoever is still in line then stops polling.
+const BUDGET: Duration = Duration::from_secs(35);
+
+/// `WR_SESSIONS` overrides the crowd's size (for a quick local run).
+fn sessions() -> usize {
+    std::env::var("WR_SESSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SESSIONS)
+}
+
+/// What the crowd shares: the instances, a bound on requests in flight, what was seen, and the clock of the run.
+struct Crowd {
+    sites: Vec<Instance>,
+    gate: Semaphore,
+    seen: Seen,
+    served: AtomicU64,
+    stop: AtomicBool,
+    t0: Instant,
+}
+
+impl Crowd {
+    /// Sessions served per second so far (at least 5): how fast the line moves, to pace the polls.
+    fn rate(&self) -> f64 {
+        let secs = self.t0.elapsed().as_secs_f64().max(1.0);
+        (self.served.load(Ordering::Relaxed) as f64 / secs).max(5.0)
+    }
+
+    async fn send(
+        &self,
+        what: &str,
+        req: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, String> {
+        let _permit = self.gate.acquire().await.map_err(|e| e.to_string())?;
+        let res = req.send().await.map_err(|e| format!("{what}: {e}"))?;
+        self.seen.status(what, res.status().as_u16());
+        Ok(res)
+    }
+}
+
+/// How a person's run ended.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// Got in, used the token, bought.
+    Served,
+    /// Still in line when the run stopped.
+    Waiting,
+}
+
+/// One person: joins on a random instance, polls the JSON status on random instances (paced like a page that
+/// follows its ETA: rarely far back, every 100 ms near the head), and once let in uses the token on a random
+/// instance and buys on another.
+async fn visitor(i: usize, crowd: Arc<Crowd>) -> Result<Outcome, String> {
+    let mut rng = Rng::new(i as u64 + 1);
+    let sites = &crowd.sites;
+    let b = browser();
+    let pick = |rng: &mut Rng| rng.below(sites.len() as u64) as usize;
+    // Join, with the holding page.
+    let res = crowd
+        .send("join", b.get(sites[pick(&mut rng)].at("/checkout")))
+        .await?;
+    let session = session_of(&res).ok_or("no session cookie on the join")?;
+    let st = state(&res);
+    if st != "waiting" && st != "admitted" {
+        return Err(format!("{session} joined as {st}"));
+    }
+    drop(res.text().await);
+    // Poll until let in.
+    let mut gap = Duration::from_millis(rng.below(1_000));
+    loop {
+        tokio::time::sleep(gap).await;
+        if crowd.stop.load(Ordering::Relaxed) {
+            return Ok(Outcome::Waiting);
+        }
+        let k = pick(&mut rng);
+        let res = crowd
+            .send(
+                "poll",
+                b.get(sites[k].at("/waitroom/status?return_to=%2Fcheckout"))
+                    .header("accept", "application/json"),
+            )
+            .await?;
+        let json: Value = res.json().await.map_err(|e| e.to_string())?;
+        if let Some(n) = json["number"].as_u64() {
+            crowd.seen.number(&session, n, k);
+        }
+        match json["state"].as_str() {
+            Some("admitted") => break,
+            Some("waiting") => {
+                // Come back when about half the places ahead are gone; every 100 ms once near the door.
+                let ahead = json["position"]
+                    .as_u64()
+                    .unwrap_or(1)
+                    .saturating_sub(CAPACITY);
+                let ms = ((ahead as f64 / crowd.rate()) * 500.0) as u64;
+                let ms = ms.clamp(100, 5_000);
+                gap = Duration::from_millis(ms * 3 / 4 + rng.below(ms / 2));
+            }
+            other => return Err(format!("{session} was told {other:?}: {json}")),
+        }
+    }
+    // In: the token opens a protected page on some instance, and the order goes through on another.
+    let res = crowd
+        .send("protected", b.get(sites[pick(&mut rng)].at("/checkout")))
+        .await?;
+    let body = res.text().await.map_err(|e| e.to_string())?;
+    if body != "seat map" {
+        return Err(format!("{session} with a token got {body:.80}"));
+    }
+    let res = crowd
+        .send("buy", b.post(sites[pick(&mut rng)].at("/checkout/buy")))
+        .await?;
+    if res.headers().contains_key("waitroom-command") {
+        return Err("the finish header leaked to the browser".into());
+    }
+    let body = res.text().await.map_err(|e| e.to_string())?;
+    if body != format!("bought for {session}") {
+        return Err(format!("{session} could not buy: {body:.80}"));
+    }
+    crowd.served.fetch_add(1, Ordering::Relaxed);
+    Ok(Outcome::Served)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_instances_one_line_thousands_of_sessions() {
+    let n = sessions();
+    let server = RedisServer::from_env_or_start();
+    let ev = event("three");
+    let keys = Keys::new();
+    let setup = Setup {
+        redis_url: server.url(),
+        event: &ev,
+        keys: &keys,
+        capacity: CAPACITY,
+        background: true,
+    };
+    let crowd = Arc::new(Crowd {
+        sites: instances(&setup, 3).await,
+        gate: Semaphore::new(64),
+        seen: Seen::default(),
+        served: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        t0: Instant::now(),
+    });
+    let probe = RedisStore::connect(server.url()).await.unwrap();
+
+    // The sampler: the shared active count straight from Redis, and each instance's view of it.
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (done, crowd, probe, ev) = (done.clone(), crowd.clone(), probe.clone(), ev.clone());
+        tokio::spawn(async move {
+            let (mut samples, mut max_store, mut max_local) = (0u64, 0u64, 0u64);
+            while !done.load(Ordering::Relaxed) {
+                if let Ok(s) = probe.snapshot(&ev).await {
+                    samples += 1;
+                    max_store = max_store.max(s.active);
+                }
+                for site in &crowd.sites {
+                    max_local = max_local.max(site.room.stats().active);
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            (samples, max_store, max_local)
+        })
+    };
+    let stopper = {
+        let crowd = crowd.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(BUDGET).await;
+            crowd.stop.store(true, Ordering::Relaxed);
+        })
+    };
+
+    let tasks: Vec<_> = (0..n)
+        .map(|i| tokio::spawn(visitor(i, crowd.clone())))
+        .collect();
+    let (mut failures, mut served, mut waiting) = (Vec::new(), 0u64, 0u64);
+    for t in tasks {
+        match tokio::time::timeout(BUDGET + Duration::from_secs(20), t).await {
+            Ok(Ok(Ok(Outcome::Served))) => served += 1,
+            Ok(Ok(Ok(Outcome::Waiting))) => waiting += 1,
+            Ok(Ok(Err(e))) => failures.push(e),
+            Ok(Err(e)) => failures.push(format!("task panicked: {e}")),
+            Err(_) => failures.push("a visitor did not stop".into()),
+        }
+    }
+    let elapsed = crowd.t0.elapsed();
+    stopper.abort();
+    done.store(true, Ordering::Relaxed);
+    let (samples, max_store, max_local) = sampler.await.unwrap();
+
+    let seen = &crowd.seen;
+    let requests = seen.requests.load(Ordering::Relaxed);
+    println!(
+        "{n} sessions over 3 instances for {elapsed:.1?}: {served} served, {waiting} still in line at the end; \
+         {requests} HTTP requests ({:.0}/s); active count sampled {samples} times: max {max_store} in Redis, \
+         max {max_local} in any instance's snapshot (capacity {CAPACITY})",
+        requests as f64 / elapsed.as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} visitors failed, e.g. {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert_eq!(seen.five_xx.load(Ordering::Relaxed), 0, "no 5xx");
+    let mismatches = seen.mismatches.lock().unwrap().clone();
+    assert!(mismatches.is_empty(), "{mismatches:?}");
+    assert!(samples > 100, "only {samples} samples");
+    assert!(
+        max_store <= CAPACITY,
+        "the active count reached {max_store}"
+    );
+    assert!(max_local <= CAPACITY, "an instance saw {max_local} active");
+    assert_eq!(max_store, CAPACITY, "the door was full at some point");
+    assert!(
+        served >= 10 * CAPACITY,
+        "places freed and refilled many times over: only {served} served"
+    );
+
+    // Every number 1..=n once, each told the same by every instance that was asked.
+    let numbers = seen.numbers.lock().unwrap().clone();
+    let mut all: Vec<u64> = numbers.values().map(|(n, _)| *n).collect();
+    all.sort_unstable();
+    assert_eq!(all, (1..=n as u64).collect::<Vec<_>>());
+    let multi = numbers
+        .values()
+        .filter(|(_, mask)| mask.count_ones() >= 2)
+        .count();
+    let per_instance: Vec<usize> = (0..3)
+        .map(|k| numbers.values().filter(|(_, m)| m & (1 << k) != 0).count())
+        .collect();
+    println!(
+        "{multi} sessions were told their number by two or three instances; sessions told by each: \
+         {per_instance:?}"
+    );
+    assert!(multi > n / 2, "only {multi} sessions asked two instances");
+
+    // The store's totals agree with what the crowd saw: everyone joined, whoever bought finished, nobody skipped
+    // or expired, and the served numbers are the head of the line.
+    let snap = probe.snapshot(&ev).await.unwrap();
+    let c = snap.counters;
+    assert_eq!(
+        (c.joined, c.finished, c.abandoned, c.expired),
+        (n as u64, served, 0, 0)
+    );
+    assert!(c.admitted >= served && c.admitted - served <= CAPACITY);
+    assert_eq!(
+        (snap.active, snap.served),
+        (c.admitted - served, c.admitted)
+    );
+    assert_eq!(snap.last_number, n as u64);
+    assert!(elapsed < Duration::from_secs(60), "took {elapsed:?}");
+}
+
+/// One person in the fault test, with what it was told at the start.
+struct Person {
+    b: reqwest::Client,
+    session: String,
+    number: u64,
+}
+
+async fn poll_json(p: &Person, site: &Instance) -> (u16, Value) {
+    let res =
+        p.b.get(site.at("/waitroom/status?return_to=%2Fcheckout"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
+
+/// Whether `p`'s token opens the protected page on `site`.
+async fn passes(p: &Person, site: &Instance) -> bool {
+    let res = p.b.get(site.at("/checkout")).send().await.unwrap();
+    assert!(res.status().as_u16() < 500);
+    res.text().await.unwrap() == "seat map"
+}
+
+async fn buys(p: &Person, site: &Instance) -> bool {
+    let res = p.b.post(site.at("/checkout/buy")).send().await.unwrap();
+    assert!(res.status().as_u16() < 500);
+    res.text().await.unwrap().starts_with("bought")
+}
+
+async fn refresh_all(sites: &[Instance]) {
+    for s in sites {
+        s.room.refresh().await.unwrap();
+    }
+}
+
+async fn tick_all(sites: &[Instance]) -> Vec<bool> {
+    let mut ok = Vec::new();
+    for s in sites {
+        ok.push(s.room.tick_now().await.is_ok());
+    }
+    ok
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_mid_run_holds_the_line_and_it_resumes_in_order() {
+    let mut server = RedisServer::start(); // private: append-only on, stopped and restarted below
+    let ev = event("fault");
+    let keys = Keys::new();
+    let setup = Setup {
+        redis_url: server.url(),
+        event: &ev,
+        keys: &keys,
+        capacity: 5,
+        background: false, // the door moves when the test ticks it
+    };
+    let sites = instances(&setup, 3).await;
+    let mut rng = Rng::new(7);
+
+    // Forty people join, round robin over the instances.
+    let mut people = Vec::new();
+    for i in 0..40 {
+        let b = browser();
+        let res = b.get(sites[i % 3].at("/checkout")).send().await.unwrap();
+        assert_eq!(state(&res), "waiting");
+        let session = session_of(&res).unwrap();
+        let p = Person {
+            b,
+            session,
+            number: 0,
+        };
+        let (_, json) = poll_json(&p, &sites[(i + 1) % 3]).await;
+        people.push(Person {
+            number: json["number"].as_u64().unwrap(),
+            ..p
+        });
+    }
+    let numbers: Vec<u64> = people.iter().map(|p| p.number).collect();
+    assert_eq!(numbers, (1..=40).collect::<Vec<_>>(), "FIFO, dense");
+
+    // Five are let in and claim their place; two of them buy, freeing two places (no tick yet).
+    assert_eq!(sites[0].room.tick_now().await.unwrap().admitted.len(), 5);
+    refresh_all(&sites).await; // what each instance's background task does every tick
+    for p in &people[..5] {
+        let (_, json) = poll_json(p, &sites[rng.below(3) as usize]).await;
+        assert_eq!(json["state"], "admitted");
+        assert!(passes(p, &sites[rng.below(3) as usize]).await);
+    }
+    for p in &people[..2] {
+        assert!(buys(p, &sites[rng.below(3) as usize]).await);
+    }
+    // The next tick fills the two places: numbers 6 and 7 are in; active 5, served 7.
+    tick_all(&sites).await;
+    let before = sites[0].room.stats();
+    assert_eq!((before.active, before.served), (5, 7));
+    for p in &people[2..7] {
+        let (_, json) = poll_json(p, &sites[rng.below(3) as usize]).await;
+        assert_eq!(json["state"], "admitted", "{}", p.number);
+    }
+    // Number 3 buys: one place is free in the store, and no tick has used it.
+    assert!(buys(&people[2], &sites[1]).await);
+    let free_at_outage = 1;
+
+    // ---- Redis goes away ----
+    server.stop();
+    let ticks = tick_all(&sites).await;
+    assert_eq!(ticks, vec![false; 3], "every tick fails");
+    let t0 = Instant::now();
+    let mut polls = 0;
+    while t0.elapsed() < Duration::from_millis(1_500) {
+        for p in &people[7..] {
+            let site = &sites[rng.below(3) as usize];
+            let (status, json) = poll_json(p, site).await;
+            polls += 1;
+            assert_eq!(status, 200);
+            assert_eq!(json["store_ok"], false);
+            assert_eq!(json["state"], "waiting", "nobody new is let in");
+            assert_eq!(json["number"], p.number);
+            assert_eq!(json["position"], p.number - 7);
+        }
+        assert_eq!(tick_all(&sites).await, vec![false; 3]);
+    }
+    // The holding page says the status is unknown and keeps polling.
+    let res = people[20]
+        .b
+        .get(sites[2].at("/checkout"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (res.status().as_u16(), state(&res).as_str()),
+        (200, "waiting")
+    );
+    let html = res.text().await.unwrap();
+    assert!(html.contains("Status temporarily unknown"), "{html:.300}");
+    // The admitted keep passing on their tokens, on every instance.
+    for p in &people[3..7] {
+        for site in &sites {
+            assert!(passes(p, site).await, "number {} on {}", p.number, site.url);
+        }
+    }
+    // A newcomer cannot join: the page says so (200); a JSON client is told 503 with store_ok false.
+    let newcomer = browser();
+    let res = newcomer.get(sites[0].at("/checkout")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("Status temporarily unknown")
+    );
+    let res = newcomer
+        .get(sites[0].at("/checkout"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 503);
+    assert_eq!(res.json::<Value>().await.unwrap()["store_ok"], false);
+    println!("{polls} polls during the outage, all answered 200 with store_ok false");
+
+    // ---- Redis comes back, from its append-only file ----
+    server.restart();
+    let t0 = Instant::now();
+    while tick_all(&sites).await != vec![true; 3] {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the store never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("store back {:?} after the restart", t0.elapsed());
+    // Nobody lost: every session is where it was, in the store itself.
+    let store = sites[0].room.store();
+    for p in &people[7..] {
+        let place = store.lookup(&ev, &p.session).await.unwrap().unwrap();
+        assert_eq!(
+            (place.state, place.number),
+            (SessionState::Waiting, Some(p.number))
+        );
+    }
+    // The door stays shut for two flush intervals after an outage (every instance sends the liveness it kept),
+    // then lets the next in, in order.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let report = sites[1].room.tick_now().await.unwrap();
+    assert_eq!(report.admitted, vec![people[7].session.clone()]);
+    assert_eq!(report.admitted.len(), free_at_outage);
+    assert!(report.abandoned.is_empty());
+    tick_all(&sites).await;
+    for p in &people[8..] {
+        let (status, json) = poll_json(p, &sites[rng.below(3) as usize]).await;
+        assert_eq!(status, 200);
+        assert_eq!(json["store_ok"], true);
+        assert_eq!(
+            (json["number"].as_u64(), json["position"].as_u64()),
+            (Some(p.number), Some(p.number - 8))
+        );
+    }
+
+    // Admission continues to the end, in number order: everyone buys in turn.
+    let mut finished: HashSet<u64> = [1, 2, 3].into();
+    let mut order = Vec::new();
+    let t0 = Instant::now();
+    while finished.len() < people.len() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "stuck at {order:?}");
+        for p in &people {
+            if finished.contains(&p.number) {
+                continue;
+            }
+            let (status, json) = poll_json(p, &sites[rng.below(3) as usize]).await;
+            assert_eq!(status, 200);
+            if json["state"] == "admitted" {
+                assert!(passes(p, &sites[rng.below(3) as usize]).await);
+                assert!(buys(p, &sites[rng.below(3) as usize]).await);
+                finished.insert(p.number);
+                order.push(p.number);
+            }
+        }
+        tick_all(&sites).await;
+    }
+    assert_eq!(
+        order,
+        (4..=40).collect::<Vec<_>>(),
+        "the line resumed in order"
+    );
+    let stats = sites[2].room.stats();
+    assert_eq!(
+        (
+            stats.counters.joined,
+            stats.counters.finished,
+            stats.counters.abandoned,
+            stats.active
+        ),
+        (40, 40, 0, 0)
+    );
+}

@@ -1,0 +1,297 @@
+//! The room's figures in the Prometheus (OpenMetrics) text format.
+//!
+//! Two kinds of figures:
+//! - **This instance's counters**, kept in the room's one `Arc` and bumped with one atomic increment where the thing
+//!   happens: `waitroom_polls_total` (status polls), `waitroom_join_requests_total`, `waitroom_tokens_issued_total`,
+//!   `waitroom_token_refusals_total{reason}` (tokens the room refused on protected paths, by
+//!   [`Refusal::code`]), `waitroom_store_errors_total`. Sum them over instances: `sum(rate(...[1m]))`.
+//! - **The room's figures**, read from [`WaitingRoom::stats`](crate::WaitingRoom::stats) at scrape time: the line, the door, the seats and the
+//!   store's running totals. They come from the shared store, so every instance reports the same value: aggregate
+//!   them with `max`, not `sum`.
+//!
+//! Every series carries the label `event="<on-sale id>"`.
+
+use std::borrow::Cow;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Registry, Unit};
+use waitroom_verify::Refusal;
+
+use crate::room::Stats;
+
+/// The content type of [`WaitingRoom::metrics_text`](crate::WaitingRoom::metrics_text): OpenMetrics text 1.0.0,
+/// which Prometheus scrapes natively.
+pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The label of a token refusal.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct Reason {
+    reason: &'static str,
+}
+
+/// This instance's counters (one set per room, in the room's `Arc`).
+#[derive(Debug)]
+pub(crate) struct RoomMetrics {
+    pub(crate) polls: Counter,
+    pub(crate) joins: Counter,
+    pub(crate) tokens_issued: Counter,
+    pub(crate) store_errors: Counter,
+    refusals: Family<Reason, Counter>,
+}
+
+impl RoomMetrics {
+    pub(crate) fn new() -> Self {
+        let refusals = Family::<Reason, Counter>::default();
+        // Every reason is present from the start (at 0), so `rate()` sees the first refusal of each.
+        for r in Refusal::all() {
+            let _ = refusals.get_or_create(&Reason { reason: r.code() });
+        }
+        Self {
+            polls: Counter::default(),
+            joins: Counter::default(),
+            tokens_issued: Counter::default(),
+            store_errors: Counter::default(),
+            refusals,
+        }
+    }
+
+    /// Counts a token refused on a protected path.
+    pub(crate) fn refused(&self, refusal: Refusal) {
+        self.refusals
+            .get_or_create(&Reason {
+                reason: refusal.code(),
+            })
+            .inc();
+    }
+
+    /// The exposition: this instance's counters and the room's figures from `stats`.
+    pub(crate) fn render(&self, stats: &Stats) -> String {
+        let labels = std::iter::once((Cow::Borrowed("event"), Cow::Owned(stats.event.clone())));
+        let mut r = Registry::with_prefix_and_labels("waitroom", labels);
+
+        // This instance.
+        r.register(
+            "polls",
+            "Status polls answered by this instance",
+            self.polls.clone(),
+        );
+        r.register(
+            "join_requests",
+            "Join calls made by this instance (each puts a session in line, or finds it there)",
+            self.joins.clone(),
+        );
+        r.register(
+            "tokens_issued",
+            "Admission tokens issued or renewed by this instance",
+            self.tokens_issued.clone(),
+        );
+        r.register(
+            "token_refusals",
+            "Tokens refused on protected paths by this instance, by reason (requests without a token are not counted)",
+            self.refusals.clone(),
+        );
+        r.register(
+            "store_errors",
+            "Store calls that failed on this instance",
+            self.store_errors.clone(),
+        );
+
+        // The room (the same on every instance sharing the store).
+        let gauge = |r: &mut Registry, name: &str, help: &str, v: u64| {
+            r.register(name, help, ConstGauge::new(v as i64));
+        };
+        let flag = |r: &mut Registry, name: &str, help: &str, v: bool| {
+            r.register(name, help, ConstGauge::new(i64::from(v)));
+        };
+        let total = |r: &mut Registry, name: &str, help: &str, v: u64| {
+            r.register(name, help, ConstCounter::new(v));
+        };
+        gauge(
+            &mut r,
+            "waiting",
+            "People in line (numbers not yet served) plus the pre-queue",
+            stats.waiting,
+        );
+        gauge(
+            &mut r,
+            "prequeue",
+            "People in the pre-queue (joined before the draw)",
+            stats.prequeue,
+        );
+        gauge(
+            &mut r,
+            "active",
+            "Sessions admitted or active",
+            stats.active,
+        );
+        gauge(
+            &mut r,
+            "capacity",
+            "Most sessions active at once",
+            stats.capacity,
+        );
+        if let Some(n) = stats.admit_per_minute {
+            gauge(
+                &mut r,
+                "admit_per_minute",
+                "Most new admissions in any minute (absent when no cap is set)",
+                n,
+            );
+        }
+        total(
+            &mut r,
+            "served",
+            "Line numbers that left the head (admitted or skipped)",
+            stats.served,
+        );
+        let c = &stats.counters;
+        total(&mut r, "joined", "Sessions that joined the line", c.joined);
+        total(&mut r, "admitted", "Sessions let in", c.admitted);
+        total(
+            &mut r,
+            "finished",
+            "Sessions finished by the order service",
+            c.finished,
+        );
+        total(
+            &mut r,
+            "expired",
+            "Admitted or active sessions that idled out",
+            c.expired,
+        );
+        total(
+            &mut r,
+            "abandoned",
+            "Sessions skipped at the head because they stopped polling",
+            c.abandoned,
+        );
+        total(
+            &mut r,
+            "orders",
+            "Finished sessions that bought at least one seat",
+            c.orders,
+        );
+        total(
+            &mut r,
+            "seats_bought",
+            "Seats bought by finished sessions",
+            c.seats_bought,
+        );
+        if let Some(rate) = stats.head_rate_per_minute {
+            r.register(
+                "head_rate_per_minute",
+                "Places freeing per minute at the head, as measured (absent until measured)",
+                ConstGauge::new(rate),
+            );
+        }
+        r.register(
+            "served_per_minute",
+            "Line numbers served over the last minute",
+            ConstGauge::new(stats.served_per_minute),
+        );
+        r.register_with_unit(
+            "tail_eta",
+            "Estimated wait at the back of the line (0 when nobody waits)",
+            Unit::Seconds,
+            ConstGauge::new(stats.tail_eta_seconds.unwrap_or(0) as i64),
+        );
+        if let Some(inv) = stats.inventory {
+            gauge(
+                &mut r,
+                "seats_on_sale",
+                "Seats on sale in all (absent until the app reports its inventory)",
+                inv.total,
+            );
+            gauge(&mut r, "seats_sold", "Seats sold", inv.sold);
+            gauge(
+                &mut r,
+                "seats_held",
+                "Seats held at checkout (they come back if the hold expires)",
+                inv.held,
+            );
+            gauge(
+                &mut r,
+                "seats_available",
+                "Seats neither sold nor held",
+                inv.available(),
+            );
+        }
+        flag(
+            &mut r,
+            "paused",
+            "1 while an operator has paused the door",
+            stats.paused,
+        );
+        flag(
+            &mut r,
+            "closed",
+            "1 once the on-sale is closed",
+            stats.closed,
+        );
+        flag(
+            &mut r,
+            "sold_out",
+            "1 once every seat is sold",
+            stats.sold_out,
+        );
+        flag(
+            &mut r,
+            "store_up",
+            "1 while this instance reaches the store",
+            stats.store_ok,
+        );
+
+        let mut out = String::with_capacity(8 * 1024);
+        // Writing to a String cannot fail.
+        let _ = encode(&mut out, &r);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_reason_is_present_from_the_start() {
+        let m = RoomMetrics::new();
+        let stats = Stats {
+            event: "ev".into(),
+            waiting: 3,
+            prequeue: 0,
+            active: 2,
+            capacity: 5,
+            admit_per_minute: None,
+            served: 4,
+            counters: Default::default(),
+            head_rate_per_minute: None,
+            served_per_minute: 0.0,
+            tail_eta_seconds: None,
+            inventory: None,
+            paused: false,
+            closed: false,
+            sold_out: false,
+            store_ok: true,
+        };
+        m.polls.inc();
+        m.refused(Refusal::Expired);
+        let text = m.render(&stats);
+        for r in Refusal::all() {
+            assert!(
+                text.contains(&format!("reason=\"{}\"", r.code())),
+                "{}",
+                r.code()
+            );
+        }
+        assert!(text.contains("waitroom_token_refusals_total{event=\"ev\",reason=\"expired\"} 1"));
+        assert!(text.contains("waitroom_polls_total{event=\"ev\"} 1"));
+        assert!(text.contains("waitroom_waiting{event=\"ev\"} 3"));
+        assert!(text.contains("waitroom_tail_eta_seconds{event=\"ev\"} 0"));
+        assert!(!text.contains("waitroom_seats_sold"));
+        assert!(text.ends_with("# EOF\n"));
+    }
+}

@@ -1,0 +1,133 @@
+//! The lifecycle event stream: every kind shows up with the right session, and a slow subscriber loses the oldest.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use waitroom_layer::{Clock as _, Inventory, ManualClock, RoomEvent, RoomEventKind, WaitingRoom};
+
+async fn room(clock: &ManualClock, buffer: usize) -> WaitingRoom {
+    WaitingRoom::builder("events")
+        .capacity(1)
+        .idle_timeout(Duration::from_secs(30))
+        .poll_interval(Duration::from_secs(5))
+        .abandon_after(Duration::from_secs(15))
+        .arrival_window(Duration::from_secs(10))
+        .event_buffer(buffer)
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap()
+}
+
+fn drain(rx: &mut tokio::sync::broadcast::Receiver<RoomEvent>) -> Vec<RoomEventKind> {
+    let mut out = Vec::new();
+    loop {
+        match rx.try_recv() {
+            Ok(e) => out.push(e.kind),
+            Err(TryRecvError::Empty) => return out,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_lifecycle_event_is_reported_once() {
+    let clock = ManualClock::starting_now();
+    let room = room(&clock, 64).await;
+    let mut rx = room.subscribe();
+    let [a, b, c] = [(); 3].map(|_| WaitingRoom::new_session_id());
+    let mut numbers = Vec::new();
+    for s in [&a, &b, &c] {
+        numbers.push(room.join(s, None).await.unwrap().number);
+    }
+    room.tick_now().await.unwrap();
+    room.claim(&a).await.unwrap();
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            RoomEventKind::Joined {
+                session: a.clone(),
+                number: numbers[0]
+            },
+            RoomEventKind::Joined {
+                session: b.clone(),
+                number: numbers[1]
+            },
+            RoomEventKind::Joined {
+                session: c.clone(),
+                number: numbers[2]
+            },
+            RoomEventKind::Admitted { session: a.clone() },
+        ]
+    );
+
+    // C keeps polling; B went away. A idles out; B is skipped at the head; C is let in.
+    clock.advance(Duration::from_secs(20));
+    room.locate(&c, numbers[2]).await.unwrap();
+    room.tick_now().await.unwrap();
+    assert!(drain(&mut rx).is_empty());
+    clock.advance(Duration::from_secs(15));
+    room.locate(&c, numbers[2]).await.unwrap();
+    room.tick_now().await.unwrap();
+    let mut got = drain(&mut rx);
+    got.sort_by_key(|k| k.name());
+    assert_eq!(
+        got,
+        vec![
+            RoomEventKind::Abandoned { session: b.clone() },
+            RoomEventKind::Admitted { session: c.clone() },
+            RoomEventKind::Expired { session: a.clone() },
+        ]
+    );
+
+    room.claim(&c).await.unwrap();
+    assert!(room.finish(&c, 2).await.unwrap());
+    // Finishing again is not a second finish.
+    assert!(!room.finish(&c, 2).await.unwrap());
+    room.set_inventory(Inventory {
+        total: 10,
+        sold: 10,
+        held: 0,
+    })
+    .await
+    .unwrap();
+    room.tick_now().await.unwrap();
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            RoomEventKind::Finished {
+                session: c.clone(),
+                seats: 2
+            },
+            RoomEventKind::SoldOut,
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_slow_subscriber_loses_the_oldest_events() {
+    let clock = ManualClock::starting_now();
+    let room = room(&clock, 2).await;
+    let mut rx = room.subscribe();
+    let sessions: Vec<String> = (0..5).map(|_| WaitingRoom::new_session_id()).collect();
+    for s in &sessions {
+        room.join(s, None).await.unwrap();
+    }
+    assert!(matches!(rx.recv().await, Err(RecvError::Lagged(3))));
+    let next = rx.recv().await.unwrap();
+    assert_eq!(next.kind.session(), Some(sessions[3].as_str()));
+    assert_eq!(next.at_ms, clock.now_ms());
+}
+
+#[tokio::test]
+async fn a_zero_event_buffer_is_refused() {
+    let err = WaitingRoom::builder("events")
+        .event_buffer(0)
+        .background(false)
+        .build()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("event_buffer"), "{err}");
+}
