@@ -113,6 +113,14 @@ impl Sale {
         self.room.tick_now().await.unwrap();
     }
 
+    /// Moves the clock on by `secs`, with everyone in `waiting` still polling (so nobody is skipped as gone).
+    async fn later(&self, secs: u64, waiting: &[reqwest::Client]) {
+        self.clock.advance(Duration::from_secs(secs));
+        for b in waiting {
+            self.poll(b).await;
+        }
+    }
+
     fn counts(&self) -> (u64, u64, u64) {
         let c = self.shop.inventory().counts();
         (c.sold, c.held, c.available())
@@ -202,12 +210,19 @@ async fn a_small_sale_from_the_line_to_sold_out() {
         "the room hears of every hold"
     );
 
-    // Each payment finishes its session: the place frees and the next in line is let in.
+    // Each payment finishes its session: the place frees and the next in line is let in. (The door also never
+    // lets more people in within a minute than there are seats to pick from: with 3 seats left and 3 let in this
+    // minute, the first freed place waits for the next minute.)
     for (payer, next) in [(0, 3), (1, 4), (2, 5)] {
         let r = s.post(&buyers[payer], "/pay", "").await;
         assert_eq!(r.status, 200, "buyer {payer} pays");
         let url = r.json["url"].as_str().unwrap().to_owned();
         assert_eq!(s.room.stats().active, 2, "the finish freed a place");
+        if payer == 0 {
+            s.tick().await;
+            assert_eq!(s.poll(&buyers[next]).await["state"], "waiting", "seat cap");
+            s.later(61, &buyers[next..]).await;
+        }
         s.tick().await;
         assert_eq!(
             s.poll(&buyers[next]).await["state"],
@@ -246,10 +261,7 @@ async fn a_small_sale_from_the_line_to_sold_out() {
     );
 
     // Buyer 3's hold lapses: the seats come back, the door reopens, and its late payment is refused.
-    s.clock.advance(Duration::from_secs(301));
-    for b in &buyers[6..] {
-        s.poll(b).await; // still here, so not skipped as abandoned
-    }
+    s.later(301, &buyers[6..]).await;
     assert_eq!(s.shop.expire_holds().await, 3);
     assert_eq!(s.counts(), (9, 0, 3));
     s.tick().await;
