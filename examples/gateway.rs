@@ -1,5 +1,5 @@
 //! The split deployment's front: the waiting room, forwarding every request it lets through to the order service
-//! (`examples/order_service.rs`) over HTTP. See `docs/split-deployment.md`.
+//! (`examples/order_service.rs`) over HTTP. See the README, "Several processes".
 //!
 //! `cargo run --release --example gateway -- --port 3000 --upstream http://127.0.0.1:3001`
 //!

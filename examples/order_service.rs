@@ -1,5 +1,5 @@
 //! The split deployment's order service: the storefront's routes behind the verify layer only, in its own
-//! process, behind one or more room gateways (`examples/gateway.rs`). See `docs/split-deployment.md`.
+//! process, behind one or more room gateways (`examples/gateway.rs`). See the README, "Several processes".
 //!
 //! `cargo run --release --example order_service -- --port 3001 --gateway http://127.0.0.1:3000`
 //!

@@ -145,6 +145,7 @@ const HEADER_FINISH_GRACE: Duration = Duration::from_secs(2);
 /// - `POST /pay`: the simulated payment provider, then the order, and the session finishes
 ///   ([`Admission::finish_with_seats`]): `303` to the confirmation (JSON: the order);
 /// - `POST /leave`: release the hold and finish without buying;
+/// - `GET /api/me`: what the pass says (JSON; a light protected route for benchmarks);
 /// - `GET /orders/{id}`: the confirmation; `GET /api/inventory`: the counts; `GET /healthz`: `ok`.
 ///
 /// The four order routes sit behind the [`VerifyLayer`] given to `router`; put the room in front of them with
@@ -322,6 +323,7 @@ impl Shop {
         let verify = verify.finish_sink(ShopFinishSink { shop: self.clone() });
         let orders = Router::new()
             .route("/seats", get(seat_map))
+            .route("/api/me", get(me))
             .route("/holds", post(hold))
             .route("/pay", post(pay))
             .route("/leave", post(leave))
@@ -403,6 +405,18 @@ async fn inventory_json(State(shop): State<Shop>) -> Response {
     no_store(
         axum::Json(json!({
             "total": c.total, "sold": c.sold, "held": c.held, "available": c.available(),
+        }))
+        .into_response(),
+    )
+}
+
+/// What the pass says: a light protected route (both layers, no inventory work), used by the HTTP benchmark.
+async fn me(Extension(admission): Extension<Admission>) -> Response {
+    no_store(
+        axum::Json(json!({
+            "event": admission.event(),
+            "expires_at": admission.expires_at(),
+            "max_qty": admission.max_qty(),
         }))
         .into_response(),
     )
