@@ -581,6 +581,11 @@ impl WaitingRoom {
     /// Marks a session finished: it leaves the active count at once and the next tick lets the next person in.
     /// `seats` is what its order bought (0 when it left without buying). Returns whether it was active.
     ///
+    /// The seats feed the measured share of buyers and their average order (the reach estimate), and move from
+    /// held to sold in the room's inventory. An app that also reports absolute counts with
+    /// [`set_inventory`](Self::set_inventory) must not count an order as sold there before its finish has reached
+    /// the room, or the order is counted twice (report its seats as held until then, as the demo's `Shop` does).
+    ///
     /// # Errors
     /// When the store cannot be reached.
     pub async fn finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
@@ -964,7 +969,9 @@ impl WaitingRoom {
         self.change(SettingsChange::Close).await
     }
 
-    /// Reports the seats: the door stops when none is available and the room turns sold out when all are sold.
+    /// Reports the seats: the door stops when none is available, lets in no more people within a minute than there
+    /// are seats available, and the room turns sold out when all are sold. The counts are absolute and replace the
+    /// last report; see [`finish`](Self::finish) for orders still on their way to the room.
     ///
     /// # Errors
     /// When the store cannot be reached.
