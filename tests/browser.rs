@@ -14,12 +14,14 @@ use std::time::Duration;
 
 use axum::extract::Request;
 use axum::middleware::{self, Next};
-use reqwest::redirect::Policy;
 use serde_json::Value;
 use tokio::sync::Notify;
 use waitroom::demo::{Shop, room_layer};
 use waitroom::layer::WaitingRoom;
 use waitroom::verify::VerifyLayer;
+
+mod common;
+use common::browser as client;
 
 fn chromium() -> PathBuf {
     if let Some(p) = std::env::var_os("CHROMIUM") {
@@ -82,14 +84,6 @@ async fn storefront() -> Store {
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     Store { url, room, polls }
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(Policy::none())
-        .build()
-        .unwrap()
 }
 
 /// Joins with `c` and waits until the door lets it in (it then holds the only place).

@@ -10,10 +10,12 @@ use axum::Router;
 use axum::extract::Extension;
 use axum::routing::{get, post};
 use http::StatusCode;
-use reqwest::redirect::Policy;
 use serde_json::Value;
 use waitroom::layer::{Fairness, ManualClock, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
 use waitroom::verify::{Admission, Clock, FINISH_HEADER, KeySet, Verifier, VerifyLayer};
+
+mod common;
+use common::{browser, serve};
 
 const IDLE: Duration = Duration::from_secs(60);
 
@@ -27,21 +29,6 @@ impl Site {
     fn at(&self, path: &str) -> String {
         format!("{}{path}", self.url)
     }
-}
-
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(Policy::none())
-        .build()
-        .unwrap()
-}
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}")
 }
 
 async fn room_with(clock: &ManualClock, capacity: u64, fairness: Fairness) -> WaitingRoom {
@@ -305,7 +292,7 @@ async fn only_a_valid_token_for_its_own_session_passes() {
     let (a_session, a_token) = admit(&a, &s).await;
     let (b_session, _b_token) = admit(&b, &s).await;
     let plain = reqwest::Client::builder()
-        .redirect(Policy::none())
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
     let with = |cookie: String| {

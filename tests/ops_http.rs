@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use reqwest::redirect::Policy;
 use serde_json::{Value, json};
 use waitroom::layer::{
     FINISH_HEADER, Inventory, METRICS_CONTENT_TYPE, ManualClock, STATE_HEADER, WaitingRoom,
     WaitingRoomLayer,
 };
+
+mod common;
+use common::{browser, serve};
 
 const ADMIN: &str = "test-admin-secret-0123456789";
 
@@ -27,21 +29,6 @@ impl Site {
     fn at(&self, path: &str) -> String {
         format!("{}{path}", self.url)
     }
-}
-
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(Policy::none())
-        .build()
-        .unwrap()
-}
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}")
 }
 
 /// A storefront whose `/checkout/...` is behind a room of `capacity`; `/checkout/buy` finishes the session with

@@ -4,20 +4,14 @@
 
 use std::time::Duration;
 
-use reqwest::redirect::Policy;
 use serde_json::Value;
 use waitroom::demo::gateway::{Upstream, router, spawn_inventory_poll};
 use waitroom::demo::{DEFAULT_EVENT, Shop, room_layer, verifier_from_jwks_url};
 use waitroom::layer::WaitingRoom;
 use waitroom::verify::{FINISH_HEADER, VerifyLayer};
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(Policy::none())
-        .build()
-        .unwrap()
-}
+mod common;
+use common::browser as client;
 
 async fn status(c: &reqwest::Client, gateway: &str) -> Value {
     c.get(format!("{gateway}/waitroom/status?return_to=%2Fseats"))
