@@ -63,6 +63,9 @@ pub(crate) struct Inner {
     /// liveness marks it held during the outage before anyone is skipped as abandoned.
     hold_ticks_until_ms: AtomicU64,
     meter: Mutex<HeadMeter>,
+    /// The head's pace as last measured (point, slow, fast per minute), kept beside the meter so a poll reads it
+    /// without a lock.
+    pace: ArcSwap<Option<(f64, f64, f64)>>,
     pending: Mutex<Pending>,
     cache: moka::sync::Cache<String, Placement>,
     tokens: Tokens,
@@ -282,6 +285,7 @@ impl WaitingRoom {
             flush_failed: AtomicBool::new(false),
             hold_ticks_until_ms: AtomicU64::new(0),
             meter: Mutex::new(HeadMeter::default()),
+            pace: ArcSwap::from_pointee(None),
             pending: Mutex::new(Pending::default()),
             cache,
             tokens,
@@ -704,19 +708,13 @@ impl WaitingRoom {
         st
     }
 
-    fn configured_rate(&self) -> f64 {
-        let snap = self.inner.snap.load();
+    fn configured_rate(&self, snap: &Snapshot) -> f64 {
         snap.settings.capacity as f64 / (self.inner.config.expected_visit.as_secs_f64() / 60.0)
     }
 
     fn eta_for(&self, position: u64, snap: &Snapshot) -> Eta {
-        let pace = self
-            .inner
-            .meter
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pace();
-        estimate::eta(position, snap, pace, self.configured_rate())
+        let pace = **self.inner.pace.load();
+        estimate::eta(position, snap, pace, self.configured_rate(snap))
     }
 
     /// A snapshot of the room for operators and dashboards.
@@ -739,7 +737,7 @@ impl WaitingRoom {
             head_rate_per_minute: pace.map(|p| p.0),
             served_per_minute: served_pm,
             tail_eta_seconds: (tail > 0)
-                .then(|| estimate::eta(tail, &snap, pace, self.configured_rate()).seconds),
+                .then(|| estimate::eta(tail, &snap, pace, self.configured_rate(&snap)).seconds),
             inventory: snap.settings.inventory,
             paused: snap.settings.paused,
             closed: snap.settings.closed,
@@ -750,11 +748,9 @@ impl WaitingRoom {
 
     fn record_snapshot(&self) {
         let snap = self.inner.snap.load();
-        self.inner
-            .meter
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .record(self.now_ms(), &snap);
+        let mut meter = self.inner.meter.lock().unwrap_or_else(|e| e.into_inner());
+        meter.record(self.now_ms(), &snap);
+        self.inner.pace.store(Arc::new(meter.pace()));
     }
 
     /// Reads the shared numbers from the store now.
