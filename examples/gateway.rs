@@ -14,23 +14,18 @@
 //!   token signing key (`--key-file`) and the cookie secret (`--cookie-secret-file`); both files are created on
 //!   the first start (mode 0600) and read by every later one, so instances on one machine need no extra step.
 
+mod flags;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use flags::{RoomFlags, init_tracing};
 use waitroom::demo::gateway::{Upstream, router, spawn_inventory_poll};
 use waitroom::demo::{
-    RoomOptions, build_room, load_or_create_cookie_secret, load_or_create_signing_key, room_layer,
+    build_room, load_or_create_cookie_secret, load_or_create_signing_key, room_layer,
 };
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum FairnessFlag {
-    /// First come, first served.
-    Fifo,
-    /// A random draw at the opening among everyone who joined before it.
-    Random,
-}
 
 #[derive(Debug, Parser)]
 #[command(about = "The waiting room in front of the order service")]
@@ -50,39 +45,16 @@ struct Args {
     /// The session-cookie secret, shared by every gateway; created if missing.
     #[arg(long, default_value = "waitroom-cookie-secret")]
     cookie_secret_file: PathBuf,
-    /// Most sessions at checkout at once (shared by all gateways; the first to start sets it).
-    #[arg(long, default_value_t = 1)]
-    capacity: u64,
-    /// Most seats per order (written into every token).
-    #[arg(long, default_value_t = 4)]
-    max_per_order: u32,
-    /// The order people leave the line in.
-    #[arg(long, value_enum, default_value_t = FairnessFlag::Fifo)]
-    fairness: FairnessFlag,
-    /// Keep the door shut this many seconds (with `--fairness random` the draw runs then; default 30).
-    #[arg(long)]
-    opens_in: Option<u64>,
-    /// Seconds an admitted session may idle before its place frees.
-    #[arg(long, default_value_t = 600)]
-    idle_timeout: u64,
-    /// Seconds between the holding page's polls.
-    #[arg(long, default_value_t = 5)]
-    refresh_seconds: u64,
+    #[command(flatten)]
+    room: RoomFlags,
     /// Milliseconds between reads of the order service's seat counts.
     #[arg(long, default_value_t = 1000)]
     inventory_poll_ms: u64,
-    /// Redis URL for the shared store (needs `--features redis`); without it the line lives in this process.
-    #[arg(long)]
-    redis: Option<String>,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    init_tracing();
     let args = Args::parse();
     let key = load_or_create_signing_key(&args.key_file)
         .map_err(|e| format!("--key-file {}: {e}", args.key_file.display()))?;
@@ -92,16 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             args.cookie_secret_file.display()
         )
     })?;
-    let options = RoomOptions {
-        capacity: args.capacity,
-        max_per_order: args.max_per_order,
-        random_draw: matches!(args.fairness, FairnessFlag::Random),
-        opens_in: args.opens_in.map(Duration::from_secs),
-        idle_timeout: Duration::from_secs(args.idle_timeout),
-        refresh: Duration::from_secs(args.refresh_seconds.max(1)),
-        redis: args.redis.clone(),
-        ..RoomOptions::default()
-    };
+    let options = args.room.options();
     let kid = key.kid().to_owned();
     let room = build_room(&options, Some(key), Some(secret)).await?;
     let upstream = Upstream::new(args.upstream.clone())?;
@@ -121,7 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     );
     println!(
         "  store: {}; signing key `{kid}` from {}; public keys at http://{addr}/waitroom/jwks.json",
-        if args.redis.is_some() {
+        if args.room.redis.is_some() {
             "Redis"
         } else {
             "this process"

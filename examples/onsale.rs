@@ -13,20 +13,15 @@
 //!   127.0.0.1; behind HTTPS, keep the default.
 //! - `--redis URL` (with `--features redis`) puts the line in Redis instead of the process.
 
+mod flags;
+
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use clap::{Parser, ValueEnum};
-use waitroom::demo::{RoomOptions, Shop, build_room, room_layer};
+use clap::Parser;
+use flags::{FairnessFlag, RoomFlags, ShopFlags, init_tracing};
+use waitroom::demo::{build_room, room_layer};
 use waitroom::verify::VerifyLayer;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum FairnessFlag {
-    /// First come, first served.
-    Fifo,
-    /// A random draw at the opening among everyone who joined before it.
-    Random,
-}
 
 #[derive(Debug, Parser)]
 #[command(about = "An on-sale storefront with the waiting room in front")]
@@ -37,63 +32,24 @@ struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
-    /// Most sessions at checkout at once (the seed's on-sale uses 8000; 1 lets two windows show the line).
-    #[arg(long, default_value_t = 1)]
-    capacity: u64,
-    /// Seats on sale.
-    #[arg(long, default_value_t = 48_000)]
-    seats: u32,
-    /// Most seats per order.
-    #[arg(long, default_value_t = 4)]
-    max_per_order: u32,
-    /// The order people leave the line in.
-    #[arg(long, value_enum, default_value_t = FairnessFlag::Fifo)]
-    fairness: FairnessFlag,
-    /// Keep the door shut this many seconds (a pre-queue; with `--fairness random` the draw runs then; default 30).
-    #[arg(long)]
-    opens_in: Option<u64>,
-    /// Seconds an admitted session may idle before its place frees.
-    #[arg(long, default_value_t = 600)]
-    idle_timeout: u64,
-    /// Seconds between the holding page's polls.
-    #[arg(long, default_value_t = 5)]
-    refresh_seconds: u64,
-    /// Seconds a hold keeps its seats.
-    #[arg(long, default_value_t = 300)]
-    hold_seconds: u64,
-    /// Milliseconds the simulated payment provider takes.
-    #[arg(long, default_value_t = 1500)]
-    payment_ms: u64,
-    /// Redis URL for the shared store (needs `--features redis`).
-    #[arg(long)]
-    redis: Option<String>,
+    #[command(flatten)]
+    room: RoomFlags,
+    #[command(flatten)]
+    shop: ShopFlags,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    init_tracing();
     let args = Args::parse();
-    let options = RoomOptions {
-        capacity: args.capacity,
-        max_per_order: args.max_per_order,
-        random_draw: matches!(args.fairness, FairnessFlag::Random),
-        opens_in: args.opens_in.map(Duration::from_secs),
-        idle_timeout: Duration::from_secs(args.idle_timeout),
-        refresh: Duration::from_secs(args.refresh_seconds.max(1)),
-        redis: args.redis.clone(),
-        ..RoomOptions::default()
-    };
+    let options = args.room.options();
     let opens_at = options.opens_at();
     let room = build_room(&options, None, None).await?;
-    let shop = Shop::builder(args.seats)
+    let shop = args
+        .shop
+        .builder()
         .display_name(options.display_name.clone())
-        .max_per_order(args.max_per_order)
-        .hold_for(Duration::from_secs(args.hold_seconds))
-        .payment_latency(Duration::from_millis(args.payment_ms))
+        .max_per_order(args.room.max_per_order)
         .opens_at_ms(
             opens_at.map(|t| t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64),
         )
@@ -118,10 +74,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     println!("The on-sale demo is up: open {shown}/");
     println!(
         "  capacity {} at checkout, {} seats, up to {} per order, {}{}",
-        args.capacity,
-        args.seats,
-        args.max_per_order,
-        match args.fairness {
+        args.room.capacity,
+        args.shop.seats,
+        args.room.max_per_order,
+        match args.room.fairness {
             FairnessFlag::Fifo => "first come, first served",
             FairnessFlag::Random => "random draw at the opening",
         },

@@ -10,11 +10,14 @@
 //!   `--features redis`) it is also written to the shared store at once, so every gateway learns of it.
 //! - The seats live in this process (one order service); the gateways read the counts from `/api/inventory`.
 
+mod flags;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Parser;
-use waitroom::demo::{DEFAULT_EVENT, Shop, verifier_from_jwks_url};
+use flags::{ShopFlags, init_tracing};
+use waitroom::demo::{DEFAULT_EVENT, verifier_from_jwks_url};
 use waitroom::verify::VerifyLayer;
 
 #[derive(Debug, Parser)]
@@ -32,18 +35,11 @@ struct Args {
     /// The on-sale id (the tokens' audience).
     #[arg(long, default_value = DEFAULT_EVENT)]
     event: String,
-    /// Seats on sale.
-    #[arg(long, default_value_t = 48_000)]
-    seats: u32,
+    #[command(flatten)]
+    shop: ShopFlags,
     /// Most seats per order (a token's `max_qty`, when lower, wins).
     #[arg(long, default_value_t = 4)]
     max_per_order: u32,
-    /// Seconds a hold keeps its seats.
-    #[arg(long, default_value_t = 300)]
-    hold_seconds: u64,
-    /// Milliseconds the simulated payment provider takes.
-    #[arg(long, default_value_t = 1500)]
-    payment_ms: u64,
     /// Redis URL of the room's store: finishes are written there too (needs `--features redis`).
     #[arg(long)]
     redis: Option<String>,
@@ -51,11 +47,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    init_tracing();
     let args = Args::parse();
     let jwks_url = format!("{}/waitroom/jwks.json", args.gateway.trim_end_matches('/'));
     let verifier = verifier_from_jwks_url(
@@ -66,10 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     )
     .await?;
     let verify = VerifyLayer::new(verifier).join_url("/waitroom/join");
-    let mut shop = Shop::builder(args.seats)
-        .max_per_order(args.max_per_order)
-        .hold_for(Duration::from_secs(args.hold_seconds))
-        .payment_latency(Duration::from_millis(args.payment_ms));
+    let mut shop = args.shop.builder().max_per_order(args.max_per_order);
     let finishes = match waitroom::demo::store_for(args.redis.as_deref()).await? {
         Some(store) => {
             // A room handle over the shared store, to write finishes and seat counts (no tick: the gateways run

@@ -1,0 +1,90 @@
+//! The flags the demo's examples share (`mod flags;` in each): the room's settings, the shop's, and logging.
+#![allow(dead_code)] // each example uses the part it needs
+
+use std::time::Duration;
+
+use clap::ValueEnum;
+use waitroom::demo::{RoomOptions, Shop, ShopBuilder};
+
+/// The order people leave the line in.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FairnessFlag {
+    /// First come, first served.
+    Fifo,
+    /// A random draw at the opening among everyone who joined before it.
+    Random,
+}
+
+/// The room's settings (with several instances over one Redis, the first to start sets them).
+#[derive(Debug, clap::Args)]
+pub struct RoomFlags {
+    /// Most sessions at checkout at once (the seed's on-sale uses 8000; 1 lets two windows show the line).
+    #[arg(long, default_value_t = 1)]
+    pub capacity: u64,
+    /// Most seats per order (written into every token).
+    #[arg(long, default_value_t = 4)]
+    pub max_per_order: u32,
+    /// The order people leave the line in.
+    #[arg(long, value_enum, default_value_t = FairnessFlag::Fifo)]
+    pub fairness: FairnessFlag,
+    /// Keep the door shut this many seconds (a pre-queue; with `--fairness random` the draw runs then; default 30).
+    #[arg(long)]
+    pub opens_in: Option<u64>,
+    /// Seconds an admitted session may idle before its place frees.
+    #[arg(long, default_value_t = 600)]
+    pub idle_timeout: u64,
+    /// Seconds between the holding page's polls.
+    #[arg(long, default_value_t = 5)]
+    pub refresh_seconds: u64,
+    /// Redis URL for the shared store (needs `--features redis`); without it the line lives in this process.
+    #[arg(long)]
+    pub redis: Option<String>,
+}
+
+impl RoomFlags {
+    /// The room's options from the flags.
+    pub fn options(&self) -> RoomOptions {
+        RoomOptions {
+            capacity: self.capacity,
+            max_per_order: self.max_per_order,
+            random_draw: matches!(self.fairness, FairnessFlag::Random),
+            opens_in: self.opens_in.map(Duration::from_secs),
+            idle_timeout: Duration::from_secs(self.idle_timeout),
+            refresh: Duration::from_secs(self.refresh_seconds.max(1)),
+            redis: self.redis.clone(),
+            ..RoomOptions::default()
+        }
+    }
+}
+
+/// The shop's settings.
+#[derive(Debug, clap::Args)]
+pub struct ShopFlags {
+    /// Seats on sale.
+    #[arg(long, default_value_t = 48_000)]
+    pub seats: u32,
+    /// Seconds a hold keeps its seats.
+    #[arg(long, default_value_t = 300)]
+    pub hold_seconds: u64,
+    /// Milliseconds the simulated payment provider takes.
+    #[arg(long, default_value_t = 1500)]
+    pub payment_ms: u64,
+}
+
+impl ShopFlags {
+    /// A shop builder with these settings.
+    pub fn builder(&self) -> ShopBuilder {
+        Shop::builder(self.seats)
+            .hold_for(Duration::from_secs(self.hold_seconds))
+            .payment_latency(Duration::from_millis(self.payment_ms))
+    }
+}
+
+/// Logs to stderr, at `info` unless `RUST_LOG` says otherwise.
+pub fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+}
