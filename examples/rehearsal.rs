@@ -211,8 +211,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "fairness:                  correlation of pre-queue arrival time with getting a ticket = {:+.3}",
         r.fairness_arrival_vs_ticket
     );
-    if let Some(t) = r.sold_out_told_within_seconds {
-        println!("sold out told to the line: within {t} s of the last seat");
+    match (r.sold_out_told_within_seconds, r.sold_out_after_seconds) {
+        (Some(t), _) => println!(
+            "sold out told to the line: within {t} s of the last seat (every person checked)"
+        ),
+        (None, Some(_)) => {
+            println!("sold out told to the line: NOT to everyone: the room told someone otherwise")
+        }
+        (None, None) => {}
     }
     if let Some((est, actual)) = r.reach_halfway {
         println!(

@@ -146,7 +146,8 @@ pub struct Report {
     pub eta_measured_share: f64,
     /// Pearson correlation between pre-queue arrival time and getting a ticket (0: arrival time did not matter).
     pub fairness_arrival_vs_ticket: f64,
-    /// Seconds from the last seat sold until every session still in line had been told "sold out" (max).
+    /// Seconds from the last seat sold until every session still in line had been told "sold out" (max); `None`
+    /// when the room's answer to any of them was something else.
     pub sold_out_told_within_seconds: Option<u64>,
     /// The reach estimate halfway through the seats, as a line number, and the last line number that bought.
     pub reach_halfway: Option<(u64, u64)>,
@@ -328,7 +329,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
         .collect();
     let mut arrivals: Vec<usize> = (0..people.len()).collect();
     arrivals.sort_by_key(|&i| people[i].arrive_s);
-    let mut by_sid: std::collections::HashMap<String, usize> = people
+    let by_sid: std::collections::HashMap<String, usize> = people
         .iter()
         .enumerate()
         .map(|(i, q)| (q.sid.clone(), i))
@@ -345,6 +346,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     let mut sold_out_at: Option<u64> = None;
     let mut no_seat_at: Option<u64> = None;
     let mut told_within: Option<u64> = None;
+    let mut sold_out_checked = false;
     let mut reach_halfway: Option<u64> = None;
     let mut last_admitted_minute = 0u64;
     let mut last_orders_minute = 0u64;
@@ -506,13 +508,14 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
         let snap = room.snapshot();
         max_active = max_active.max(snap.active);
         if let Some(so) = sold_out_at
-            && told_within.is_none()
+            && !sold_out_checked
             && snap.settings.sold_out()
         {
-            // From this snapshot on every status says sold out; each person still in line hears it at their next
-            // poll. Check the real answer for one far back, then take the latest next poll among them.
+            // From this snapshot on, each person still in line hears "sold out" at their next poll: ask the room
+            // what every one of them is told now, then take the latest next poll among them.
+            sold_out_checked = true;
             let mut latest = t;
-            let mut checked = false;
+            let mut everyone_told = true;
             for q in people
                 .iter()
                 .filter(|q| q.admitted_s.is_none() && q.arrive_s <= t && t < q.give_up_s)
@@ -520,15 +523,12 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                 let since = t - q.arrive_s;
                 let next_poll = t + (poll - since % poll) % poll;
                 latest = latest.max(next_poll);
-                if !checked {
-                    let pl = room
-                        .locate(&q.sid, (q.number > 0).then_some(q.number))
-                        .await?;
-                    assert_eq!(room.status(pl.as_ref()).state, ViewState::SoldOut);
-                    checked = true;
-                }
+                let pl = room
+                    .locate(&q.sid, (q.number > 0).then_some(q.number))
+                    .await?;
+                everyone_told &= room.status(pl.as_ref()).state == ViewState::SoldOut;
             }
-            told_within = Some(latest - so);
+            told_within = everyone_told.then_some(latest - so);
         }
         if t % 60 == 59 {
             let c = snap.counters;
@@ -545,10 +545,9 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
             last_admitted_minute = c.admitted;
             last_orders_minute = orders;
         }
-        if sold_out_at.is_some() && told_within.is_some() && snap.active == 0 {
+        if sold_out_at.is_some() && sold_out_checked && snap.active == 0 {
             break;
         }
-        let _ = &mut by_sid;
     }
 
     // Steady state: from minute 3 after the opening until the seats run short.
