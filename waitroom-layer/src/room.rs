@@ -1,6 +1,6 @@
 //! The room handle: one `Arc` shared by every route, every layer and the background task.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, UNIX_EPOCH};
@@ -19,8 +19,8 @@ use crate::estimate::{self, Eta, HeadMeter};
 use crate::events::{RoomEvent, RoomEventKind};
 use crate::metrics::RoomMetrics;
 use crate::store::{
-    Inventory, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
-    TickReport, Touches,
+    Inventory, Join, Mark, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
+    Tick, TickReport, Touches,
 };
 use crate::tokens::Tokens;
 
@@ -83,7 +83,8 @@ pub(crate) struct Inner {
 
 #[derive(Debug, Default)]
 struct Pending {
-    waiting: HashSet<String>,
+    /// Session → line number (when known) of the waiting sessions that polled since the last flush.
+    waiting: HashMap<String, Option<u64>>,
     active: HashSet<String>,
 }
 
@@ -420,11 +421,29 @@ impl WaitingRoom {
         r
     }
 
-    fn mark_waiting(&self, session: &str) {
-        let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if p.waiting.len() < MAX_PENDING && !p.waiting.contains(session) {
-            p.waiting.insert(session.to_owned());
+    /// Records a waiting session's poll for the next batch. A numbered session is always marked (the store may keep
+    /// it as one bit). A pre-queued one is marked only in the last stretch before the scheduled opening: the draw
+    /// reads liveness as of the opening, so earlier marks would only be overwritten, and at 10x the seed's crowd
+    /// they are hundreds of thousands of record writes a second. (Should the door open earlier than scheduled, the
+    /// store counts every drawn session as seen at the draw; see [`Store::tick`].)
+    fn mark_waiting(&self, session: &str, number: Option<u64>, snap: &Snapshot) {
+        if number.is_none() && !self.prequeue_marks_due(snap) {
+            return;
         }
+        let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if p.waiting.len() < MAX_PENDING && !p.waiting.contains_key(session) {
+            p.waiting.insert(session.to_owned(), number);
+        }
+    }
+
+    /// Whether pre-queue polls are marked now: no opening scheduled, or the opening is within the abandon grace
+    /// plus one poll interval and two flushes (so every page that still polls leaves a mark the draw can read).
+    fn prequeue_marks_due(&self, snap: &Snapshot) -> bool {
+        let c = &self.inner.config;
+        let lead = (c.abandon_after + c.poll_interval).as_millis() as u64 + 2 * FLUSH_EVERY_MS;
+        snap.settings
+            .opens_at_ms
+            .is_none_or(|t| self.now_ms().saturating_add(lead) >= t)
     }
 
     /// Records that an active session made a protected request (batched; its idle deadline moves at the next flush).
@@ -438,7 +457,7 @@ impl WaitingRoom {
     fn remember(&self, p: &Placement) {
         if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
             self.inner.cache.insert(p.session.clone(), p.clone());
-            self.mark_waiting(&p.session);
+            self.mark_waiting(&p.session, p.number, &self.inner.snap.load());
         } else {
             self.inner.cache.invalidate(&p.session);
         }
@@ -540,7 +559,7 @@ impl WaitingRoom {
         if let Some(n) = number_hint
             && n > snap.served
         {
-            self.mark_waiting(session);
+            self.mark_waiting(session, Some(n), &snap);
             return Ok(Some(Placement {
                 session: session.to_owned(),
                 state: SessionState::Waiting,
@@ -554,7 +573,7 @@ impl WaitingRoom {
                 _ => false,
             };
             if fresh {
-                self.mark_waiting(session);
+                self.mark_waiting(session, p.number, &snap);
                 return Ok(Some(p));
             }
         }
@@ -782,19 +801,26 @@ impl WaitingRoom {
         }
         let touches = Touches {
             now_ms: self.now_ms(),
-            waiting: waiting.iter().cloned().collect(),
+            waiting: waiting
+                .iter()
+                .map(|(session, number)| Mark {
+                    session: session.clone(),
+                    number: *number,
+                })
+                .collect(),
             active: active.iter().cloned().collect(),
             idle_timeout_ms: self.inner.config.idle_timeout.as_millis() as u64,
+            abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
         };
         let r = self.observe(self.inner.store.touch(self.event(), &touches).await);
         if r.is_err() {
             // Keep the marks for the next attempt: a store outage must not make people look abandoned.
             let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
-            for s in waiting {
+            for (s, n) in waiting {
                 if p.waiting.len() >= MAX_PENDING {
                     break;
                 }
-                p.waiting.insert(s);
+                p.waiting.entry(s).or_insert(n);
             }
             for s in active {
                 if p.active.len() >= MAX_PENDING {

@@ -178,6 +178,8 @@ impl NowPub for ManualClock {
 struct Counting {
     inner: MemoryStore,
     calls: AtomicU64,
+    /// Liveness marks of waiting sessions received (numbered, unnumbered).
+    marks: (AtomicU64, AtomicU64),
 }
 
 impl Counting {
@@ -212,6 +214,11 @@ impl Store for Counting {
     }
     async fn touch(&self, e: &str, t: &Touches) -> Result<(), StoreError> {
         self.bump();
+        let numbered = t.waiting.iter().filter(|m| m.number.is_some()).count() as u64;
+        self.marks.0.fetch_add(numbered, Ordering::SeqCst);
+        self.marks
+            .1
+            .fetch_add(t.waiting.len() as u64 - numbered, Ordering::SeqCst);
         self.inner.touch(e, t).await
     }
     async fn tick(&self, e: &str, t: &Tick) -> Result<TickReport, StoreError> {
@@ -275,6 +282,81 @@ async fn a_waiting_poll_needs_no_store_call() {
     room.tick_now().await.unwrap();
     // flush (1 touch batch) + tick + snapshot
     assert_eq!(store.calls.load(Ordering::SeqCst), before + 3);
+}
+
+/// Pre-queue polls are marked only in the last stretch before the scheduled opening (abandon grace + one poll
+/// interval + two flushes): earlier marks would be overwritten before the draw reads them. After the draw, every
+/// poll is marked with its line number.
+#[tokio::test]
+async fn prequeue_polls_are_marked_only_near_the_opening() {
+    let store = Arc::new(Counting::default());
+    let c = clock();
+    let opens = T0 + 3_600_000;
+    let room = WaitingRoom::builder("marks")
+        .capacity(1)
+        .poll_interval(Duration::from_secs(20))
+        .fairness(Fairness::RandomAtOpen {
+            opens_at: UNIX_EPOCH + Duration::from_millis(opens),
+        })
+        .clock(Arc::new(c.clone()))
+        .shared_store(store.clone())
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let ids: Vec<String> = (0..20)
+        .map(|i| format!("mark-{i:03}-pppppppppppppp"))
+        .collect();
+    for id in &ids {
+        room.join(id, None).await.unwrap();
+    }
+    let poll_all = |room: WaitingRoom, ids: Vec<String>| async move {
+        for id in &ids {
+            let p = room.locate(id, None).await.unwrap().unwrap();
+            assert_eq!(p.state, SessionState::PreQueue);
+        }
+        room.tick_now().await.unwrap();
+    };
+    let marks = |s: &Counting| {
+        (
+            s.marks.0.load(Ordering::SeqCst),
+            s.marks.1.load(Ordering::SeqCst),
+        )
+    };
+    // An hour before: no marks. (The joins themselves leave a mark in the store's record.)
+    let base = marks(&store);
+    poll_all(room.clone(), ids.clone()).await;
+    assert_eq!(marks(&store), base);
+    // 83 s before (grace 60 s + poll 20 s + 2 s of flushes = 82 s): still none.
+    c.set_ms(opens - 83_000);
+    poll_all(room.clone(), ids.clone()).await;
+    assert_eq!(marks(&store), base);
+    // 81 s before: every poll is marked, without a number.
+    c.set_ms(opens - 81_000);
+    poll_all(room.clone(), ids.clone()).await;
+    assert_eq!(marks(&store), (base.0, base.1 + 20));
+    c.set_ms(opens - 20_000);
+    poll_all(room.clone(), ids.clone()).await;
+    assert_eq!(marks(&store), (base.0, base.1 + 40));
+    // After the draw (which reads the marks): with their numbers.
+    c.set_ms(opens);
+    room.tick_now().await.unwrap();
+    for id in &ids {
+        let p = room.locate(id, None).await.unwrap().unwrap();
+        assert!(p.number.is_some());
+        assert!(
+            !p.state.is_terminal(),
+            "nobody who kept polling is skipped: {p:?}"
+        );
+    }
+    c.set_ms(opens + 1_000); // the next flush is due
+    room.tick_now().await.unwrap();
+    let after = marks(&store);
+    assert!(
+        after.0 >= base.0 + 18,
+        "numbered marks after the draw: {after:?}"
+    );
+    assert_eq!(after.1, base.1 + 40);
 }
 
 async fn manual_room(event: &str, capacity: u64, c: &ManualClock) -> WaitingRoom {

@@ -10,7 +10,9 @@ mod contract {
     use std::collections::{BTreeMap, HashMap, HashSet};
     use std::sync::Arc;
 
-    use waitroom_layer::store::{Join, SessionState, Settings, Store, Tick, Touches};
+    use waitroom_layer::store::{
+        Join, Mark, Placement, SessionState, Settings, SettingsChange, Store, Tick, Touches,
+    };
 
     pub const IDLE_MS: u64 = 30_000;
     pub const ABANDON_MS: u64 = 10_000;
@@ -96,11 +98,16 @@ mod contract {
                     if let Some(p) = store.lookup(event, &s).await.unwrap()
                         && matches!(p.state, SessionState::Waiting | SessionState::PreQueue)
                     {
+                        // Marked by number when it has one (Redis keeps those as bits), else by session.
                         let t = Touches {
                             now_ms: now,
-                            waiting: vec![s.clone()],
+                            waiting: vec![Mark {
+                                session: s.clone(),
+                                number: p.number,
+                            }],
                             active: vec![],
                             idle_timeout_ms: IDLE_MS,
+                            abandon_after_ms: ABANDON_MS,
                         };
                         store.touch(event, &t).await.unwrap();
                         seen.insert(s, now);
@@ -112,6 +119,7 @@ mod contract {
                         waiting: vec![],
                         active: vec![sid(*i)],
                         idle_timeout_ms: IDLE_MS,
+                        abandon_after_ms: ABANDON_MS,
                     };
                     store.touch(event, &t).await.unwrap();
                 }
@@ -330,6 +338,150 @@ mod contract {
         assert_eq!(c.finished + c.expired + c.abandoned, c.joined, "{c:?}");
     }
 
+    /// Liveness, exactly at the edges: a mark by number keeps a waiting session alive for the grace (a store may
+    /// round up to its slot, never down); no mark for longer than the grace plus a slot skips it; a pre-queued
+    /// session polled shortly before a scheduled opening is alive at the draw and one that stopped long before is
+    /// skipped; a draw run early by "open now" counts every drawn session as seen at the draw. `event` is a
+    /// prefix: the function initialises three on-sales under it.
+    pub async fn liveness(store: Arc<dyn Store>, event: &str) {
+        const SLOT: u64 = 10_000; // the coarsest slot a store may use (RedisStore::SEEN_SLOT_MS)
+        let grace = 60_000;
+        let t0 = 10_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: grace,
+            max_scan: 1_000,
+        };
+        let join = |sid: &str, now_ms| Join {
+            session: sid.to_owned(),
+            account: None,
+            now_ms,
+            draw_key: 7,
+        };
+        let mark = |store: &Arc<dyn Store>, ev: String, p: Placement, now_ms| {
+            let store = store.clone();
+            async move {
+                let t = Touches {
+                    now_ms,
+                    waiting: vec![Mark {
+                        session: p.session.clone(),
+                        number: p.number,
+                    }],
+                    active: vec![],
+                    idle_timeout_ms: IDLE_MS,
+                    abandon_after_ms: grace,
+                };
+                store.touch(&ev, &t).await.unwrap();
+            }
+        };
+
+        // FIFO, door closed (capacity 0) while people wait.
+        let ev = format!("{event}-fifo");
+        store.init(&ev, &settings(0, false, None)).await.unwrap();
+        let live = store
+            .join(&ev, &join("live-session-000000000", t0))
+            .await
+            .unwrap();
+        let gone = store
+            .join(&ev, &join("gone-session-000000000", t0))
+            .await
+            .unwrap();
+        assert_eq!((live.number, gone.number), (Some(1), Some(2)));
+        // `live` polls every 20 s for five minutes; `gone` never polls after joining.
+        let mut now = t0;
+        while now < t0 + 300_000 {
+            now += 20_000;
+            mark(&store, ev.clone(), live.clone(), now).await;
+        }
+        store
+            .update(&ev, &SettingsChange::Capacity { capacity: 10 })
+            .await
+            .unwrap();
+        // Reached 59 s after its last poll: alive.
+        let r = store.tick(&ev, &tick(now + grace - 1_000)).await.unwrap();
+        assert_eq!(
+            r.admitted,
+            vec![live.session.clone()],
+            "a session marked within the grace is let in"
+        );
+        assert_eq!(
+            r.abandoned,
+            vec![gone.session.clone()],
+            "a session silent for minutes is skipped"
+        );
+
+        // A numbered session silent for longer than the grace plus one slot is skipped, even if it polled before.
+        let late = store
+            .join(&ev, &join("late-session-000000000", now))
+            .await
+            .unwrap();
+        mark(&store, ev.clone(), late.clone(), now + 5_000).await;
+        let r = store
+            .tick(&ev, &tick(now + 5_000 + grace + SLOT + 1))
+            .await
+            .unwrap();
+        assert!(r.admitted.is_empty());
+        assert_eq!(r.abandoned, vec![late.session.clone()]);
+
+        // A scheduled draw reads the marks made before it.
+        let opens = t0 + 1_800_000;
+        let ev = format!("{event}-sched");
+        store
+            .init(&ev, &settings(10, true, Some(opens)))
+            .await
+            .unwrap();
+        let polled = store
+            .join(&ev, &join("polled-session-0000000", t0))
+            .await
+            .unwrap();
+        let left = store
+            .join(&ev, &join("left-session-000000000", t0))
+            .await
+            .unwrap();
+        assert_eq!(polled.state, SessionState::PreQueue);
+        mark(&store, ev.clone(), polled.clone(), opens - 30_000).await;
+        let r = store.tick(&ev, &tick(opens)).await.unwrap();
+        assert!(r.drew);
+        assert_eq!(r.admitted, vec![polled.session.clone()]);
+        assert_eq!(
+            r.abandoned,
+            vec![left.session.clone()],
+            "left 30 minutes before the opening"
+        );
+
+        // An early draw ("open now" 25 minutes before the scheduled opening): nobody was marked yet, nobody is
+        // skipped at the draw.
+        let ev = format!("{event}-early");
+        store
+            .init(&ev, &settings(10, true, Some(opens)))
+            .await
+            .unwrap();
+        let a = store
+            .join(&ev, &join("early-a-session-000000", t0))
+            .await
+            .unwrap();
+        let b = store
+            .join(&ev, &join("early-b-session-000000", t0))
+            .await
+            .unwrap();
+        let open_now = t0 + 300_000;
+        store
+            .update(&ev, &SettingsChange::OpenNow { now_ms: open_now })
+            .await
+            .unwrap();
+        let r = store.tick(&ev, &tick(open_now)).await.unwrap();
+        assert!(r.drew);
+        let mut got = r.admitted.clone();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![a.session.clone(), b.session.clone()],
+            "an early draw skips nobody"
+        );
+        assert!(r.abandoned.is_empty());
+    }
+
     pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
         use proptest::prelude::*;
         let op = prop_oneof![
@@ -382,6 +534,11 @@ mod memory {
                 contract::run(store, "ev", capacity, 1_000_000, &ops).await;
             });
         }
+    }
+
+    #[tokio::test]
+    async fn liveness_marks_and_the_draw() {
+        contract::liveness(Arc::new(MemoryStore::new()), "live").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -497,6 +654,36 @@ mod redis {
             .await
             .unwrap();
         contract::concurrent(store, &event, 7).await;
+    }
+
+    /// Numbered marks go to the `seen` bitmaps (no session record rewritten); the contract's liveness edges hold.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn liveness_marks_and_the_draw() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        let event = fresh_event("live");
+        contract::liveness(Arc::new(store.clone()), &event).await;
+        // The polls above went to per-slot bitmaps that expire a little after the grace.
+        let client = ::redis::Client::open(server.url()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let pattern = format!("{}:*", store.key(&format!("{event}-fifo"), "seen"));
+        let keys: Vec<String> = ::redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(!keys.is_empty(), "no bitmap under {pattern}");
+        for k in keys {
+            let ttl: i64 = ::redis::cmd("PTTL")
+                .arg(&k)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert!(
+                ttl > 0 && ttl <= 60_000 + 2 * waitroom_layer::store::SEEN_SLOT_MS as i64,
+                "{k}: {ttl}"
+            );
+        }
     }
 
     /// The draw in Redis (implicit numbers: bucket start + rank) numbers a pre-queue exactly as the memory store's

@@ -53,6 +53,8 @@ struct Rec {
 #[derive(Debug)]
 struct Event {
     settings: Settings,
+    /// The opening as first configured (an "open now" moves `settings.opens_at_ms`, not this).
+    scheduled_open_ms: Option<u64>,
     drawn: bool,
     sessions: HashMap<Arc<str>, Rec>,
     accounts: HashMap<Box<str>, Arc<str>>,
@@ -79,6 +81,7 @@ impl Event {
     fn new(settings: Settings) -> Self {
         let drawn = !settings.random_draw;
         Self {
+            scheduled_open_ms: settings.opens_at_ms,
             settings,
             drawn,
             sessions: HashMap::new(),
@@ -107,8 +110,11 @@ impl Event {
         !self.drawn && self.settings.opens_at_ms.is_none_or(|t| now_ms >= t)
     }
 
-    /// The draw: the pre-queue, ordered by secret random key, takes the next numbers.
-    fn draw(&mut self) {
+    /// The draw: the pre-queue, ordered by secret random key, takes the next numbers. A draw before the scheduled
+    /// opening (the door was opened early) counts every drawn session as seen now: rooms mark pre-queue polls only
+    /// shortly before the scheduled opening, so nobody is skipped for not having been marked.
+    fn draw(&mut self, now_ms: u64) {
+        let early = self.scheduled_open_ms.is_none_or(|t| now_ms < t);
         let mut pre = std::mem::take(&mut self.prequeue);
         pre.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
         for (_, sid) in pre {
@@ -116,6 +122,9 @@ impl Event {
             if let Some(r) = self.sessions.get_mut(&sid) {
                 r.state = SessionState::Waiting;
                 r.number = self.last_number;
+                if early {
+                    r.last_seen_ms = r.last_seen_ms.max(now_ms);
+                }
             }
             self.line.push_back(sid);
         }
@@ -137,7 +146,7 @@ impl Event {
         }
         let sid: Arc<str> = Arc::from(j.session.as_str());
         if self.draw_due(j.now_ms) {
-            self.draw();
+            self.draw(j.now_ms);
         }
         let mut rec = Rec {
             state: SessionState::Waiting,
@@ -186,7 +195,7 @@ impl Event {
     fn tick(&mut self, t: &Tick) -> TickReport {
         let mut report = TickReport::default();
         if self.draw_due(t.now_ms) {
-            self.draw();
+            self.draw(t.now_ms);
             report.drew = true;
         }
         // Expire idle actives (and admitted sessions that never came).
@@ -299,8 +308,8 @@ impl Store for MemoryStore {
 
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
         self.with_event(event, |ev| {
-            for sid in &touches.waiting {
-                if let Some(r) = ev.sessions.get_mut(sid.as_str())
+            for m in &touches.waiting {
+                if let Some(r) = ev.sessions.get_mut(m.session.as_str())
                     && matches!(r.state, SessionState::Waiting | SessionState::PreQueue)
                 {
                     r.last_seen_ms = r.last_seen_ms.max(touches.now_ms);

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use memory::MemoryStore;
 #[cfg(feature = "redis")]
-pub use redis::{RedisStore, RedisStoreBuilder, TOUCH_CHUNK};
+pub use redis::{RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TOUCH_CHUNK};
 
 use crate::error::StoreError;
 
@@ -224,11 +224,28 @@ pub struct Touches {
     /// The time of the flush.
     pub now_ms: u64,
     /// Waiting or pre-queued sessions that polled since the last flush.
-    pub waiting: Vec<String>,
+    pub waiting: Vec<Mark>,
     /// Active sessions that made a protected request since the last flush (their idle deadline moves).
     pub active: Vec<String>,
     /// How long an active session may idle before it expires.
     pub idle_timeout_ms: u64,
+    /// The room's abandon grace ([`Tick::abandon_after_ms`]): how long a liveness mark must stay readable. A store
+    /// may keep marks in coarse time slots and drop them after this.
+    pub abandon_after_ms: u64,
+}
+
+/// One waiting session's liveness mark: it polled.
+///
+/// `number` is its line number when the room knows it (from the session's signed cookie or the store), `None` in
+/// the pre-queue. A store may record a numbered mark by number alone (`RedisStore` sets one bit of a bitmap per
+/// number, far cheaper than rewriting the session's record), so the number must be the one the store gave this
+/// session for its current join.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Mark {
+    /// The session.
+    pub session: String,
+    /// Its line number, when known.
+    pub number: Option<u64>,
 }
 
 impl Touches {
@@ -341,6 +358,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// the door is open, `active < capacity` and the per-minute cap allows, skipping abandoned sessions. With an
     /// inventory, no more people are let in within a sliding minute than there are seats available (so the last
     /// few seats do not draw thousands onto an empty seat map).
+    ///
+    /// A session is abandoned when its last mark (or its join) is older than [`Tick::abandon_after_ms`]; a store
+    /// that keeps marks in time slots may round in the session's favour (never against it). A draw that runs
+    /// before the opening first configured (the door opened early) counts every drawn session as seen at the draw.
     async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError>;
 
     /// Marks an admitted or active session finished (it leaves the active count at once); `seats` is what its
