@@ -33,6 +33,9 @@ struct Args {
     /// Share of the crowd arriving before the opening.
     #[arg(long, default_value_t = 0.85)]
     early_share: f64,
+    /// Most admissions per minute on top of the capacity (smooths the opening burst); none by default.
+    #[arg(long)]
+    admit_per_minute: Option<u64>,
     /// Mean minutes after the opening for late arrivals.
     #[arg(long, default_value_t = 3.0)]
     late_mean_minutes: f64,
@@ -138,6 +141,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         },
         visit_minutes: a.visit_minutes,
+        admit_per_minute: a.admit_per_minute,
         buy_share: a.buy_share,
         tab_close_share: a.tab_close_share,
         give_up_per_minute: a.give_up_per_minute,
@@ -153,10 +157,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         other => return Err(format!("--store must be `memory` or `redis`, not `{other}`").into()),
     };
     println!(
-        "rehearsal: {} people, {} seats, capacity {}, {} draw, visits ~{} min, store {}",
+        "rehearsal: {} people, {} seats, capacity {}{}, {} draw, visits ~{} min, store {}",
         (p.crowd as f64 * p.scale) as u64,
         (p.seats as f64 * p.scale) as u64,
         (p.capacity as f64 * p.scale) as u64,
+        p.admit_per_minute
+            .map(|n| format!(
+                " and at most {} admissions a minute",
+                (n as f64 * p.scale) as u64
+            ))
+            .unwrap_or_default(),
         a.fairness,
         p.visit_minutes,
         a.store
@@ -179,6 +189,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             s as f64 / 60.0
         ),
         None => println!("seats ran out:             not within the run"),
+    }
+    if let Some(s) = r.most_sold_after_seconds {
+        println!(
+            "95% of the seats sold:     {:.1} minutes after the opening",
+            s as f64 / 60.0
+        );
     }
     match r.sold_out_after_seconds {
         Some(s) => println!(

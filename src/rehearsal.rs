@@ -32,6 +32,9 @@ pub struct Params {
     pub seats: u64,
     /// Most sessions active at once.
     pub capacity: u64,
+    /// A cap on admissions per minute (before `scale`), on top of the capacity: smooths the opening, when the whole
+    /// capacity would otherwise go in at once. `None` (the seed's room): the capacity alone.
+    pub admit_per_minute: Option<u64>,
     /// Minutes from the first arrival to the opening (the pre-queue window).
     pub prequeue_minutes: f64,
     /// Share of the crowd that arrives before the opening.
@@ -71,6 +74,7 @@ impl Default for Params {
             scale: 1.0,
             seats: 48_000,
             capacity: 8_000,
+            admit_per_minute: None,
             prequeue_minutes: 30.0,
             early_share: 0.85,
             late_mean_minutes: 3.0,
@@ -122,6 +126,8 @@ pub struct Report {
     pub sold_out_after_seconds: Option<u64>,
     /// Seconds after the opening at which no seat was available any more (all sold or held) for the first time.
     pub no_seat_available_after_seconds: Option<u64>,
+    /// Seconds after the opening at which 95% of the seats were sold.
+    pub most_sold_after_seconds: Option<u64>,
     /// The highest active count seen.
     pub max_active: u64,
     /// The capacity in force.
@@ -267,6 +273,9 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
         .shared_store(store)
         .session_cache_capacity(crowd + 1_000)
         .background(false);
+    if let Some(apm) = p.admit_per_minute {
+        b = b.admit_per_minute(((apm as f64 * p.scale).round() as u64).max(1));
+    }
     if !p.random_draw {
         b = b.opens_at(UNIX_EPOCH + Duration::from_millis(START_MS + open_s * 1000));
     }
@@ -345,6 +354,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     let mut max_active = 0u64;
     let mut sold_out_at: Option<u64> = None;
     let mut no_seat_at: Option<u64> = None;
+    let mut most_sold_at: Option<u64> = None;
     let mut told_within: Option<u64> = None;
     let mut sold_out_checked = false;
     let mut reach_halfway: Option<u64> = None;
@@ -432,6 +442,9 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                 held,
             })
             .await?;
+        }
+        if sold * 100 >= seats * 95 && most_sold_at.is_none() {
+            most_sold_at = Some(t);
         }
         if sold + held >= seats && no_seat_at.is_none() {
             no_seat_at = Some(t);
@@ -599,6 +612,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
         joined: snap.counters.joined,
         sold_out_after_seconds: sold_out_at.map(|s| s.saturating_sub(open_s)),
         no_seat_available_after_seconds: no_seat_at.map(|s| s.saturating_sub(open_s)),
+        most_sold_after_seconds: most_sold_at.map(|s| s.saturating_sub(open_s)),
         max_active,
         capacity,
         steady_admissions_per_minute: avg(&|m| m.admitted),
