@@ -19,11 +19,12 @@ fn small_sale(random_draw: bool) -> Params {
 }
 
 /// Every followed session's estimate, shown when it got its position and every two minutes after, against the wait
-/// it then had until admission. The bound, a median absolute error under two minutes: the estimate is the position
-/// over the measured pace of the head (or capacity over the expected visit before anything is measured), and the
-/// one lag it does not model is the first departures after the opening, which come about half a visit (two minutes)
-/// after the first wave went in. Relative errors are printed, not asserted: in this small sale most waits are a few
-/// minutes, where a minute's bias is a large share.
+/// it then had until admission. The bound, a median absolute error under one minute: the estimate is the position
+/// over the measured pace of the head, or capacity over the expected visit before anything is measured and, during
+/// the first visit after the opening, while departures are still ramping up and the measured rate is below it. What
+/// it cannot foresee is a change of pace after it was shown (the slow tail when seats run short), which shows in the
+/// 90th percentile, printed here with the relative errors: in this small sale most waits are a few minutes, where a
+/// few seconds' bias is a large share. (Measured on 2026-11-29: median 5 s FIFO, 17 s with the draw.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_match_the_waits_people_had() {
     for random in [false, true] {
@@ -43,7 +44,7 @@ async fn estimates_match_the_waits_people_had() {
             r.eta_checked
         );
         assert!(
-            r.eta_median_abs_error_seconds < 120.0,
+            r.eta_median_abs_error_seconds < 60.0,
             "median error {:.0} s",
             r.eta_median_abs_error_seconds
         );

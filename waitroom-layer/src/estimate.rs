@@ -6,7 +6,9 @@
 //! less: seats running short, a per-minute cap), and it moves both ways by itself: payment slowing down lowers it,
 //! people ahead giving up raises it. The burst at opening (the whole capacity at once) is not a pace and is not
 //! counted: nothing has left yet. Until there is something to measure, the
-//! estimate comes from configuration (capacity / expected visit length) and says so.
+//! estimate comes from configuration (capacity / expected visit length) and says so; so it does during the first
+//! expected visit after the head first moves while the measured rate is lower, because departures are still ramping
+//! up then (the first wave has not finished). A per-minute cap bounds the pace and fills free places at its rate.
 
 use std::collections::VecDeque;
 
@@ -49,6 +51,8 @@ struct Sample {
 #[derive(Debug, Default)]
 pub(crate) struct HeadMeter {
     samples: VecDeque<Sample>,
+    /// When the head first moved (this instance's first sample with more served than its first sample).
+    moving_since_ms: Option<u64>,
 }
 
 const KEEP_MS: u64 = 10 * 60_000;
@@ -65,6 +69,11 @@ impl HeadMeter {
             freed: c.finished + c.expired + c.abandoned,
             served: snap.served,
         };
+        if self.moving_since_ms.is_none()
+            && self.samples.front().is_some_and(|f| s.served > f.served)
+        {
+            self.moving_since_ms = Some(now_ms);
+        }
         if self
             .samples
             .back()
@@ -87,13 +96,20 @@ impl HeadMeter {
         }
     }
 
-    /// Places freed per minute over the last `window_ms`, if the samples span long enough and something moved.
+    /// When the head first moved, if it has.
+    pub(crate) fn moving_since_ms(&self) -> Option<u64> {
+        self.moving_since_ms
+    }
+
+    /// Places freed per minute over the last `window_ms` (never reaching back to before the head first moved: a
+    /// closed door before the opening is not a slow line), if the samples span long enough and something moved.
     fn rate(&self, window_ms: u64) -> Option<f64> {
         let last = self.samples.back()?;
+        let since = self.moving_since_ms?;
         let first = self
             .samples
             .iter()
-            .find(|s| s.at_ms + window_ms >= last.at_ms)?;
+            .find(|s| s.at_ms + window_ms >= last.at_ms && s.at_ms >= since)?;
         let span = last.at_ms.saturating_sub(first.at_ms);
         if span < MIN_SPAN_MS {
             return None;
@@ -135,8 +151,8 @@ impl HeadMeter {
     }
 }
 
-/// Estimates the wait for a session at `position` (1 = next), given the free places the door will fill at its next
-/// tick and the measured (or configured) pace.
+/// Estimates the wait for a session at `position` (1 = next), given the free places the door will fill (at its next
+/// tick, or at the per-minute cap when one is set) and the measured (or configured) pace, which the cap also bounds.
 pub(crate) fn eta(
     position: u64,
     snap: &Snapshot,
@@ -145,6 +161,9 @@ pub(crate) fn eta(
 ) -> Eta {
     let free = snap.settings.capacity.saturating_sub(snap.active);
     let ahead = position.saturating_sub(free.max(1)) as f64;
+    let cap = snap.settings.admit_per_minute.map(|a| (a as f64).max(1.0));
+    // With a cap, the free places ahead are not filled at once but at the cap.
+    let filling = cap.map_or(0.0, |a| position.min(free) as f64 / a * 60.0);
     let (point, slow, fast, basis) = match pace {
         Some((p, s, f)) => (p, s * 0.9, f * 1.1, EtaBasis::Measured),
         None => {
@@ -152,7 +171,10 @@ pub(crate) fn eta(
             (r, r * 0.75, r * 1.25, EtaBasis::Configured)
         }
     };
-    let secs = |rate: f64| (ahead / rate.max(0.001) * 60.0).ceil() as u64;
+    let secs = |rate: f64| {
+        let rate = cap.map_or(rate, |a| rate.min(a));
+        (filling + ahead / rate.max(0.001) * 60.0).ceil() as u64
+    };
     Eta {
         seconds: secs(point),
         low_seconds: secs(fast),

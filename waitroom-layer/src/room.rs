@@ -765,11 +765,22 @@ impl WaitingRoom {
         }
     }
 
+    /// Measures the head and stores the pace the estimates use. For one expected visit after the head first moves,
+    /// the departure rate is still ramping up (nobody admitted at the opening has finished yet), so the configured
+    /// rate is used while it is the higher of the two.
     fn record_snapshot(&self) {
         let snap = self.inner.snap.load();
+        let now = self.now_ms();
         let mut meter = self.inner.meter.lock().unwrap_or_else(|e| e.into_inner());
-        meter.record(self.now_ms(), &snap);
-        self.inner.pace.store(Arc::new(meter.pace()));
+        meter.record(now, &snap);
+        let warming = meter.moving_since_ms().is_some_and(|t| {
+            now < t.saturating_add(self.inner.config.expected_visit.as_millis() as u64)
+        });
+        let pace = match meter.pace() {
+            Some(p) if warming && p.0 < self.configured_rate(&snap) => None,
+            measured => measured,
+        };
+        self.inner.pace.store(Arc::new(pace));
     }
 
     /// Reads the shared numbers from the store now.
