@@ -195,6 +195,11 @@ async fn first_visit_holds_then_the_line_moves_and_the_token_opens_the_door() {
     assert_eq!(res.status(), 200);
     assert_eq!(state(&res), "waiting");
     assert_eq!(res.headers()["cache-control"], "no-store");
+    // A strict policy: no inline script runs on the holding page; its script comes from the room.
+    let csp = res.headers()["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("script-src 'self';"), "{csp}");
+    assert!(!csp.contains("script-src 'self' 'unsafe-inline'"), "{csp}");
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
     let cookies = set_cookies(&res);
     let session = cookies
         .iter()
@@ -211,6 +216,26 @@ async fn first_visit_holds_then_the_line_moves_and_the_token_opens_the_door() {
     );
     assert!(html.contains("/waitroom/status?return_to=%2Fcheckout%2Fseats%2F7"));
     assert!(html.contains(r#"http-equiv="refresh""#));
+    // Every <script> on the page is either the room's script file or inert JSON.
+    for tag in html
+        .match_indices("<script")
+        .map(|(i, _)| &html[i..i + html[i..].find('>').unwrap()])
+    {
+        assert!(
+            tag.contains(r#"src="/waitroom/holding.js""#)
+                || tag.contains(r#"type="application/json""#),
+            "inline script: {tag}"
+        );
+    }
+    let js = a.get(s.at("/waitroom/holding.js")).send().await.unwrap();
+    assert_eq!(js.status(), 200);
+    assert!(
+        js.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(js.text().await.unwrap().contains("wr-data"));
 
     // Same browser polling keeps its place; a second browser is behind it.
     assert_eq!(poll(&a, &s).await["position"], 1);

@@ -17,9 +17,9 @@ use crate::gate;
 use crate::layer::Shared;
 use crate::paths::Endpoint;
 
-/// Answers `{base}/status`, `{base}/jwks.json` and `{base}/join` (and `/status`, `/jwks.json`, `/join` when
-/// mounted with a prefix-stripping `nest_service`), plus the metrics path and `{base}/admin/...` when those are on;
-/// anything else gets a 404 JSON problem. Made by
+/// Answers `{base}/status`, `{base}/jwks.json`, `{base}/join` and `{base}/holding.js` (and the same without the
+/// base when mounted with a prefix-stripping `nest_service`), plus the metrics path and `{base}/admin/...` when those
+/// are on; anything else gets a 404 JSON problem. Made by
 /// [`WaitingRoomLayer::endpoints`](crate::WaitingRoomLayer::endpoints); shares the layer's room.
 #[derive(Clone)]
 pub struct RoomEndpoints {

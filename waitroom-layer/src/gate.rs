@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
 
@@ -216,11 +217,17 @@ fn held_reply(shared: &Shared, parts: &Parts, placed: Placed, next: &str) -> Rep
         next: next.to_owned(),
         status_url: format!("{base}/status?return_to={enc}"),
         join_url: format!("{base}/join?return_to={enc}"),
+        script_url: format!("{base}/holding.js"),
         idle_timeout_minutes: shared.room.config().idle_timeout.as_secs().div_ceil(60),
         status,
     };
     let page = shared.page.render(&ctx);
-    respond::html(&ctx.status, page, placed.cookies)
+    respond::html(
+        &ctx.status,
+        page,
+        shared.page.content_security_policy(),
+        placed.cookies,
+    )
 }
 
 /// A protected request without a valid token: let an admitted session in (with a fresh token), or join and hold.
@@ -277,6 +284,13 @@ pub(crate) async fn endpoint(
             "jwks",
             "application/jwk-set+json",
             shared.room.tokens().jwks(),
+            Vec::new(),
+        ),
+        Endpoint::Script if get_like => respond::finish(
+            StatusCode::OK,
+            state,
+            "text/javascript; charset=utf-8",
+            Bytes::from_static(crate::page::HOLDING_SCRIPT.as_bytes()),
             Vec::new(),
         ),
         Endpoint::Metrics if get_like => respond::finish(

@@ -87,7 +87,7 @@ impl WaitingRoomLayer {
     }
 
     /// A stand-alone service answering the room's endpoints (`{base}/status`, `{base}/jwks.json`,
-    /// `{base}/join`), for apps that put the layer on a sub-router with `route_layer`:
+    /// `{base}/join`, `{base}/holding.js`), for apps that put the layer on a sub-router with `route_layer`:
     ///
     /// ```ignore
     /// let app = Router::new()
@@ -95,7 +95,7 @@ impl WaitingRoomLayer {
     ///     .route_service("/waitroom/{*rest}", room_layer.endpoints());
     /// ```
     ///
-    /// It also answers `/status`, `/jwks.json` and `/join` when mounted with `nest_service` (which strips the
+    /// It also answers `/status`, `/jwks.json`, `/join` and `/holding.js` when mounted with `nest_service` (which strips the
     /// prefix).
     pub fn endpoints(&self) -> RoomEndpoints {
         RoomEndpoints::new(self.shared.clone())

@@ -42,7 +42,9 @@
 //!   `Admission::finish_with_seats` adds), the layer removes the header, marks the session finished, refuses its
 //!   token from then on and clears the cookie. Coming back, the browser joins again at the back.
 //! - `{base}/join?return_to=/path` joins and shows the holding page (the verify layer sends refused browsers
-//!   here); `{base}/jwks.json` publishes the token keys for the order service.
+//!   here); `{base}/jwks.json` publishes the token keys for the order service; `{base}/holding.js` is the
+//!   default holding page's script (the page itself runs no inline script and is sent with a strict
+//!   `Content-Security-Policy`, [`DEFAULT_CSP`]).
 //! - Everything the room writes carries `Cache-Control: no-store` and `Waitroom-State: <state>`. Clients that
 //!   send `Accept: application/json` get the JSON status instead of the page (`429` with `Retry-After` while in
 //!   line on a protected path, `410` when sold out or closed).
@@ -128,7 +130,9 @@ pub use future::ResponseFuture;
 pub use hooks::{GuardFuture, JoinGuard};
 pub use layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
 pub use metrics::METRICS_CONTENT_TYPE;
-pub use page::{DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words};
+pub use page::{
+    DEFAULT_CSP, DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words,
+};
 pub use respond::STATE_HEADER;
 pub use room::{Stats, Status, ViewState, WaitingRoom};
 pub use service::WaitingRoomService;

@@ -27,6 +27,9 @@ pub struct PageContext {
     pub status_url: String,
     /// The join endpoint (for a "join again" link).
     pub join_url: String,
+    /// The default page's script (`{base}/holding.js`, served by the room): it polls `status_url` and moves on when
+    /// the person is let in.
+    pub script_url: String,
     /// How long an admitted session may idle before its place is given away, in whole minutes.
     pub idle_timeout_minutes: u64,
 }
@@ -49,6 +52,7 @@ pub const PLACEHOLDERS: &[&str] = &[
     "refresh_seconds",
     "status_url",
     "join_url",
+    "script_url",
     "next",
     "status_json",
 ];
@@ -62,10 +66,44 @@ enum Piece {
 type PageFn = dyn Fn(&PageContext) -> String + Send + Sync;
 
 /// The holding page's template: the default, a string with placeholders, or a closure.
+///
+/// Pages from the default template are sent with a strict `Content-Security-Policy` ([`DEFAULT_CSP`]: no inline
+/// script, scripts and requests only to the site itself, no framing); the page's script is served by the room at
+/// `{base}/holding.js`. A custom template is sent without one (it may need its own sources); set a policy for it
+/// in front of the room if the site has one.
 #[derive(Clone)]
 pub struct PageTemplate {
     kind: Kind,
+    csp: Option<&'static str>,
 }
+
+/// The `Content-Security-Policy` of pages made from the default template.
+pub const DEFAULT_CSP: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; \
+img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The default page's script: reads the status embedded in the page, polls the status endpoint with jitter, keeps
+/// the position, estimate and progress current, and moves on when the person is let in.
+pub(crate) const HOLDING_SCRIPT: &str = r#"(function(){
+var d=JSON.parse(document.getElementById("wr-data").textContent),$=function(i){return document.getElementById(i)};
+var m=document.querySelector("main"),w=d.state==="waiting";
+document.querySelectorAll("[data-show]").forEach(function(e){e.hidden=!w});
+var n=$("wr-note");n.hidden=!n.getAttribute("data-note");$("wr-next").hidden=d.state!=="admitted";
+function t(iso){try{return new Date(iso).toLocaleTimeString([],{hour:"2-digit",minute:"2-digit",second:"2-digit"})}catch(e){return iso}}
+function eta(l,h){if(h==null)return "–";var a=Math.ceil(l/60),b=Math.ceil(h/60);if(h<60)return "less than a minute";return a===b||a<1?"about "+b+(b===1?" minute":" minutes"):"about "+a+" to "+b+" minutes"}
+$("wr-updated").textContent=t(d.updated_at);
+if(d.state==="admitted"&&d.next){location.replace(d.next);return}
+if(d.state==="sold_out"||d.state==="closed")return;
+function again(s){setTimeout(poll,(s||d.refresh_seconds||20)*1000*(0.8+Math.random()*0.4))}
+function poll(){fetch(d.status_url,{credentials:"same-origin",cache:"no-store",headers:{Accept:"application/json"}}).then(function(r){return r.json()}).then(function(j){
+if(j.state==="admitted"&&j.next){location.replace(j.next);return}
+if(j.state!==d.state){location.reload();return}
+if(j.position!=null){$("wr-position").textContent=j.position;$("wr-eta").textContent=eta(j.eta_low_seconds,j.eta_high_seconds);
+var p=$("wr-progress");if(j.number){p.max=j.number;p.value=j.number-j.position}}
+n.hidden=j.store_ok;if(!j.store_ok)n.textContent="Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
+$("wr-updated").textContent=t(j.updated_at);again(j.refresh_seconds)}).catch(function(){n.hidden=false;n.textContent="Status temporarily unknown: this page keeps trying.";again()})}
+again();
+})();
+"#;
 
 #[derive(Clone)]
 enum Kind {
@@ -84,7 +122,9 @@ impl fmt::Debug for PageTemplate {
 
 impl Default for PageTemplate {
     fn default() -> Self {
-        Self::from_template(DEFAULT_TEMPLATE).expect("the default template is valid")
+        let mut t = Self::from_template(DEFAULT_TEMPLATE).expect("the default template is valid");
+        t.csp = Some(DEFAULT_CSP);
+        t
     }
 }
 
@@ -125,6 +165,7 @@ impl PageTemplate {
         }
         Ok(Self {
             kind: Kind::Pieces(pieces.into()),
+            csp: None,
         })
     }
 
@@ -132,7 +173,13 @@ impl PageTemplate {
     pub fn from_fn(f: impl Fn(&PageContext) -> String + Send + Sync + 'static) -> Self {
         Self {
             kind: Kind::Fn(Arc::new(f)),
+            csp: None,
         }
+    }
+
+    /// The `Content-Security-Policy` sent with its pages: [`DEFAULT_CSP`] for the default template, none otherwise.
+    pub fn content_security_policy(&self) -> Option<&'static str> {
+        self.csp
     }
 
     /// Renders the page for `ctx`.
@@ -266,6 +313,7 @@ impl<'a> Values<'a> {
             "refresh_seconds" => s.refresh_seconds.to_string(),
             "status_url" => self.ctx.status_url.clone(),
             "join_url" => self.ctx.join_url.clone(),
+            "script_url" => self.ctx.script_url.clone(),
             "next" => self.ctx.next.clone(),
             _ => String::new(),
         }
@@ -365,28 +413,7 @@ a{color:var(--accent)}
 <p class="small">Last updated <time id="wr-updated" datetime="{{updated_at}}">{{updated_at}}</time>. <a id="wr-next" href="{{next}}">Continue</a></p>
 </main>
 <script type="application/json" id="wr-data">{{status_json}}</script>
-<script>
-(function(){
-var d=JSON.parse(document.getElementById("wr-data").textContent),$=function(i){return document.getElementById(i)};
-var m=document.querySelector("main"),w=d.state==="waiting";
-document.querySelectorAll("[data-show]").forEach(function(e){e.hidden=!w});
-var n=$("wr-note");n.hidden=!n.getAttribute("data-note");$("wr-next").hidden=d.state!=="admitted";
-function t(iso){try{return new Date(iso).toLocaleTimeString([],{hour:"2-digit",minute:"2-digit",second:"2-digit"})}catch(e){return iso}}
-function eta(l,h){if(h==null)return "–";var a=Math.ceil(l/60),b=Math.ceil(h/60);if(h<60)return "less than a minute";return a===b||a<1?"about "+b+(b===1?" minute":" minutes"):"about "+a+" to "+b+" minutes"}
-$("wr-updated").textContent=t(d.updated_at);
-if(d.state==="admitted"&&d.next){location.replace(d.next);return}
-if(d.state==="sold_out"||d.state==="closed")return;
-function again(s){setTimeout(poll,(s||d.refresh_seconds||20)*1000*(0.8+Math.random()*0.4))}
-function poll(){fetch(d.status_url,{credentials:"same-origin",cache:"no-store",headers:{Accept:"application/json"}}).then(function(r){return r.json()}).then(function(j){
-if(j.state==="admitted"&&j.next){location.replace(j.next);return}
-if(j.state!==d.state){location.reload();return}
-if(j.position!=null){$("wr-position").textContent=j.position;$("wr-eta").textContent=eta(j.eta_low_seconds,j.eta_high_seconds);
-var p=$("wr-progress");if(j.number){p.max=j.number;p.value=j.number-j.position}}
-n.hidden=j.store_ok;if(!j.store_ok)n.textContent="Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
-$("wr-updated").textContent=t(j.updated_at);again(j.refresh_seconds)}).catch(function(){n.hidden=false;n.textContent="Status temporarily unknown: this page keeps trying.";again()})}
-again();
-})();
-</script>
+<script src="{{script_url}}" defer></script>
 </body>
 </html>
 "#;
@@ -422,6 +449,7 @@ mod tests {
             next: "/checkout".into(),
             status_url: "/waitroom/status?return_to=%2Fcheckout".into(),
             join_url: "/waitroom/join?return_to=%2Fcheckout".into(),
+            script_url: "/waitroom/holding.js".into(),
             idle_timeout_minutes: 10,
         }
     }

@@ -1,7 +1,7 @@
 //! Which paths the room guards, which it answers itself, and which it leaves alone.
 //!
 //! - The room's own endpoints live under a base path (default `/waitroom`): `{base}/status`, `{base}/jwks.json`,
-//!   `{base}/join`.
+//!   `{base}/join`, `{base}/holding.js`.
 //! - Protected paths are given by prefix (`/checkout` guards `/checkout` and `/checkout/...`, not `/checkouts`) or
 //!   by pattern (`/events/*/seats/**`: `*` is one segment, `**` any number of segments, at the end only). With no
 //!   rule at all, every path is protected (the `.route_layer()` case, where the router already chose).
@@ -23,6 +23,8 @@ pub(crate) enum Endpoint {
     Jwks,
     /// `{base}/join`
     Join,
+    /// `GET {base}/holding.js`: the default holding page's script.
+    Script,
     /// The metrics path, when metrics are on.
     Metrics,
     /// `{base}/admin/...` (answered only when the admin API is on).
@@ -201,6 +203,7 @@ pub(crate) fn endpoint(rest: &str) -> Endpoint {
         "/status" => Endpoint::Status,
         "/jwks.json" => Endpoint::Jwks,
         "/join" => Endpoint::Join,
+        "/holding.js" => Endpoint::Script,
         r => match r.strip_prefix("/admin/") {
             Some(op) => Endpoint::Admin(AdminOp::from_name(op)),
             None if r == "/admin" => Endpoint::Admin(AdminOp::Unknown),

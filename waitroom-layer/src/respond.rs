@@ -1,7 +1,9 @@
 //! The responses the room writes itself. Every one carries `Cache-Control: no-store` and `Waitroom-State`.
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE};
+use http::header::{
+    ACCEPT, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE,
+};
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use serde::Serialize;
 
@@ -97,15 +99,25 @@ pub(crate) fn held_status(status: &Status) -> StatusCode {
     }
 }
 
-/// A holding page.
-pub(crate) fn html(status: &Status, page: String, cookies: Vec<HeaderValue>) -> Reply {
-    finish(
+/// A holding page, with its template's `Content-Security-Policy` when it has one.
+pub(crate) fn html(
+    status: &Status,
+    page: String,
+    csp: Option<&'static str>,
+    cookies: Vec<HeaderValue>,
+) -> Reply {
+    let mut res = finish(
         StatusCode::OK,
         status.state.as_str(),
         "text/html; charset=utf-8",
         page,
         cookies,
-    )
+    );
+    if let Some(csp) = csp {
+        res.headers_mut()
+            .insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
+    }
+    res
 }
 
 /// `303 See Other` to a same-site path.
