@@ -229,6 +229,44 @@ async fn metrics_and_admin_are_off_unless_enabled() {
 }
 
 #[tokio::test]
+async fn a_metrics_token_guards_the_metrics() {
+    const METRICS: &str = "scrape-secret-0123456789";
+    let s = site(2, |b| b.metrics_token(METRICS)).await;
+    let c = reqwest::Client::new();
+    let url = s.at("/waitroom/metrics");
+    let res = c.get(&url).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    assert_eq!(
+        res.headers()["www-authenticate"],
+        "Bearer realm=\"waitroom-metrics\""
+    );
+    assert!(!res.text().await.unwrap().contains("waitroom_capacity"));
+    for wrong in [
+        ADMIN,
+        "scrape-secret-012345678",
+        "scrape-secret-0123456789x",
+    ] {
+        let res = c.get(&url).bearer_auth(wrong).send().await.unwrap();
+        assert_eq!(res.status(), 401, "{wrong}");
+    }
+    let res = c.get(&url).bearer_auth(METRICS).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("waitroom_capacity{event=\"tour-2026\"} 2")
+    );
+    // A short secret is a configuration error, not a weak guard.
+    let room = s.room.clone();
+    let err = waitroom::layer::WaitingRoomLayer::builder(room)
+        .metrics_token("short")
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("metrics_token"), "{err}");
+}
+
+#[tokio::test]
 async fn admin_calls_without_the_right_token_are_refused_and_change_nothing() {
     let s = site(2, |b| b.admin_token(ADMIN)).await;
     let client = reqwest::Client::new();

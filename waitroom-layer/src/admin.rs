@@ -89,10 +89,12 @@ impl std::fmt::Debug for Admin {
 }
 
 impl Admin {
-    pub(crate) fn new(secret: &[u8]) -> Result<Self, ConfigError> {
+    /// A bearer secret for the admin API, or for another endpoint guarded the same way (`field` names the builder
+    /// method in the error).
+    pub(crate) fn new(field: &'static str, secret: &[u8]) -> Result<Self, ConfigError> {
         if secret.len() < MIN_ADMIN_TOKEN_BYTES {
             return Err(ConfigError::invalid(
-                "admin_token",
+                field,
                 format!(
                     "must be at least {MIN_ADMIN_TOKEN_BYTES} bytes (use a random secret, e.g. 32 bytes in base64)"
                 ),
@@ -105,7 +107,7 @@ impl Admin {
     }
 
     /// Whether the request carries the secret as `Authorization: Bearer <secret>`.
-    fn authorised(&self, parts: &Parts) -> bool {
+    pub(crate) fn authorised(&self, parts: &Parts) -> bool {
         let Some(value) = parts.headers.get(http::header::AUTHORIZATION) else {
             return false;
         };
@@ -314,8 +316,8 @@ mod tests {
 
     #[test]
     fn the_secret_is_checked_and_never_printed() {
-        assert!(Admin::new(b"short").is_err());
-        let admin = Admin::new(b"0123456789abcdef-secret").unwrap();
+        assert!(Admin::new("admin_token", b"short").is_err());
+        let admin = Admin::new("admin_token", b"0123456789abcdef-secret").unwrap();
         assert!(admin.authorised(&parts(Some("Bearer 0123456789abcdef-secret"))));
         assert!(admin.authorised(&parts(Some("bearer 0123456789abcdef-secret"))));
         assert!(!admin.authorised(&parts(Some("Bearer 0123456789abcdef-secreT"))));

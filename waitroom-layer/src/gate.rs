@@ -293,6 +293,25 @@ pub(crate) async fn endpoint(
             Bytes::from_static(crate::page::HOLDING_SCRIPT.as_bytes()),
             Vec::new(),
         ),
+        Endpoint::Metrics
+            if get_like
+                && shared
+                    .metrics_auth
+                    .as_ref()
+                    .is_some_and(|a| !a.authorised(&parts)) =>
+        {
+            let mut r = respond::problem(
+                StatusCode::UNAUTHORIZED,
+                "metrics",
+                "Unauthorized",
+                "The metrics endpoint needs `Authorization: Bearer <metrics token>`.",
+            );
+            r.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"waitroom-metrics\""),
+            );
+            r
+        }
         Endpoint::Metrics if get_like => respond::finish(
             StatusCode::OK,
             "metrics",

@@ -24,6 +24,8 @@ pub(crate) struct Shared {
     pub(crate) join_guard: Option<Arc<dyn JoinGuard>>,
     /// The admin API, when on.
     pub(crate) admin: Option<Admin>,
+    /// The bearer secret the metrics endpoint asks for, when set.
+    pub(crate) metrics_auth: Option<Admin>,
 }
 
 /// Where metrics are served by default once they are on.
@@ -73,6 +75,7 @@ impl WaitingRoomLayer {
             join_guard: None,
             metrics_path: None,
             admin: None,
+            metrics_auth: None,
         }
     }
 
@@ -124,6 +127,8 @@ pub struct WaitingRoomLayerBuilder {
     metrics_path: Option<String>,
     /// The admin secret, already digested (the builder never holds it in the clear).
     admin: Option<Result<Admin, ConfigError>>,
+    /// The metrics secret, digested the same way.
+    metrics_auth: Option<Result<Admin, ConfigError>>,
 }
 
 impl std::fmt::Debug for WaitingRoomLayerBuilder {
@@ -134,15 +139,16 @@ impl std::fmt::Debug for WaitingRoomLayerBuilder {
             .field("patterns", &self.patterns)
             .field("metrics_path", &self.metrics_path)
             .field("admin", &self.admin.is_some())
+            .field("metrics_auth", &self.metrics_auth.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl WaitingRoomLayerBuilder {
     /// Serves the room's figures in the Prometheus (OpenMetrics) text format at [`DEFAULT_METRICS_PATH`]
-    /// (`/waitroom/metrics`) with `true`; off by default. The endpoint has no authentication: keep it off the
-    /// public internet (a path your edge does not route, or a `bypass` plus your own check), or serve
-    /// [`WaitingRoom::metrics_text`] yourself on an internal port. See the [`metrics`](crate::metrics) module for
+    /// (`/waitroom/metrics`) with `true`; off by default. The endpoint asks for no credentials unless
+    /// [`metrics_token`](Self::metrics_token) is set: then keep it off the public internet some other way (a path
+    /// your edge does not route), or serve [`WaitingRoom::metrics_text`] yourself on an internal port. See the [`metrics`](crate::metrics) module for
     /// the figures.
     pub fn metrics(mut self, on: bool) -> Self {
         self.metrics_path = on.then(|| DEFAULT_METRICS_PATH.to_owned());
@@ -160,7 +166,18 @@ impl WaitingRoomLayerBuilder {
     /// constant time, and never appears in `Debug` output or logs. See the [`admin`](crate::admin) module for
     /// the calls.
     pub fn admin_token(mut self, secret: impl AsRef<[u8]>) -> Self {
-        self.admin = Some(Admin::new(secret.as_ref()));
+        self.admin = Some(Admin::new("admin_token", secret.as_ref()));
+        self
+    }
+
+    /// Asks the metrics endpoint's callers for `Authorization: Bearer <secret>` (at least 16 bytes), compared in
+    /// constant time like the admin token, and answers `401` without it; turns metrics on at the default path if
+    /// no path was given. Prometheus sends it with `authorization: { credentials: <secret> }` in the scrape config.
+    pub fn metrics_token(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.metrics_auth = Some(Admin::new("metrics_token", secret.as_ref()));
+        if self.metrics_path.is_none() {
+            self.metrics_path = Some(DEFAULT_METRICS_PATH.to_owned());
+        }
         self
     }
 
@@ -227,6 +244,7 @@ impl WaitingRoomLayerBuilder {
             paths.set_metrics(m)?;
         }
         let admin = self.admin.transpose()?;
+        let metrics_auth = self.metrics_auth.transpose()?;
         for p in &self.prefixes {
             paths.add_prefix(p)?;
         }
@@ -242,6 +260,7 @@ impl WaitingRoomLayerBuilder {
                 account_key: self.account_key,
                 join_guard: self.join_guard,
                 admin,
+                metrics_auth,
             }),
         })
     }
