@@ -656,6 +656,54 @@ mod redis {
         contract::concurrent(store, &event, 7).await;
     }
 
+    /// `purge` removes every key of one on-sale and nothing of another, even when the id holds glob characters
+    /// that, unescaped, would match the other's keys.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn purge_deletes_one_onsale_only() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        let base = fresh_event("purge");
+        let (glob, other) = (format!("{base}-*"), format!("{base}-x"));
+        for ev in [&glob, &other] {
+            // A pre-queue (bucket keys), then the draw, marks and an admission: every kind of key.
+            store
+                .init(ev, &contract::settings(2, true, Some(2_000)))
+                .await
+                .unwrap();
+            for i in 0..50u64 {
+                let j = waitroom_layer::store::Join {
+                    session: format!("purge-{i:03}-zzzzzzzzzzzzz"),
+                    account: None,
+                    now_ms: 1_000,
+                    draw_key: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                };
+                store.join(ev, &j).await.unwrap();
+            }
+            let t = waitroom_layer::store::Tick {
+                now_ms: 2_000,
+                arrival_window_ms: 60_000,
+                abandon_after_ms: 60_000,
+                max_scan: 100,
+            };
+            assert_eq!(store.tick(ev, &t).await.unwrap().admitted.len(), 2);
+        }
+        let count = |ev: &str| {
+            let out = server.command(&["KEYS", &format!("wr:{{{ev}}}:*")]);
+            out.lines().filter(|l| !l.trim().is_empty()).count()
+        };
+        let before = count(&other);
+        assert!(before >= 5, "{before} keys");
+        let deleted = store.purge(&glob).await.unwrap();
+        assert!(deleted >= 5, "{deleted}");
+        assert_eq!(count(&other), before, "the other on-sale's keys stay");
+        assert!(
+            store.snapshot(&glob).await.is_err(),
+            "the purged on-sale is gone"
+        );
+        assert_eq!(store.snapshot(&other).await.unwrap().served, 2);
+        assert_eq!(store.purge(&glob).await.unwrap(), 0);
+    }
+
     /// Numbered marks go to the `seen` bitmaps (no session record rewritten); the contract's liveness edges hold.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn liveness_marks_and_the_draw() {

@@ -449,7 +449,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
 /// sessions keep their deadline as their score in `active`, so their record is just `a41207:0`. Records of ended
 /// sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
-/// is over.
+/// is over ([`RedisStore::purge`]).
 ///
 /// # The line and the draw
 ///
@@ -727,6 +727,52 @@ impl RedisStore {
     /// Redis commands this store (and its clones) has sent so far: one per script call, plus script loads.
     pub fn commands_sent(&self) -> u64 {
         self.commands.load(Ordering::Relaxed)
+    }
+
+    /// Deletes every key of `event`: its settings, counters, line, pre-queue buckets, session records and
+    /// liveness marks. For after an on-sale, when no room serves it any more (a room still running over it would
+    /// answer "not initialised" until it is built again). Returns how many keys were deleted.
+    ///
+    /// Finds the keys with `SCAN … MATCH <prefix>:{<event>}:*` (glob characters in the prefix and the id escaped,
+    /// so `tour*` never matches `tour-2`) and removes them with `UNLINK` in batches: other on-sales on the same
+    /// Redis are untouched and Redis is never blocked for long.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when Redis cannot be reached (some keys may be gone already; call again).
+    pub async fn purge(&self, event: &str) -> Result<u64, StoreError> {
+        self.keys(event)?;
+        let mut pattern = String::new();
+        for c in format!("{}:{{{event}}}", self.prefix).chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\' | '^') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str(":*");
+        let mut cursor = "0".to_owned();
+        let mut deleted = 0;
+        loop {
+            let mut scan = ::redis::cmd("SCAN");
+            scan.arg(&cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1_000);
+            let mut reply = array(self.send(&scan).await.map_err(store_error)?)?.into_iter();
+            let (Some(next), Some(keys), None) = (reply.next(), reply.next(), reply.next()) else {
+                return Err(corrupt("SCAN answered something else than [cursor, keys]"));
+            };
+            cursor = text(&next)?;
+            let keys = strings(keys)?;
+            if !keys.is_empty() {
+                let mut unlink = ::redis::cmd("UNLINK");
+                unlink.arg(&keys);
+                deleted += int(&self.send(&unlink).await.map_err(store_error)?)?;
+            }
+            if cursor == "0" {
+                return Ok(deleted);
+            }
+        }
     }
 
     /// The key prefix.
