@@ -83,9 +83,14 @@ pub(crate) struct Inner {
 
 #[derive(Debug, Default)]
 struct Pending {
-    waiting: HashSet<String>,
-    active: HashSet<String>,
+    waiting: SessionSet,
+    active: SessionSet,
 }
+
+/// Session ids marked since the last flush. Hashed with foldhash (randomly seeded) rather than SipHash: an
+/// admitted request marks its session on every call, and the ids are the room's own random ones (read from a
+/// session cookie whose HMAC verified), so nobody chooses them.
+type SessionSet = HashSet<String, foldhash::fast::RandomState>;
 
 /// Bound on liveness marks held while the store is down (beyond it, the oldest batch is dropped).
 const MAX_PENDING: usize = 2_000_000;
