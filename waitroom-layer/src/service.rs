@@ -87,8 +87,11 @@ where
             }
             Route::Endpoint(endpoint) => {
                 let jar = shared.room.cookies().read(&parts.headers);
-                let fut = Box::pin(gate::endpoint(shared.clone(), endpoint, parts, jar.session));
-                let fut = Box::pin(async move { gate::Decision::Reply(fut.await) });
+                // One allocation for the whole check (the endpoint's future lives inside this one).
+                let s = shared.clone();
+                let fut = Box::pin(async move {
+                    gate::Decision::Reply(gate::endpoint(s, endpoint, parts, jar.session).await)
+                });
                 ResponseFuture::check(shared, fut, inner, body)
             }
             Route::Protected => {
