@@ -9,12 +9,22 @@ sessions' cookies against:
   - GET /healthz           a bare route outside the room (the baseline)
 for the embedded store and, with --redis, for the Redis store (a redis-server the script starts on a free port).
 
-Usage: scripts/bench_http.py [--sessions 2000] [--capacity 200] [--seconds 10] [--connections 32] [--redis]
+The targets run in --rounds interleaved rounds (healthz, poll, admitted, healthz, poll, admitted, ..., healthz):
+each round's ratio is taken against the mean of the two /healthz runs around it, and the table shows the median
+over rounds (requests/s, ratio, latencies), followed by a line with every round's ratio and the spread.
+
+Usage: scripts/bench_http.py [--sessions 2000] [--capacity 200] [--seconds 10] [--connections 32] [--rounds 3]
+                             [--redis] [--binary PATH]
+The demo is built with `cargo build --release --example onsale` and run from $CARGO_TARGET_DIR (default
+ROOT/target); --binary runs a given build instead (no build), e.g. to compare two builds.
 Loopback only; every run is bounded by --seconds and stops by itself.
 """
-import argparse, http.client, json, os, re, shutil, socket, subprocess, sys, tempfile, time
+import argparse, http.client, json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET_DIR = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+if not os.path.isabs(TARGET_DIR):
+    TARGET_DIR = os.path.join(ROOT, TARGET_DIR)
 
 
 def free_port():
@@ -87,7 +97,7 @@ end
 
 def run(store, args, redis_url=None):
     port = free_port()
-    cmd = [os.path.join(ROOT, "target", "release", "examples", "onsale"), "--port", str(port),
+    cmd = [args.binary or os.path.join(TARGET_DIR, "release", "examples", "onsale"), "--port", str(port),
            "--capacity", str(args.capacity), "--refresh-seconds", "20"]
     if redis_url:
         cmd += ["--redis", redis_url]
@@ -117,12 +127,14 @@ def run(store, args, redis_url=None):
                 for jar in jars:
                     f.write("; ".join(f"{k}={v}" for k, v in jar.items()) + "\n")
             files[name] = path
-        res = {}
-        for label, path, cookies in (("healthz", "/healthz", files["waiting"]),
-                                     ("poll", "/waitroom/status", files["waiting"]),
-                                     ("admitted", "/api/me", files["admitted"]),
-                                     ("healthz2", "/healthz", files["waiting"])):
-            res[label] = wrk(port, path, cookies, args.seconds, args.connections)
+        targets = {"healthz": ("/healthz", files["waiting"]), "poll": ("/waitroom/status", files["waiting"]),
+                   "admitted": ("/api/me", files["admitted"])}
+        res = {label: [] for label in targets}
+        for _ in range(args.rounds):
+            for label, (path, cookies) in targets.items():
+                res[label].append(wrk(port, path, cookies, args.seconds, args.connections))
+        # The closing baseline: every round sits between two /healthz runs.
+        res["healthz"].append(wrk(port, "/healthz", files["waiting"], args.seconds, args.connections))
         return res
     finally:
         demo.terminate()
@@ -135,13 +147,18 @@ def main():
     ap.add_argument("--capacity", type=int, default=200)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every target (median reported)")
     ap.add_argument("--redis", action="store_true", help="also run against a redis-server started on a free port")
+    ap.add_argument("--binary", help="run this onsale build instead of building one")
     args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit("--rounds must be at least 1")
     if not shutil.which("wrk"):
         sys.exit("wrk is missing: apt-get install wrk")
     features = "redis" if args.redis else ""
-    subprocess.run(["cargo", "build", "--release", "--example", "onsale"] + (["--features", features] if features else []),
-                   cwd=ROOT, check=True)
+    if not args.binary:
+        subprocess.run(["cargo", "build", "--release", "--example", "onsale"] + (["--features", features] if features else []),
+                       cwd=ROOT, check=True)
     stores = [("memory", None)]
     redis = None
     if args.redis:
@@ -153,18 +170,32 @@ def main():
         stores.append(("redis", f"redis://127.0.0.1:{rport}"))
     try:
         print(f"# {time.strftime('%Y-%m-%d')} {os.cpu_count()} cores; wrk -t1 -c{args.connections} -d{args.seconds}s; "
-              f"{args.sessions} sessions, capacity {args.capacity}")
+              f"{args.sessions} sessions, capacity {args.capacity}; {args.rounds} interleaved rounds, medians")
         print("| store | target | requests/s | vs /healthz | p50 | p90 | p99 | errors | non-2xx |")
         print("|---|---|---|---|---|---|---|---|---|")
+        notes = []
         for store, url in stores:
             r = run(store, args, url)
-            base = (r["healthz"]["rps"] + r["healthz2"]["rps"]) / 2
+            h = [x["rps"] for x in r["healthz"]]
+            # Round i is bracketed by /healthz runs i and i + 1.
+            bases = [(h[i] + h[i + 1]) / 2 for i in range(args.rounds)]
+            med = lambda xs: statistics.median(xs)
             for label, name in (("healthz", "GET /healthz (bare, baseline)"), ("poll", "GET /waitroom/status (waiting poll)"),
                                 ("admitted", "GET /api/me (admitted, both layers)")):
-                x = r[label]
-                rps = base if label == "healthz" else x["rps"]
-                print(f"| {store} | {name} | {rps:,.0f} | {100 * rps / base:.0f}% | {x['p50'] / 1000:.2f} ms | "
-                      f"{x['p90'] / 1000:.2f} ms | {x['p99'] / 1000:.2f} ms | {x['errors']} | {x['non2xx']} |")
+                runs = r[label]
+                ratios = [1.0] * args.rounds if label == "healthz" else [x["rps"] / b for x, b in zip(runs, bases)]
+                rps = med([x["rps"] for x in runs])
+                print(f"| {store} | {name} | {rps:,.0f} | {100 * med(ratios):.0f}% | {med([x['p50'] for x in runs]) / 1000:.2f} ms | "
+                      f"{med([x['p90'] for x in runs]) / 1000:.2f} ms | {med([x['p99'] for x in runs]) / 1000:.2f} ms | "
+                      f"{sum(x['errors'] for x in runs)} | {sum(x['non2xx'] for x in runs)} |")
+                if label != "healthz":
+                    notes.append(f"{store} {label}: per-round ratios {', '.join(f'{100 * x:.0f}%' for x in ratios)} "
+                                 f"(median {100 * med(ratios):.0f}%, spread {100 * (max(ratios) - min(ratios)):.0f} points)")
+                else:
+                    notes.append(f"{store} healthz: requests/s per run {', '.join(f'{x:,.0f}' for x in h)}")
+        print()
+        for n in notes:
+            print(n)
     finally:
         if redis:
             redis.terminate()

@@ -1,7 +1,8 @@
 //! The whole layer, driven in process with `tower::ServiceExt::oneshot`, against a bare handler in the same run:
 //! - `status_poll`: a waiting session polls `GET /waitroom/status` (answered from memory: the line number is in
 //!   its signed cookie);
-//! - `pass_through`: an admitted session's request with a valid token reaches the handler.
+//! - `pass_through`: an admitted session's request with a valid token reaches the handler, through the room layer
+//!   alone and through the room layer then a `VerifyLayer` on the room's verifier (the order service's stack).
 //!
 //! `cargo bench -p waitroom-layer --bench layer -- --warm-up-time 1 --measurement-time 3`
 
@@ -17,6 +18,7 @@ use http::{HeaderValue, Request, Response};
 use http_body_util::Full;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 use waitroom_layer::{ManualClock, WaitingRoom, WaitingRoomLayer};
+use waitroom_verify::VerifyLayer;
 
 async fn handler(_req: Request<Full<Bytes>>) -> Result<Response<Full<Bytes>>, Infallible> {
     Ok(Response::new(Full::new(Bytes::from_static(b"seat map"))))
@@ -36,7 +38,7 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let (svc, waiting_cookie, admitted_cookie) = rt.block_on(async {
+    let (svc, both, waiting_cookie, admitted_cookie) = rt.block_on(async {
         let clock = ManualClock::starting_now();
         let room = WaitingRoom::builder("bench")
             .capacity(1)
@@ -51,7 +53,12 @@ fn bench(c: &mut Criterion) {
             .build()
             .unwrap();
         let svc = ServiceBuilder::new()
+            .layer(layer.clone())
+            .service(service_fn(handler));
+        // The order service's stack: the room, then the VerifyLayer on the room's own verifier.
+        let both = ServiceBuilder::new()
             .layer(layer)
+            .layer(VerifyLayer::new(room.verifier().clone()))
             .service(service_fn(handler));
         let get = |cookie: Option<&str>, path: &str| {
             let mut r = Request::get(path).body(Full::default()).unwrap();
@@ -77,6 +84,7 @@ fn bench(c: &mut Criterion) {
         assert!(admitted.contains("waitroom_token="));
         (
             svc,
+            both,
             HeaderValue::try_from(waiting).unwrap(),
             HeaderValue::try_from(admitted).unwrap(),
         )
@@ -124,6 +132,15 @@ fn bench(c: &mut Criterion) {
             r.headers_mut().insert(COOKIE, admitted_cookie.clone());
             let res = svc.clone().oneshot(r).await.unwrap();
             debug_assert!(res.headers().get("waitroom-state").is_none());
+            black_box(res)
+        })
+    });
+    g.bench_function("admitted_session_via_both_layers", |b| {
+        b.to_async(&rt).iter(|| async {
+            let mut r = Request::get("/checkout").body(Full::default()).unwrap();
+            r.headers_mut().insert(COOKIE, admitted_cookie.clone());
+            let res = both.clone().oneshot(r).await.unwrap();
+            debug_assert_eq!(res.status(), 200);
             black_box(res)
         })
     });

@@ -84,9 +84,14 @@ pub(crate) struct Inner {
 #[derive(Debug, Default)]
 struct Pending {
     /// Session → line number (when known) of the waiting sessions that polled since the last flush.
-    waiting: HashMap<String, Option<u64>>,
-    active: HashSet<String>,
+    waiting: HashMap<String, Option<u64>, foldhash::fast::RandomState>,
+    active: SessionSet,
 }
+
+/// Session ids marked since the last flush. Hashed with foldhash (randomly seeded) rather than SipHash: an
+/// admitted request marks its session on every call, and the ids are the room's own random ones (read from a
+/// session cookie whose HMAC verified), so nobody chooses them.
+type SessionSet = HashSet<String, foldhash::fast::RandomState>;
 
 /// Bound on liveness marks held while the store is down (beyond it, the oldest batch is dropped).
 const MAX_PENDING: usize = 2_000_000;

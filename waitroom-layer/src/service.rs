@@ -66,7 +66,7 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let shared = self.shared.clone();
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         if let Some(bypass) = &shared.bypass
             && bypass(&parts)
         {
@@ -87,35 +87,41 @@ where
             }
             Route::Endpoint(endpoint) => {
                 let jar = shared.room.cookies().read(&parts.headers);
-                let fut = Box::pin(gate::endpoint(shared.clone(), endpoint, parts, jar.session));
-                let fut = Box::pin(async move { gate::Decision::Reply(fut.await) });
+                // One allocation for the whole check (the endpoint's future lives inside this one).
+                let s = shared.clone();
+                let fut = Box::pin(async move {
+                    gate::Decision::Reply(gate::endpoint(s, endpoint, parts, jar.session).await)
+                });
                 ResponseFuture::check(shared, fut, inner, body)
             }
             Route::Protected => {
                 let room = &shared.room;
                 let jar = room.cookies().read(&parts.headers);
-                let checked = jar
-                    .session
-                    .as_ref()
-                    .map(|s| (s, room.tokens().check(&jar.tokens, &s.id)));
-                if let Some((session, Err(Some(refusal)))) = &checked {
-                    room.note_refusal(*refusal, &session.id);
-                }
-                if let Some((session, Ok(claims))) = checked {
-                    room.touch_active(&session.id);
-                    let session = session.id.clone();
-                    if room.tokens().renewal_due(&claims) {
-                        let fut = Box::pin(gate::renew(shared.clone(), parts, session));
-                        return ResponseFuture::check(shared, fut, inner, body);
+                let Some(session) = jar.session else {
+                    let fut = Box::pin(gate::hold(shared.clone(), parts, None));
+                    return ResponseFuture::check(shared, fut, inner, body);
+                };
+                match room.tokens().check(jar.tokens, &session.id) {
+                    Ok(verified) => {
+                        room.touch_active(&session.id);
+                        if room.tokens().renewal_due(verified.claims()) {
+                            let fut = Box::pin(gate::renew(shared.clone(), parts, session.id));
+                            return ResponseFuture::check(shared, fut, inner, body);
+                        }
+                        // A VerifyLayer further in that uses the room's verifier takes this instead of checking
+                        // the token a second time (see `waitroom_verify::verified`).
+                        parts.extensions.insert(verified);
+                        let fut = inner.call(Request::from_parts(parts, body));
+                        let after = After::Track {
+                            session: session.id,
+                            cookies: Vec::new(),
+                        };
+                        return ResponseFuture::call(shared, fut, after);
                     }
-                    let fut = inner.call(Request::from_parts(parts, body));
-                    let after = After::Track {
-                        session,
-                        cookies: Vec::new(),
-                    };
-                    return ResponseFuture::call(shared, fut, after);
+                    Err(Some(refusal)) => room.note_refusal(refusal, &session.id),
+                    Err(None) => {}
                 }
-                let fut = Box::pin(gate::hold(shared.clone(), parts, jar.session));
+                let fut = Box::pin(gate::hold(shared.clone(), parts, Some(session)));
                 ResponseFuture::check(shared, fut, inner, body)
             }
         }
@@ -132,7 +138,7 @@ mod tests {
     use http::{HeaderValue, StatusCode};
     use http_body_util::{BodyExt, Full};
     use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
-    use waitroom_verify::{FINISH_HEADER, ManualClock};
+    use waitroom_verify::{Admission, FINISH_HEADER, ManualClock, Verified};
 
     use crate::{RoomBody, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
 
@@ -276,6 +282,71 @@ mod tests {
             .await
             .unwrap();
         assert_ne!(body(res).await, "inner /checkout/x");
+    }
+
+    #[tokio::test]
+    async fn an_admitted_request_passes_both_layers_with_the_room_s_check() {
+        let clock = ManualClock::starting_now();
+        let room = room(&clock, 1).await;
+        let layer = WaitingRoomLayer::builder(room.clone())
+            .protect_prefix("/checkout")
+            .build()
+            .unwrap();
+        let verify = waitroom_verify::VerifyLayer::new(room.verifier().clone());
+        let mut svc = ServiceBuilder::new()
+            .layer(layer)
+            .layer(verify)
+            .service(service_fn(|req: http::Request<Full<Bytes>>| async move {
+                assert!(
+                    req.extensions().get::<Verified>().is_none(),
+                    "the verify layer takes the marker out"
+                );
+                let who = req
+                    .extensions()
+                    .get::<Admission>()
+                    .map_or("none", Admission::session_id)
+                    .to_owned();
+                Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from(who))))
+            }));
+        let mut jar = Vec::new();
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout", &jar))
+            .await
+            .unwrap();
+        absorb(&mut jar, &res);
+        room.tick_now().await.unwrap();
+        let mut req = get("/waitroom/status", &jar);
+        req.headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let res = svc.ready().await.unwrap().call(req).await.unwrap();
+        absorb(&mut jar, &res);
+        let session = jar[0]
+            .strip_prefix("waitroom_session=")
+            .and_then(|v| v.split('.').next())
+            .unwrap()
+            .to_owned();
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout/x", &jar))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(body(res).await, session);
+        // Finished on the verifier: the marker does not get it past the deny list (nor does the room).
+        room.verifier().deny_session(&session);
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(get("/checkout/x", &jar))
+            .await
+            .unwrap();
+        assert_ne!(body(res).await, session);
     }
 
     #[tokio::test]

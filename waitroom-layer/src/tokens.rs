@@ -9,11 +9,10 @@
 //! The room checks tokens with its own [`Verifier`] (the same code the order service runs), so the deny list of
 //! finished sessions lives there too.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use waitroom_verify::{Claims, KeySet, Refusal, SharedClock, SigningKey, Verifier};
+use waitroom_verify::{Claims, KeySet, Refusal, SharedClock, SigningKey, Verified, Verifier};
 
 use crate::error::ConfigError;
 
@@ -108,17 +107,18 @@ impl Tokens {
         }
     }
 
-    /// The claims of the first candidate that is a valid token for `session`; else why the first candidate was
+    /// The first candidate that is a valid token for `session`, with its claims, as a [`Verified`] marker (a
+    /// `VerifyLayer` further in, using this verifier, need not check it again); else why the first candidate was
     /// refused (`None`: no candidate at all).
     pub(crate) fn check(
         &self,
-        candidates: &[String],
+        candidates: Vec<String>,
         session: &str,
-    ) -> Result<Arc<Claims>, Option<Refusal>> {
+    ) -> Result<Verified, Option<Refusal>> {
         let mut first = None;
         for t in candidates {
-            match self.verifier.verify_for_session_shared(t, session) {
-                Ok(c) => return Ok(c),
+            match self.verifier.verify_for_session_vouched(t, session) {
+                Ok(v) => return Ok(v),
                 Err(r) => {
                     first.get_or_insert(r);
                 }

@@ -63,6 +63,7 @@
 //! - [`keys`]: [`SigningKey`], [`VerifyingKey`], [`KeySet`] (PEM, JWK, JWKS).
 //! - [`verifier`]: [`Verifier`] and its builder; the order of checks; the verified-token cache; the deny list.
 //! - [`session`]: cookie names, the session-cookie contract, reading token and session from a request.
+//! - [`verified`]: [`Verified`], a token the room layer already checked, so the layer does not check it twice.
 //! - [`admission`]: [`Admission`], finishing, [`FinishSink`], [`HeaderSink`], the finish header.
 //! - [`layer`], [`service`], [`future`]: the Tower middleware; [`response`]: the refusal responses.
 //! - [`error`]: [`Refusal`] and the configuration, key and signing errors.
@@ -87,6 +88,7 @@ pub mod redis;
 pub mod response;
 pub mod service;
 pub mod session;
+pub mod verified;
 pub mod verifier;
 
 pub use admission::{
@@ -103,4 +105,5 @@ pub use service::VerifyService;
 pub use session::{
     CookieNames, Fingerprint, SESSION_HEADER, fingerprint, session_id_from_cookie_value,
 };
+pub use verified::Verified;
 pub use verifier::{Accepted, Verifier, VerifierBuilder};

@@ -13,6 +13,7 @@ use crate::future::ResponseFuture;
 use crate::layer::Shared;
 use crate::response::refusal_response;
 use crate::session::credentials;
+use crate::verified::Verified;
 
 /// Checks each request's token and session, then either calls the inner service with an
 /// [`Admission`] in the request extensions, or answers with a refusal response.
@@ -22,6 +23,8 @@ use crate::session::credentials;
 /// - `Error = S::Error`: a refusal is a response, never an error.
 /// - `poll_ready` only forwards to the inner service; the decision is made in `call`, which is synchronous
 ///   (a cached check is a cache lookup; a full check is one signature verification, tens of microseconds).
+/// - A [`Verified`] marker in the request extensions (put there by a room layer in front that checked the token
+///   with the same verifier) stands in for the token lookup when it is safe; see [`verified`](crate::verified).
 /// - A request with a token but no session is refused as [`Refusal::NoSession`](crate::Refusal::NoSession) before
 ///   any cryptography.
 #[derive(Clone)]
@@ -65,10 +68,17 @@ where
 
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let shared = &*self.shared;
+        // A token the room layer in front already checked with this verifier (see `crate::verified`); the marker
+        // is taken out either way, so the handler never sees it.
+        let vouched = req.extensions_mut().remove::<Verified>();
         let checked = credentials(req.headers(), &shared.cookie_names).and_then(|c| {
-            shared
-                .verifier
-                .verify_for_session_shared(c.token, c.session_id)
+            vouched
+                .and_then(|v| shared.verifier.check_vouched(v, c.token, c.session_id))
+                .unwrap_or_else(|| {
+                    shared
+                        .verifier
+                        .verify_for_session_shared(c.token, c.session_id)
+                })
         });
         match checked {
             Ok(claims) => {
@@ -117,7 +127,7 @@ mod tests {
     use tower::{ServiceBuilder, ServiceExt, service_fn};
 
     use crate::admission::{FINISH_HEADER, Finish, FinishFuture, FinishSink, parse_finish_command};
-    use crate::{Admission, Claims, ManualClock, SigningKey, Verifier, VerifyLayer};
+    use crate::{Admission, Claims, ManualClock, SigningKey, Verified, Verifier, VerifyLayer};
 
     const START_MS: u64 = 1_800_000_000_000;
     const ALICE: &str = "alice-session-0123456789";
@@ -126,6 +136,7 @@ mod tests {
     struct App {
         key: SigningKey,
         clock: ManualClock,
+        verifier: Verifier,
         layer: VerifyLayer,
     }
 
@@ -143,6 +154,7 @@ mod tests {
             App {
                 key,
                 clock,
+                verifier: verifier.clone(),
                 layer: VerifyLayer::new(verifier).join_url("/line/join"),
             }
         }
@@ -407,6 +419,194 @@ mod tests {
         let req = Request::get("/x").body(Full::new(Bytes::new())).unwrap();
         let res = svc.ready().await.unwrap().call(req).await.unwrap();
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    }
+
+    /// Sends `req` through the layer of `app` (with a handler that reports what it saw) after putting `marker`
+    /// in its extensions, as a room layer in front would.
+    async fn through_with_marker(
+        app: &App,
+        mut req: Request<Body>,
+        marker: Option<Verified>,
+    ) -> http::Response<Body> {
+        if let Some(m) = marker {
+            req.extensions_mut().insert(m);
+        }
+        let svc = ServiceBuilder::new()
+            .layer(app.layer.clone())
+            .service(service_fn(|req: Request<Body>| async move {
+                assert!(
+                    req.extensions().get::<Verified>().is_none(),
+                    "the marker is taken out before the handler"
+                );
+                let a = req.extensions().get::<Admission>().expect("admission");
+                Ok::<_, Infallible>(http::Response::new(Body::from(a.session_id().to_owned())))
+            }));
+        svc.oneshot(req).await.unwrap()
+    }
+
+    fn verifier_of(app: &App) -> &Verifier {
+        &app.verifier
+    }
+
+    #[tokio::test]
+    async fn a_marker_from_the_same_verifier_is_accepted() {
+        let app = App::new();
+        let token = app.token(ALICE);
+        let marker = verifier_of(&app)
+            .verify_for_session_vouched(token.clone(), ALICE)
+            .unwrap();
+        assert!(!format!("{marker:?}").contains(&token), "no token in Debug");
+        let res = through_with_marker(
+            &app,
+            cookie_request("GET", "/show", ALICE, &token),
+            Some(marker),
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(body_text(res).await, ALICE);
+    }
+
+    #[tokio::test]
+    async fn a_marker_for_another_audience_is_refused() {
+        // The room in front verifies for audience "other" (with the same key); this layer accepts only "sale".
+        let app = App::new();
+        let room_verifier = Verifier::builder()
+            .keys(&app.key)
+            .issuer("room")
+            .audience("other")
+            .clock(Arc::new(app.clock.clone()))
+            .build()
+            .unwrap();
+        let claims = Claims::new(
+            "room",
+            "other",
+            ALICE,
+            START_MS / 1000,
+            Duration::from_secs(600),
+        );
+        let token = app.key.sign(&claims).unwrap();
+        let marker = room_verifier
+            .verify_for_session_vouched(token.clone(), ALICE)
+            .unwrap();
+        let res = through_with_marker(
+            &app,
+            cookie_request("GET", "/show", ALICE, &token),
+            Some(marker),
+        )
+        .await;
+        assert_eq!(problem(res).await["reason"], "wrong_audience");
+    }
+
+    #[tokio::test]
+    async fn a_marker_for_a_finished_session_is_refused() {
+        let app = App::new();
+        let token = app.token(ALICE);
+        let marker = verifier_of(&app)
+            .verify_for_session_vouched(token.clone(), ALICE)
+            .unwrap();
+        verifier_of(&app).deny_session(ALICE);
+        let res = through_with_marker(
+            &app,
+            cookie_request("GET", "/show", ALICE, &token),
+            Some(marker),
+        )
+        .await;
+        assert_eq!(problem(res).await["reason"], "finished");
+        // And an expired one, by the verifier's clock.
+        let token = app.token(BOB);
+        let marker = verifier_of(&app)
+            .verify_for_session_vouched(token.clone(), BOB)
+            .unwrap();
+        app.clock.advance(Duration::from_secs(3600));
+        let res = through_with_marker(
+            &app,
+            cookie_request("GET", "/show", BOB, &token),
+            Some(marker),
+        )
+        .await;
+        assert_eq!(problem(res).await["reason"], "expired");
+    }
+
+    #[tokio::test]
+    async fn a_marker_is_refused_when_the_cookie_names_another_session() {
+        let app = App::new();
+        let token = app.token(ALICE);
+        let marker = verifier_of(&app)
+            .verify_for_session_vouched(token.clone(), ALICE)
+            .unwrap();
+        let res = through_with_marker(
+            &app,
+            cookie_request("GET", "/show", BOB, &token),
+            Some(marker),
+        )
+        .await;
+        assert_eq!(problem(res).await["reason"], "session_mismatch");
+    }
+
+    #[tokio::test]
+    async fn a_marker_for_another_token_does_not_vouch_for_a_forged_one() {
+        let app = App::new();
+        let good = app.token(ALICE);
+        let marker = verifier_of(&app)
+            .verify_for_session_vouched(good.clone(), ALICE)
+            .unwrap();
+        // The same claims signed by another key with the same kid: a forgery.
+        let forger = SigningKey::generate_ed25519("2025-a").unwrap();
+        let forged = forger
+            .sign(&verifier_of(&app).verify(&good).unwrap())
+            .unwrap();
+        let req = Request::get("/show")
+            .header(AUTHORIZATION, format!("Bearer {forged}"))
+            .header(
+                COOKIE,
+                format!("waitroom_session={ALICE}; waitroom_token={good}"),
+            )
+            .body(Body::empty())
+            .unwrap();
+        let res = through_with_marker(&app, req, Some(marker)).await;
+        assert_eq!(problem(res).await["reason"], "bad_signature");
+    }
+
+    #[tokio::test]
+    async fn a_marker_from_before_a_key_rotation_is_not_trusted() {
+        let app = App::new();
+        let token = app.token(ALICE);
+        let marker = verifier_of(&app)
+            .verify_for_session_vouched(token.clone(), ALICE)
+            .unwrap();
+        let other = SigningKey::generate_ed25519("2025-b").unwrap();
+        verifier_of(&app)
+            .replace_keys(crate::KeySet::from(&other))
+            .unwrap();
+        let res = through_with_marker(
+            &app,
+            cookie_request("GET", "/show", ALICE, &token),
+            Some(marker),
+        )
+        .await;
+        assert_eq!(problem(res).await["reason"], "unknown_kid");
+    }
+
+    #[test]
+    fn check_vouched_is_used_only_by_the_same_verifier() {
+        let app = App::new();
+        let token = app.token(ALICE);
+        let v = verifier_of(&app);
+        let marker = v.verify_for_session_vouched(token.clone(), ALICE).unwrap();
+        assert!(matches!(
+            v.clone().check_vouched(marker.clone(), &token, ALICE),
+            Some(Ok(_))
+        ));
+        assert!(
+            v.check_vouched(marker.clone(), "other.token.x", ALICE)
+                .is_none()
+        );
+        let twin = App::new();
+        assert!(
+            verifier_of(&twin)
+                .check_vouched(marker, &token, ALICE)
+                .is_none()
+        );
     }
 
     #[tokio::test]

@@ -224,15 +224,65 @@ pub struct Credentials<'a> {
 
 /// Both the token and the session of a request, token first (a request with neither is `Missing`).
 ///
+/// The same answer as [`token_from_headers`] then [`session_from_headers`], with the `Cookie` headers read once.
+///
 /// # Errors
 /// As [`token_from_headers`], then as [`session_from_headers`].
 pub fn credentials<'a>(
     headers: &'a HeaderMap,
     names: &CookieNames,
 ) -> Result<Credentials<'a>, Refusal> {
-    let token = token_from_headers(headers, names)?;
-    let session_id = session_from_headers(headers, names)?;
+    let (token_cookie, session_cookie) = two_cookies(headers, &names.token, &names.session);
+    let token = if headers.contains_key(AUTHORIZATION) {
+        token_from_headers(headers, names)?
+    } else {
+        match token_cookie {
+            Some(t) if !t.is_empty() => t,
+            _ => return Err(Refusal::Missing),
+        }
+    };
+    let session_id = match session_cookie {
+        Some(v) => session_id_from_cookie_value(v).ok_or(Refusal::NoSession)?,
+        None => session_from_headers(headers, names)?,
+    };
     Ok(Credentials { token, session_id })
+}
+
+/// The first values of the cookies `a` and `b`, in one pass (bounded as [`cookie`]).
+fn two_cookies<'h>(headers: &'h HeaderMap, a: &str, b: &str) -> (Option<&'h str>, Option<&'h str>) {
+    let (mut first, mut second) = (None, None);
+    let pairs = headers
+        .get_all(COOKIE)
+        .iter()
+        .take(MAX_COOKIE_HEADERS)
+        .filter(|v| v.len() <= MAX_COOKIE_HEADER_BYTES)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'));
+    for pair in pairs {
+        let Some((n, v)) = pair.split_once('=') else {
+            continue;
+        };
+        let n = n.trim();
+        let slot = if n == a {
+            &mut first
+        } else if n == b {
+            &mut second
+        } else {
+            continue;
+        };
+        if slot.is_none() {
+            let v = v.trim();
+            *slot = Some(
+                v.strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or(v),
+            );
+            if first.is_some() && second.is_some() {
+                break;
+            }
+        }
+    }
+    (first, second)
 }
 
 #[cfg(test)]
@@ -381,5 +431,36 @@ mod tests {
         assert!(CookieNames::new("a b", "t").is_err());
         assert!(CookieNames::new("", "t").is_err());
         assert!(CookieNames::new("same", "same").is_err());
+    }
+
+    #[test]
+    fn credentials_reads_as_the_two_separate_readers_do() {
+        let names = CookieNames::default();
+        let sid2 = "zyxwvutsrq9876543210";
+        let cases: Vec<Vec<(&str, Vec<u8>)>> = vec![
+            vec![("cookie", format!("waitroom_session={SID}.1.x; waitroom_token=t1").into())],
+            vec![("cookie", format!("waitroom_token=t1; waitroom_session={SID}").into())],
+            vec![(
+                "cookie",
+                format!("waitroom_token=\"t1\"; waitroom_token=t2; waitroom_session={SID}; waitroom_session={sid2}").into(),
+            )],
+            vec![("cookie", b"waitroom_token=t1".to_vec()), ("cookie", format!("waitroom_session={SID}").into())],
+            vec![("cookie", b"waitroom_token=; waitroom_session=short".to_vec())],
+            vec![("cookie", b"waitroom_session=short; waitroom_token=t".to_vec())],
+            vec![("cookie", b"waitroom_token=t".to_vec()), ("x-waitroom-session", SID.into())],
+            vec![("authorization", b"Bearer abc".to_vec()), ("cookie", format!("waitroom_token=t; waitroom_session={SID}").into())],
+            vec![("authorization", b"Basic abc".to_vec()), ("cookie", format!("waitroom_session={SID}").into())],
+            vec![("authorization", b"Bearer abc".to_vec()), ("x-waitroom-session", sid2.into())],
+            vec![("cookie", b"nothing=here".to_vec())],
+            vec![],
+        ];
+        for case in cases {
+            let pairs: Vec<(&str, &[u8])> = case.iter().map(|(n, v)| (*n, v.as_slice())).collect();
+            let h = headers(&pairs);
+            let separate = token_from_headers(&h, &names).and_then(|token| {
+                session_from_headers(&h, &names).map(|session_id| Credentials { token, session_id })
+            });
+            assert_eq!(credentials(&h, &names), separate, "{pairs:?}");
+        }
     }
 }

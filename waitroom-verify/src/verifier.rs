@@ -40,6 +40,16 @@ use crate::claims::{Claims, RawClaims};
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{ConfigError, Refusal};
 use crate::keys::KeySet;
+use crate::verified::Verified;
+
+/// The hasher of the verified-token cache and the deny list: foldhash (randomly seeded per cache) instead of
+/// SipHash, which was a visible part of every admitted request (a token is about 250 bytes). Neither map can be
+/// filled by an attacker with keys of their choosing: a token enters the cache only after its signature verified,
+/// and a session enters the deny list only when an admitted session finishes.
+type FastHash = foldhash::fast::RandomState;
+
+/// Hands out verifier ids (a [`Verified`] names the verifier that made it).
+static NEXT_VERIFIER_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Header parameters that name a key, a key URL or extensions; a token carrying any of them is refused.
 pub const FORBIDDEN_HEADER_PARAMS: &[&str] = &["jku", "x5u", "jwk", "x5c", "crit"];
@@ -241,16 +251,17 @@ impl VerifierBuilder {
             Cache::builder()
                 .max_capacity(self.cache_capacity)
                 .time_to_live(needed)
-                .build()
+                .build_with_hasher(FastHash::default())
         });
         // Deny entries carry their own deadline (by the verifier's clock); moka's TTL only bounds memory, so it
         // is never shorter than the deadline.
         let deny = Cache::builder()
             .max_capacity(self.deny_capacity)
             .time_to_live(deny_ttl)
-            .build();
+            .build_with_hasher(FastHash::default());
         Ok(Verifier {
             inner: Arc::new(Inner {
+                id: NEXT_VERIFIER_ID.fetch_add(1, Ordering::Relaxed),
                 keys: RwLock::new((Arc::new(self.keys), 0)),
                 generation: AtomicU64::new(0),
                 issuers: self.issuers,
@@ -274,6 +285,8 @@ struct CacheEntry {
 }
 
 struct Inner {
+    /// This verifier's id (shared by its clones), unique in the process.
+    id: u64,
     /// The key set and its generation, read together.
     keys: RwLock<(Arc<KeySet>, u64)>,
     /// The current generation, for the cached path (no lock).
@@ -284,9 +297,9 @@ struct Inner {
     max_lifetime_secs: u64,
     max_token_bytes: usize,
     clock: SharedClock,
-    cache: Option<Cache<String, CacheEntry>>,
+    cache: Option<Cache<String, CacheEntry, FastHash>>,
     /// Session id -> denied until (ms, by `clock`).
-    deny: Cache<String, u64>,
+    deny: Cache<String, u64, FastHash>,
     deny_ttl: Duration,
 }
 
@@ -351,11 +364,73 @@ impl Verifier {
         Ok(claims)
     }
 
+    /// [`verify_for_session_shared`](Self::verify_for_session_shared), and on success a [`Verified`] marker
+    /// holding `token` and its claims, for a [`VerifyService`](crate::VerifyService) using this same verifier
+    /// further in (see [`verified`](crate::verified) for when it trusts the marker).
+    ///
+    /// # Errors
+    /// As [`verify_for_session`](Self::verify_for_session).
+    pub fn verify_for_session_vouched(
+        &self,
+        token: String,
+        session_id: &str,
+    ) -> Result<Verified, Refusal> {
+        let (claims, generation) = self.verify_with_generation(&token)?;
+        if claims.sub != session_id {
+            return Err(Refusal::SessionMismatch);
+        }
+        Ok(Verified {
+            token,
+            claims,
+            verifier: self.inner.id,
+            generation,
+        })
+    }
+
+    /// The claims of a [`Verified`] marker for `token` presented with `session_id`, when the marker can stand in
+    /// for the token lookup: made by this verifier (or a clone) under the current key set, for this very token,
+    /// with an accepted issuer and audience. Then the time checks, the deny list and the session binding run as
+    /// in [`verify_for_session_shared`](Self::verify_for_session_shared). `None`: the marker cannot be used, run
+    /// the full check.
+    pub(crate) fn check_vouched(
+        &self,
+        verified: Verified,
+        token: &str,
+        session_id: &str,
+    ) -> Option<Result<Arc<Claims>, Refusal>> {
+        let inner = &*self.inner;
+        let usable = verified.verifier == inner.id
+            && verified.generation == inner.generation.load(Ordering::Acquire)
+            && verified.token == token
+            && inner.issuers.contains(&verified.claims.iss)
+            && inner.audiences.contains(&verified.claims.aud);
+        if !usable {
+            return None;
+        }
+        let claims = verified.claims;
+        Some(
+            self.check_now(&claims, inner.clock.now_ms())
+                .and_then(|()| {
+                    if claims.sub == session_id {
+                        Ok(())
+                    } else {
+                        Err(Refusal::SessionMismatch)
+                    }
+                })
+                .map(|()| claims),
+        )
+    }
+
     /// [`verify`](Self::verify) without copying the claims out of the cache.
     ///
     /// # Errors
     /// As [`verify`](Self::verify).
     pub fn verify_shared(&self, token: &str) -> Result<Arc<Claims>, Refusal> {
+        self.verify_with_generation(token).map(|(c, _)| c)
+    }
+
+    /// The claims, and the key-set generation they were accepted under.
+    fn verify_with_generation(&self, token: &str) -> Result<(Arc<Claims>, u64), Refusal> {
         let inner = &*self.inner;
         if token.is_empty() {
             return Err(Refusal::Missing);
@@ -363,20 +438,20 @@ impl Verifier {
         if token.len() > inner.max_token_bytes {
             return Err(Refusal::TooLarge);
         }
-        let now_secs = inner.clock.now_secs();
+        let now_ms = inner.clock.now_ms();
         if let Some(cache) = &inner.cache
             && let Some(entry) = cache.get(token)
             && entry.generation == inner.generation.load(Ordering::Acquire)
         {
-            self.check_now(&entry.claims, now_secs)?;
-            return Ok(entry.claims);
+            self.check_now(&entry.claims, now_ms)?;
+            return Ok((entry.claims, entry.generation));
         }
         let (keys, generation) = {
             let guard = inner.keys.read().unwrap_or_else(|e| e.into_inner());
             (Arc::clone(&guard.0), guard.1)
         };
         let claims = Arc::new(self.check_token(token, &keys)?);
-        self.check_now(&claims, now_secs)?;
+        self.check_now(&claims, now_ms)?;
         if let Some(cache) = &inner.cache {
             cache.insert(
                 token.to_owned(),
@@ -386,7 +461,7 @@ impl Verifier {
                 },
             );
         }
-        Ok(claims)
+        Ok((claims, generation))
     }
 
     /// Steps 2 to 5: everything that depends on the token and the key set only.
@@ -440,9 +515,11 @@ impl Verifier {
         raw.into_claims(&inner.issuers, &inner.audiences)
     }
 
-    /// Steps 6 and 7: what can change between two presentations of the same token.
-    fn check_now(&self, claims: &Claims, now_secs: u64) -> Result<(), Refusal> {
+    /// Steps 6 and 7: what can change between two presentations of the same token (one clock reading, `now_ms`,
+    /// for both).
+    fn check_now(&self, claims: &Claims, now_ms: u64) -> Result<(), Refusal> {
         let inner = &*self.inner;
+        let now_secs = now_ms / 1000;
         let leeway = inner.leeway_secs;
         if now_secs >= claims.exp.saturating_add(leeway) {
             return Err(Refusal::Expired);
@@ -457,7 +534,7 @@ impl Verifier {
         {
             return Err(Refusal::LifetimeTooLong);
         }
-        if self.is_denied(&claims.sub) {
+        if self.is_denied_at(&claims.sub, now_ms) {
             return Err(Refusal::Finished);
         }
         Ok(())
@@ -477,10 +554,14 @@ impl Verifier {
     /// Whether `session_id` is denied (finished) now.
     #[must_use]
     pub fn is_denied(&self, session_id: &str) -> bool {
+        self.is_denied_at(session_id, self.inner.clock.now_ms())
+    }
+
+    fn is_denied_at(&self, session_id: &str, now_ms: u64) -> bool {
         self.inner
             .deny
             .get(session_id)
-            .is_some_and(|until| until > self.inner.clock.now_ms())
+            .is_some_and(|until| until > now_ms)
     }
 
     /// Swaps the key set at run time (key rotation without a restart). Every cached verification is dropped, so

@@ -1,0 +1,55 @@
+//! [`Verified`]: a token one layer already checked, handed to the next layer in the same process.
+//!
+//! When the room layer and a [`VerifyLayer`](crate::VerifyLayer) run in one process around the same routes, both
+//! would check the same token on every admitted request. The room layer checks it first with
+//! [`Verifier::verify_for_session_vouched`], which returns a `Verified` on success; the room puts it in the
+//! request extensions, and the [`VerifyService`](crate::VerifyService) then skips the token lookup, but only when
+//! all of these hold (otherwise it runs its full check, as without the marker):
+//! - the marker was made by **the same verifier** the layer uses (a clone of it: same keys, cache and deny list),
+//!   and that verifier's key set has not been replaced since ([`Verifier::replace_keys`]);
+//! - the token the layer reads from the request (under its own cookie names, `Authorization` first) is, byte for
+//!   byte, the token the marker was made for;
+//! - the claims' issuer and audience are accepted by the verifier.
+//!
+//! Then the checks that can change between two presentations of a token run as usual: expiry, not-yet-valid,
+//! lifetime and the deny list of finished sessions, and the request's own session (under the layer's cookie
+//! names) must be the token's `sub`.
+//!
+//! A `Verified` can only be made by a successful check: it has no public constructor, and it never leaves the
+//! process (it is not a header). Its `Debug` output does not show the token.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::claims::Claims;
+
+/// A token that a [`Verifier`](crate::Verifier) accepted for a session, made by
+/// [`Verifier::verify_for_session_vouched`](crate::Verifier::verify_for_session_vouched). See the
+/// [module docs](self) for when a [`VerifyService`](crate::VerifyService) trusts it.
+#[derive(Clone)]
+pub struct Verified {
+    pub(crate) token: String,
+    pub(crate) claims: Arc<Claims>,
+    /// Which verifier made it ([`Verifier`](crate::Verifier) id).
+    pub(crate) verifier: u64,
+    /// The key-set generation the token was accepted under.
+    pub(crate) generation: u64,
+}
+
+impl Verified {
+    /// The verified claims.
+    #[must_use]
+    pub fn claims(&self) -> &Arc<Claims> {
+        &self.claims
+    }
+}
+
+impl fmt::Debug for Verified {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Verified")
+            .field("token", &"[redacted]")
+            .field("session", &crate::session::fingerprint(&self.claims.sub))
+            .field("event", &self.claims.aud)
+            .finish_non_exhaustive()
+    }
+}
