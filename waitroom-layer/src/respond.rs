@@ -72,7 +72,11 @@ pub(crate) fn status_json(
     next: Option<&str>,
     cookies: Vec<HeaderValue>,
 ) -> Reply {
-    let body = serde_json::to_vec(&StatusBody { status, next }).unwrap_or_else(|_| b"{}".to_vec());
+    // Sized for the whole status (about 350 bytes) so the body is written once, not regrown.
+    let mut body = Vec::with_capacity(512);
+    if serde_json::to_writer(&mut body, &StatusBody { status, next }).is_err() {
+        body = b"{}".to_vec();
+    }
     let mut res = finish(
         http_status,
         status.state.as_str(),
