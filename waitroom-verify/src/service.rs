@@ -448,20 +448,35 @@ mod tests {
         &app.verifier
     }
 
+    /// The marker a room layer in front would hand on after checking `token` for `session` with `verifier`.
+    fn vouch(verifier: &Verifier, token: &str, session: &str) -> Verified {
+        verifier
+            .verify_for_session_vouched(token.to_owned(), session)
+            .unwrap()
+    }
+
+    /// `GET /show` with `session`'s cookie and `token`, carrying `marker`.
+    async fn show_with_marker(
+        app: &App,
+        session: &str,
+        token: &str,
+        marker: Verified,
+    ) -> http::Response<Body> {
+        through_with_marker(
+            app,
+            cookie_request("GET", "/show", session, token),
+            Some(marker),
+        )
+        .await
+    }
+
     #[tokio::test]
     async fn a_marker_from_the_same_verifier_is_accepted() {
         let app = App::new();
         let token = app.token(ALICE);
-        let marker = verifier_of(&app)
-            .verify_for_session_vouched(token.clone(), ALICE)
-            .unwrap();
+        let marker = vouch(verifier_of(&app), &token, ALICE);
         assert!(!format!("{marker:?}").contains(&token), "no token in Debug");
-        let res = through_with_marker(
-            &app,
-            cookie_request("GET", "/show", ALICE, &token),
-            Some(marker),
-        )
-        .await;
+        let res = show_with_marker(&app, ALICE, &token, marker).await;
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(body_text(res).await, ALICE);
     }
@@ -485,15 +500,8 @@ mod tests {
             Duration::from_secs(600),
         );
         let token = app.key.sign(&claims).unwrap();
-        let marker = room_verifier
-            .verify_for_session_vouched(token.clone(), ALICE)
-            .unwrap();
-        let res = through_with_marker(
-            &app,
-            cookie_request("GET", "/show", ALICE, &token),
-            Some(marker),
-        )
-        .await;
+        let marker = vouch(&room_verifier, &token, ALICE);
+        let res = show_with_marker(&app, ALICE, &token, marker).await;
         assert_eq!(problem(res).await["reason"], "wrong_audience");
     }
 
@@ -501,29 +509,15 @@ mod tests {
     async fn a_marker_for_a_finished_session_is_refused() {
         let app = App::new();
         let token = app.token(ALICE);
-        let marker = verifier_of(&app)
-            .verify_for_session_vouched(token.clone(), ALICE)
-            .unwrap();
+        let marker = vouch(verifier_of(&app), &token, ALICE);
         verifier_of(&app).deny_session(ALICE);
-        let res = through_with_marker(
-            &app,
-            cookie_request("GET", "/show", ALICE, &token),
-            Some(marker),
-        )
-        .await;
+        let res = show_with_marker(&app, ALICE, &token, marker).await;
         assert_eq!(problem(res).await["reason"], "finished");
         // And an expired one, by the verifier's clock.
         let token = app.token(BOB);
-        let marker = verifier_of(&app)
-            .verify_for_session_vouched(token.clone(), BOB)
-            .unwrap();
+        let marker = vouch(verifier_of(&app), &token, BOB);
         app.clock.advance(Duration::from_secs(3600));
-        let res = through_with_marker(
-            &app,
-            cookie_request("GET", "/show", BOB, &token),
-            Some(marker),
-        )
-        .await;
+        let res = show_with_marker(&app, BOB, &token, marker).await;
         assert_eq!(problem(res).await["reason"], "expired");
     }
 
@@ -531,15 +525,8 @@ mod tests {
     async fn a_marker_is_refused_when_the_cookie_names_another_session() {
         let app = App::new();
         let token = app.token(ALICE);
-        let marker = verifier_of(&app)
-            .verify_for_session_vouched(token.clone(), ALICE)
-            .unwrap();
-        let res = through_with_marker(
-            &app,
-            cookie_request("GET", "/show", BOB, &token),
-            Some(marker),
-        )
-        .await;
+        let marker = vouch(verifier_of(&app), &token, ALICE);
+        let res = show_with_marker(&app, BOB, &token, marker).await;
         assert_eq!(problem(res).await["reason"], "session_mismatch");
     }
 
@@ -571,19 +558,12 @@ mod tests {
     async fn a_marker_from_before_a_key_rotation_is_not_trusted() {
         let app = App::new();
         let token = app.token(ALICE);
-        let marker = verifier_of(&app)
-            .verify_for_session_vouched(token.clone(), ALICE)
-            .unwrap();
+        let marker = vouch(verifier_of(&app), &token, ALICE);
         let other = SigningKey::generate_ed25519("2025-b").unwrap();
         verifier_of(&app)
             .replace_keys(crate::KeySet::from(&other))
             .unwrap();
-        let res = through_with_marker(
-            &app,
-            cookie_request("GET", "/show", ALICE, &token),
-            Some(marker),
-        )
-        .await;
+        let res = show_with_marker(&app, ALICE, &token, marker).await;
         assert_eq!(problem(res).await["reason"], "unknown_kid");
     }
 
