@@ -172,8 +172,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         a.store
     );
     let started = Instant::now();
-    let r = run_on(&p, store, &event).await?;
+    let r = run_on(&p, store, &event).await;
     let wall = started.elapsed();
+    if a.store == "redis" {
+        // The rehearsal's on-sale is a throwaway: leave nothing behind in that Redis, whatever happened.
+        let deleted = purge_redis(&a.redis, &event).await?;
+        println!("redis: deleted the {deleted} keys of on-sale `{event}`");
+    }
+    let r = r?;
 
     println!("\n minute  waiting   active  admitted  orders     sold    held  available");
     for m in r.minutes.iter().filter(|m| m.minute >= -1) {
@@ -254,6 +260,17 @@ async fn redis_store(url: &str) -> Result<Arc<dyn Store>, Box<dyn std::error::Er
     Ok(Arc::new(
         waitroom_layer::store::RedisStore::connect(url).await?,
     ))
+}
+
+#[cfg(feature = "redis")]
+async fn purge_redis(url: &str, event: &str) -> Result<u64, Box<dyn std::error::Error>> {
+    let store = waitroom_layer::store::RedisStore::connect(url).await?;
+    Ok(store.purge(event).await?)
+}
+
+#[cfg(not(feature = "redis"))]
+async fn purge_redis(_url: &str, _event: &str) -> Result<u64, Box<dyn std::error::Error>> {
+    Ok(0)
 }
 
 #[cfg(not(feature = "redis"))]
