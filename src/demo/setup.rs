@@ -15,7 +15,8 @@ pub const DEFAULT_EVENT: &str = "tour-2026-stadium";
 pub const ISSUER: &str = "waitroom";
 
 /// The routes the room guards: the seat map reads live availability, the rest write to the inventory.
-pub const PROTECTED_PATHS: &[&str] = &["/seats", "/holds", "/pay", "/leave", "/api/me"];
+pub const PROTECTED_PATHS: &[&str] =
+    &["/seats", "/holds", "/pay", "/leave", "/api/me", "/api/ping"];
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

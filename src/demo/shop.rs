@@ -146,6 +146,8 @@ const HEADER_FINISH_GRACE: Duration = Duration::from_secs(2);
 ///   ([`Admission::finish_with_seats`]): `303` to the confirmation (JSON: the order);
 /// - `POST /leave`: release the hold and finish without buying;
 /// - `GET /api/me`: what the pass says (JSON; a light protected route for benchmarks);
+/// - `GET /api/ping`: `ok` behind both layers, the same handler as `/healthz` (whether the pass still holds; the
+///   HTTP benchmark's measure of what the layers alone cost);
 /// - `GET /orders/{id}`: the confirmation; `GET /api/inventory`: the counts; `GET /healthz`: `ok`.
 ///
 /// The four order routes sit behind the [`VerifyLayer`] given to `router`; put the room in front of them with
@@ -324,6 +326,7 @@ impl Shop {
         let orders = Router::new()
             .route("/seats", get(seat_map))
             .route("/api/me", get(me))
+            .route("/api/ping", get(|| async { "ok" }))
             .route("/holds", post(hold))
             .route("/pay", post(pay))
             .route("/leave", post(leave))

@@ -13,19 +13,16 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
-use http::header::{AUTHORIZATION, COOKIE};
+use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue};
 use sha2::Sha256;
 use waitroom_verify::CookieNames;
+use waitroom_verify::session::cookie_pairs;
 
 /// Longest session cookie value read (a real one is about 70 characters).
 pub(crate) const MAX_SESSION_VALUE: usize = 160;
 /// Longest token read (from a cookie or `Authorization`).
 pub(crate) const MAX_TOKEN_LEN: usize = 4096;
-/// Longest `Cookie` header line read; longer lines are skipped whole.
-const MAX_COOKIE_HEADER: usize = 16 * 1024;
-/// Most `Cookie` header lines read.
-const MAX_COOKIE_HEADERS: usize = 16;
 /// Most token candidates tried (duplicated cookies at different paths).
 pub(crate) const MAX_TOKEN_CANDIDATES: usize = 3;
 /// Length of the tag, base64url without padding (32 bytes).
@@ -40,13 +37,38 @@ pub struct SessionCookie {
     pub number: Option<u64>,
 }
 
-/// What the room read from a request's cookies.
+/// What the room read from a request's cookies; the token candidates are borrowed from the request's headers.
 #[derive(Debug, Default)]
-pub(crate) struct Jar {
+pub(crate) struct Jar<'h> {
     /// The first session cookie whose tag verified.
     pub session: Option<SessionCookie>,
     /// Token candidates in the order found (cookies first, then `Authorization: Bearer`).
-    pub tokens: Vec<String>,
+    pub tokens: Candidates<'h>,
+}
+
+/// At most [`MAX_TOKEN_CANDIDATES`] tokens, without allocating.
+#[derive(Debug, Default)]
+pub(crate) struct Candidates<'h> {
+    slots: [&'h str; MAX_TOKEN_CANDIDATES],
+    len: usize,
+}
+
+impl<'h> Candidates<'h> {
+    fn push(&mut self, token: &'h str) {
+        if let Some(slot) = self.slots.get_mut(self.len) {
+            *slot = token;
+            self.len += 1;
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == MAX_TOKEN_CANDIDATES
+    }
+
+    /// The candidates, in order.
+    pub(crate) fn as_slice(&self) -> &[&'h str] {
+        &self.slots[..self.len]
+    }
 }
 
 /// Whether `id` is a well-formed session id: 16 to 64 characters of `[A-Za-z0-9_-]`.
@@ -131,43 +153,36 @@ impl CookieCodec {
             return None;
         }
         let number: u64 = n.parse().ok()?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
-        // `verify_slice` compares in constant time.
-        self.tag(id, number).verify_slice(&tag).ok()?;
+        // Decoded on the stack: this runs on every protected request.
+        let mut decoded = [0u8; 33];
+        let len = URL_SAFE_NO_PAD.decode_slice(tag, &mut decoded).ok()?;
+        // `verify_slice` compares in constant time (and refuses a tag of the wrong length).
+        self.tag(id, number).verify_slice(&decoded[..len]).ok()?;
         Some(SessionCookie {
             id: id.to_owned(),
             number: (number > 0).then_some(number),
         })
     }
 
-    /// Reads the session cookie and the token candidates from `headers`. Bounded: at most a few header lines of
-    /// bounded length are read; anything odd is skipped.
-    pub(crate) fn read(&self, headers: &HeaderMap) -> Jar {
+    /// Reads the session cookie and the token candidates from `headers`, with the verify crate's cookie reader
+    /// (bounded: a few header lines of bounded length; anything odd is skipped). Every occurrence of the session
+    /// cookie is tried until one verifies.
+    pub(crate) fn read<'h>(&self, headers: &'h HeaderMap) -> Jar<'h> {
         let mut jar = Jar::default();
-        for line in headers.get_all(COOKIE).iter().take(MAX_COOKIE_HEADERS) {
-            if line.len() > MAX_COOKIE_HEADER {
-                continue;
-            }
-            let Ok(line) = line.to_str() else { continue };
-            for pair in line.split(';') {
-                let Some((name, value)) = pair.trim().split_once('=') else {
-                    continue;
-                };
-                let name = name.trim();
-                if name == self.names.session {
-                    if jar.session.is_none() {
-                        jar.session = self.open(value.trim());
-                    }
-                } else if name == self.names.token
-                    && jar.tokens.len() < MAX_TOKEN_CANDIDATES
-                    && !value.is_empty()
-                    && value.len() <= MAX_TOKEN_LEN
-                {
-                    jar.tokens.push(value.trim().to_owned());
+        for (name, value) in cookie_pairs(headers) {
+            if name == self.names.session {
+                if jar.session.is_none() {
+                    jar.session = self.open(value);
                 }
+            } else if name == self.names.token
+                && !jar.tokens.is_full()
+                && !value.is_empty()
+                && value.len() <= MAX_TOKEN_LEN
+            {
+                jar.tokens.push(value);
             }
         }
-        if jar.tokens.len() < MAX_TOKEN_CANDIDATES
+        if !jar.tokens.is_full()
             && let Some(auth) = headers.get(AUTHORIZATION)
             && auth.len() <= MAX_TOKEN_LEN + 7
             && let Ok(auth) = auth.to_str()
@@ -177,7 +192,7 @@ impl CookieCodec {
         {
             let token = token.trim();
             if !token.is_empty() {
-                jar.tokens.push(token.to_owned());
+                jar.tokens.push(token);
             }
         }
         jar
@@ -220,6 +235,7 @@ impl CookieCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header::COOKIE;
 
     fn codec() -> CookieCodec {
         CookieCodec::new(
@@ -310,7 +326,7 @@ mod tests {
         h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t2"));
         let jar = c.read(&h);
         assert_eq!(jar.session.unwrap().number, Some(7));
-        assert_eq!(jar.tokens, vec!["t1".to_owned(), "t2".to_owned()]);
+        assert_eq!(jar.tokens.as_slice(), ["t1", "t2"]);
     }
 
     #[test]

@@ -67,9 +67,9 @@ where
                 Ok(reply.map(RoomBody::room))
             });
         }
-        let jar = shared.room.cookies().read(&parts.headers);
+        let session = shared.room.cookies().read(&parts.headers).session;
         Box::pin(async move {
-            let reply = gate::endpoint(shared, ep, parts, jar.session).await;
+            let reply = gate::endpoint(shared, ep, parts, session).await;
             Ok(reply.map(RoomBody::room))
         })
     }

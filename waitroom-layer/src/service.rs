@@ -86,11 +86,11 @@ where
                 ResponseFuture::reply_later(shared, fut)
             }
             Route::Endpoint(endpoint) => {
-                let jar = shared.room.cookies().read(&parts.headers);
+                let session = shared.room.cookies().read(&parts.headers).session;
                 // One allocation for the whole check (the endpoint's future lives inside this one).
                 let s = shared.clone();
                 let fut = Box::pin(async move {
-                    gate::Decision::Reply(gate::endpoint(s, endpoint, parts, jar.session).await)
+                    gate::Decision::Reply(gate::endpoint(s, endpoint, parts, session).await)
                 });
                 ResponseFuture::check(shared, fut, inner, body)
             }
@@ -101,10 +101,10 @@ where
                     let fut = Box::pin(gate::hold(shared.clone(), parts, None));
                     return ResponseFuture::check(shared, fut, inner, body);
                 };
-                match room.tokens().check(jar.tokens, &session.id) {
+                match room.tokens().check(jar.tokens.as_slice(), &session.id) {
                     Ok(verified) => {
                         room.touch_active(&session.id);
-                        if room.tokens().renewal_due(verified.claims()) {
+                        if room.tokens().renewal_due(&verified) {
                             let fut = Box::pin(gate::renew(shared.clone(), parts, session.id));
                             return ResponseFuture::check(shared, fut, inner, body);
                         }

@@ -112,11 +112,11 @@ impl Tokens {
     /// refused (`None`: no candidate at all).
     pub(crate) fn check(
         &self,
-        candidates: Vec<String>,
+        candidates: &[&str],
         session: &str,
     ) -> Result<Verified, Option<Refusal>> {
         let mut first = None;
-        for t in candidates {
+        for &t in candidates {
             match self.verifier.verify_for_session_vouched(t, session) {
                 Ok(v) => return Ok(v),
                 Err(r) => {
@@ -127,9 +127,10 @@ impl Tokens {
         Err(first)
     }
 
-    /// Whether more than half of the token's life is gone.
-    pub(crate) fn renewal_due(&self, claims: &Claims) -> bool {
-        let now = self.clock.now_secs();
+    /// Whether more than half of the token's life was gone when it was checked.
+    pub(crate) fn renewal_due(&self, verified: &Verified) -> bool {
+        let claims = verified.claims();
+        let now = verified.checked_at_ms() / 1000;
         let life = claims.exp.saturating_sub(claims.iat).max(1);
         now.saturating_sub(claims.iat).saturating_mul(2) > life
     }

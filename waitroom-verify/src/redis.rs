@@ -333,7 +333,7 @@ impl RedisFinishSink {
             Err(e) => {
                 self.counts.failed.fetch_add(1, Ordering::Relaxed);
                 if self.counts.log.due() {
-                    tracing::warn!(session = %finish.session_id, event = %finish.event, error = %e,
+                    tracing::warn!(session = %crate::session::fingerprint(&finish.session_id), event = %finish.event, error = %e,
                         "could not record a finish in Redis; the room frees the place when the session idles out");
                 }
             }
@@ -363,7 +363,7 @@ impl FinishSink for RedisFinishSink {
     fn finish(&self, finish: &Finish, _response_headers: &mut HeaderMap) -> Option<FinishFuture> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             self.counts.failed.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(session = %finish.session_id, "a Redis finish outside a Tokio runtime was dropped");
+            tracing::warn!(session = %crate::session::fingerprint(&finish.session_id), "a Redis finish outside a Tokio runtime was dropped");
             return None;
         };
         // Spawned, so the write survives a response future that is dropped (see the sink contract).

@@ -450,9 +450,7 @@ mod tests {
 
     /// The marker a room layer in front would hand on after checking `token` for `session` with `verifier`.
     fn vouch(verifier: &Verifier, token: &str, session: &str) -> Verified {
-        verifier
-            .verify_for_session_vouched(token.to_owned(), session)
-            .unwrap()
+        verifier.verify_for_session_vouched(token, session).unwrap()
     }
 
     /// `GET /show` with `session`'s cookie and `token`, carrying `marker`.
@@ -535,7 +533,7 @@ mod tests {
         let app = App::new();
         let good = app.token(ALICE);
         let marker = verifier_of(&app)
-            .verify_for_session_vouched(good.clone(), ALICE)
+            .verify_for_session_vouched(&good, ALICE)
             .unwrap();
         // The same claims signed by another key with the same kid: a forgery.
         let forger = SigningKey::generate_ed25519("2025-a").unwrap();
@@ -572,7 +570,7 @@ mod tests {
         let app = App::new();
         let token = app.token(ALICE);
         let v = verifier_of(&app);
-        let marker = v.verify_for_session_vouched(token.clone(), ALICE).unwrap();
+        let marker = v.verify_for_session_vouched(&token, ALICE).unwrap();
         assert!(matches!(
             v.clone().check_vouched(marker.clone(), &token, ALICE),
             Some(Ok(_))

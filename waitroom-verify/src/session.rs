@@ -146,25 +146,46 @@ pub fn session_id_from_cookie_value(value: &str) -> Option<&str> {
     ok.then_some(id)
 }
 
-/// The first value of the cookie `name` in the request's `Cookie` headers (bounded as the module says).
-#[must_use]
-pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+/// The `(name, value)` pairs of the request's `Cookie` headers, in order, bounded as the module says: names and
+/// values trimmed, a value's surrounding double quotes removed, pairs without `=` skipped. The one cookie reader of
+/// both crates (the room reads its session cookie and token candidates with it).
+pub fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
     headers
         .get_all(COOKIE)
         .iter()
         .take(MAX_COOKIE_HEADERS)
         .filter(|v| v.len() <= MAX_COOKIE_HEADER_BYTES)
-        .filter_map(|v| v.to_str().ok())
+        .filter_map(|v| header_text(v.as_bytes()))
         .flat_map(|v| v.split(';'))
-        .find_map(|pair| {
+        .filter_map(|pair| {
             let (n, v) = pair.split_once('=')?;
-            (n.trim() == name).then(|| {
-                let v = v.trim();
-                v.strip_prefix('"')
-                    .and_then(|v| v.strip_suffix('"'))
-                    .unwrap_or(v)
-            })
+            let v = v.trim();
+            let v = v
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(v);
+            Some((n.trim(), v))
         })
+}
+
+/// A header value as text when every byte is visible ASCII or a tab (what [`http::HeaderValue::to_str`] accepts).
+/// The check runs over the whole value without an early exit, which the compiler vectorises: a `Cookie` header
+/// with a token is ~500 bytes and is read on every admitted request.
+fn header_text(bytes: &[u8]) -> Option<&str> {
+    let visible = bytes.iter().fold(true, |ok, &b| {
+        ok & ((0x20..0x7f).contains(&b) | (b == b'\t'))
+    });
+    if visible {
+        std::str::from_utf8(bytes).ok()
+    } else {
+        None
+    }
+}
+
+/// The first value of the cookie `name` in the request's `Cookie` headers (bounded as the module says).
+#[must_use]
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    cookie_pairs(headers).find_map(|(n, v)| (n == name).then_some(v))
 }
 
 /// The token a request carries: `Authorization: Bearer` first, then the token cookie.
@@ -251,18 +272,7 @@ pub fn credentials<'a>(
 /// The first values of the cookies `a` and `b`, in one pass (bounded as [`cookie`]).
 fn two_cookies<'h>(headers: &'h HeaderMap, a: &str, b: &str) -> (Option<&'h str>, Option<&'h str>) {
     let (mut first, mut second) = (None, None);
-    let pairs = headers
-        .get_all(COOKIE)
-        .iter()
-        .take(MAX_COOKIE_HEADERS)
-        .filter(|v| v.len() <= MAX_COOKIE_HEADER_BYTES)
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'));
-    for pair in pairs {
-        let Some((n, v)) = pair.split_once('=') else {
-            continue;
-        };
-        let n = n.trim();
+    for (n, v) in cookie_pairs(headers) {
         let slot = if n == a {
             &mut first
         } else if n == b {
@@ -271,12 +281,7 @@ fn two_cookies<'h>(headers: &'h HeaderMap, a: &str, b: &str) -> (Option<&'h str>
             continue;
         };
         if slot.is_none() {
-            let v = v.trim();
-            *slot = Some(
-                v.strip_prefix('"')
-                    .and_then(|v| v.strip_suffix('"'))
-                    .unwrap_or(v),
-            );
+            *slot = Some(v);
             if first.is_some() && second.is_some() {
                 break;
             }

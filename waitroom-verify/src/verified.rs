@@ -28,12 +28,14 @@ use crate::claims::Claims;
 /// [module docs](self) for when a [`VerifyService`](crate::VerifyService) trusts it.
 #[derive(Clone)]
 pub struct Verified {
-    pub(crate) token: String,
+    pub(crate) token: Arc<str>,
     pub(crate) claims: Arc<Claims>,
     /// Which verifier made it ([`Verifier`](crate::Verifier) id).
     pub(crate) verifier: u64,
     /// The key-set generation the token was accepted under.
     pub(crate) generation: u64,
+    /// The verifier's clock reading (ms) when the check ran.
+    pub(crate) checked_at_ms: u64,
 }
 
 impl Verified {
@@ -41,6 +43,13 @@ impl Verified {
     #[must_use]
     pub fn claims(&self) -> &Arc<Claims> {
         &self.claims
+    }
+
+    /// When the check ran, in milliseconds since the Unix epoch by the verifier's clock (so the layer that made
+    /// the marker can reason about the token's age without reading the clock again).
+    #[must_use]
+    pub fn checked_at_ms(&self) -> u64 {
+        self.checked_at_ms
     }
 }
 

@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use dashmap::DashMap;
 use moka::sync::Cache;
 use serde_json::Value;
 
@@ -253,12 +254,10 @@ impl VerifierBuilder {
                 .time_to_live(needed)
                 .build_with_hasher(FastHash::default())
         });
-        // Deny entries carry their own deadline (by the verifier's clock); moka's TTL only bounds memory, so it
-        // is never shorter than the deadline.
-        let deny = Cache::builder()
-            .max_capacity(self.deny_capacity)
-            .time_to_live(deny_ttl)
-            .build_with_hasher(FastHash::default());
+        let deny = DenyList {
+            map: DashMap::with_hasher(FastHash::default()),
+            capacity: usize::try_from(self.deny_capacity).unwrap_or(usize::MAX),
+        };
         Ok(Verifier {
             inner: Arc::new(Inner {
                 id: NEXT_VERIFIER_ID.fetch_add(1, Ordering::Relaxed),
@@ -280,8 +279,52 @@ impl VerifierBuilder {
 
 #[derive(Clone)]
 struct CacheEntry {
+    /// The token text, shared with the cache key (a [`Verified`] holds it without copying).
+    token: Arc<str>,
     claims: Arc<Claims>,
     generation: u64,
+}
+
+/// Finished sessions, each with the time (ms, by the verifier's clock) until which its tokens are refused.
+///
+/// A sharded concurrent map (dashmap) rather than a moka cache: the lookup runs on every admitted request (twice
+/// through the room layer and a `VerifyLayer`), and a moka lookup's bookkeeping (a clock reading and a recorded
+/// read) cost several times a shard's read lock and one hash. Bounded by `capacity`: when full, the lapsed
+/// entries go first, then the live entry that lapses soonest (the one closest to harmless). Size the capacity
+/// above the finishes expected within one deny TTL (see [`VerifierBuilder::deny_capacity`]).
+struct DenyList {
+    map: DashMap<Box<str>, u64, FastHash>,
+    capacity: usize,
+}
+
+impl DenyList {
+    fn denies(&self, session_id: &str, now_ms: u64) -> bool {
+        self.map
+            .get(session_id)
+            .is_some_and(|until| *until > now_ms)
+    }
+
+    fn insert(&self, session_id: &str, until: u64, now_ms: u64) {
+        if self.map.len() >= self.capacity && !self.map.contains_key(session_id) {
+            self.map.retain(|_, u| *u > now_ms);
+            if self.map.len() >= self.capacity {
+                let soonest = self
+                    .map
+                    .iter()
+                    .min_by_key(|e| *e.value())
+                    .map(|e| e.key().clone());
+                if let Some(k) = soonest {
+                    self.map.remove(&k);
+                    tracing::warn!(
+                        capacity = self.capacity,
+                        "waitroom: the deny list is full of live entries; the one lapsing soonest was dropped \
+                         (raise deny_capacity)"
+                    );
+                }
+            }
+        }
+        self.map.insert(session_id.into(), until);
+    }
 }
 
 struct Inner {
@@ -297,9 +340,9 @@ struct Inner {
     max_lifetime_secs: u64,
     max_token_bytes: usize,
     clock: SharedClock,
-    cache: Option<Cache<String, CacheEntry, FastHash>>,
+    cache: Option<Cache<Arc<str>, CacheEntry, FastHash>>,
     /// Session id -> denied until (ms, by `clock`).
-    deny: Cache<String, u64, FastHash>,
+    deny: DenyList,
     deny_ttl: Duration,
 }
 
@@ -320,7 +363,7 @@ impl fmt::Debug for Verifier {
             .field("max_lifetime_secs", &i.max_lifetime_secs)
             .field("max_token_bytes", &i.max_token_bytes)
             .field("cache", &i.cache.as_ref().map(Cache::entry_count))
-            .field("denied", &i.deny.entry_count())
+            .field("denied", &i.deny.map.len())
             .finish_non_exhaustive()
     }
 }
@@ -372,18 +415,19 @@ impl Verifier {
     /// As [`verify_for_session`](Self::verify_for_session).
     pub fn verify_for_session_vouched(
         &self,
-        token: String,
+        token: &str,
         session_id: &str,
     ) -> Result<Verified, Refusal> {
-        let (claims, generation) = self.verify_with_generation(&token)?;
-        if claims.sub != session_id {
+        let (entry, now_ms) = self.lookup(token)?;
+        if entry.claims.sub != session_id {
             return Err(Refusal::SessionMismatch);
         }
         Ok(Verified {
-            token,
-            claims,
+            token: entry.token,
+            claims: entry.claims,
             verifier: self.inner.id,
-            generation,
+            generation: entry.generation,
+            checked_at_ms: now_ms,
         })
     }
 
@@ -401,7 +445,7 @@ impl Verifier {
         let inner = &*self.inner;
         let usable = verified.verifier == inner.id
             && verified.generation == inner.generation.load(Ordering::Acquire)
-            && verified.token == token
+            && *verified.token == *token
             && inner.issuers.contains(&verified.claims.iss)
             && inner.audiences.contains(&verified.claims.aud);
         if !usable {
@@ -426,11 +470,12 @@ impl Verifier {
     /// # Errors
     /// As [`verify`](Self::verify).
     pub fn verify_shared(&self, token: &str) -> Result<Arc<Claims>, Refusal> {
-        self.verify_with_generation(token).map(|(c, _)| c)
+        self.lookup(token).map(|(e, _)| e.claims)
     }
 
-    /// The claims, and the key-set generation they were accepted under.
-    fn verify_with_generation(&self, token: &str) -> Result<(Arc<Claims>, u64), Refusal> {
+    /// The token's cache entry (its claims and the key-set generation they were accepted under), and the clock
+    /// reading the time checks used.
+    fn lookup(&self, token: &str) -> Result<(CacheEntry, u64), Refusal> {
         let inner = &*self.inner;
         if token.is_empty() {
             return Err(Refusal::Missing);
@@ -444,7 +489,7 @@ impl Verifier {
             && entry.generation == inner.generation.load(Ordering::Acquire)
         {
             self.check_now(&entry.claims, now_ms)?;
-            return Ok((entry.claims, entry.generation));
+            return Ok((entry, now_ms));
         }
         let (keys, generation) = {
             let guard = inner.keys.read().unwrap_or_else(|e| e.into_inner());
@@ -452,16 +497,15 @@ impl Verifier {
         };
         let claims = Arc::new(self.check_token(token, &keys)?);
         self.check_now(&claims, now_ms)?;
+        let entry = CacheEntry {
+            token: Arc::from(token),
+            claims,
+            generation,
+        };
         if let Some(cache) = &inner.cache {
-            cache.insert(
-                token.to_owned(),
-                CacheEntry {
-                    claims: Arc::clone(&claims),
-                    generation,
-                },
-            );
+            cache.insert(Arc::clone(&entry.token), entry.clone());
         }
-        Ok((claims, generation))
+        Ok((entry, now_ms))
     }
 
     /// Steps 2 to 5: everything that depends on the token and the key set only.
@@ -534,7 +578,7 @@ impl Verifier {
         {
             return Err(Refusal::LifetimeTooLong);
         }
-        if self.is_denied_at(&claims.sub, now_ms) {
+        if inner.deny.denies(&claims.sub, now_ms) {
             return Err(Refusal::Finished);
         }
         Ok(())
@@ -543,25 +587,17 @@ impl Verifier {
     /// Denies every token of `session_id` from now on, for the deny TTL (see
     /// [`VerifierBuilder::deny_ttl`]). Called by [`Admission::finish`](crate::Admission::finish).
     pub fn deny_session(&self, session_id: &str) {
-        let until = self
-            .inner
-            .clock
-            .now_ms()
-            .saturating_add(self.inner.deny_ttl.as_millis() as u64);
-        self.inner.deny.insert(session_id.to_owned(), until);
+        let now_ms = self.inner.clock.now_ms();
+        let until = now_ms.saturating_add(self.inner.deny_ttl.as_millis() as u64);
+        self.inner.deny.insert(session_id, until, now_ms);
     }
 
     /// Whether `session_id` is denied (finished) now.
     #[must_use]
     pub fn is_denied(&self, session_id: &str) -> bool {
-        self.is_denied_at(session_id, self.inner.clock.now_ms())
-    }
-
-    fn is_denied_at(&self, session_id: &str, now_ms: u64) -> bool {
         self.inner
             .deny
-            .get(session_id)
-            .is_some_and(|until| until > now_ms)
+            .denies(session_id, self.inner.clock.now_ms())
     }
 
     /// Swaps the key set at run time (key rotation without a restart). Every cached verification is dropped, so
@@ -1040,6 +1076,37 @@ mod tests {
             !f.verifier.is_denied(SID),
             "deny entries follow the verifier's clock"
         );
+    }
+
+    #[test]
+    fn a_full_deny_list_drops_lapsed_entries_first_then_the_one_lapsing_soonest() {
+        let key = SigningKey::generate_ed25519("k1").unwrap();
+        let clock = ManualClock::new(START_MS);
+        let v = Verifier::builder()
+            .keys(&key)
+            .issuer("room")
+            .audience("sale-1")
+            .deny_capacity(3)
+            .clock(Arc::new(clock.clone()))
+            .build()
+            .unwrap();
+        let sid = |i: u32| format!("session-{i:016}");
+        v.deny_session(&sid(1));
+        clock.advance(Duration::from_secs(60));
+        v.deny_session(&sid(2));
+        v.deny_session(&sid(3));
+        // Full of live entries: the fourth pushes out the one that lapses soonest (the oldest), nobody else.
+        v.deny_session(&sid(4));
+        assert!(!v.is_denied(&sid(1)));
+        assert!((2..=4).all(|i| v.is_denied(&sid(i))));
+        // Denying a session again refreshes it without evicting anyone.
+        v.deny_session(&sid(2));
+        assert!((2..=4).all(|i| v.is_denied(&sid(i))));
+        // Once 2, 3 and 4 have lapsed, a new entry clears them out instead of evicting anything live.
+        clock.advance(v.deny_ttl());
+        v.deny_session(&sid(5));
+        assert!(v.is_denied(&sid(5)));
+        assert_eq!(v.inner.deny.map.len(), 1);
     }
 
     #[test]
