@@ -17,7 +17,7 @@ use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue};
 use sha2::Sha256;
 use waitroom_verify::CookieNames;
-use waitroom_verify::session::cookie_pairs;
+use waitroom_verify::session::{cookie_pairs, cookie_text};
 
 /// Longest session cookie value read (a real one is about 70 characters).
 pub(crate) const MAX_SESSION_VALUE: usize = 160;
@@ -170,16 +170,17 @@ impl CookieCodec {
     pub(crate) fn read<'h>(&self, headers: &'h HeaderMap) -> Jar<'h> {
         let mut jar = Jar::default();
         for (name, value) in cookie_pairs(headers) {
-            if name == self.names.session {
+            if name == self.names.session.as_bytes() {
                 if jar.session.is_none() {
-                    jar.session = self.open(value);
+                    jar.session = cookie_text(value).and_then(|v| self.open(v));
                 }
-            } else if name == self.names.token
+            } else if name == self.names.token.as_bytes()
                 && !jar.tokens.is_full()
                 && !value.is_empty()
                 && value.len() <= MAX_TOKEN_LEN
+                && let Some(token) = cookie_text(value)
             {
-                jar.tokens.push(value);
+                jar.tokens.push(token);
             }
         }
         if !jar.tokens.is_full()

@@ -17,8 +17,9 @@
 //!   the same contract).
 //!
 //! # Bounds
-//! - A `Cookie` header longer than [`MAX_COOKIE_HEADER_BYTES`] is ignored, as is any header that is not UTF-8;
-//!   at most [`MAX_COOKIE_HEADERS`] `Cookie` headers are read.
+//! - A `Cookie` header longer than [`MAX_COOKIE_HEADER_BYTES`] is ignored; at most [`MAX_COOKIE_HEADERS`]
+//!   `Cookie` headers are read. A value of ours that is not visible ASCII ([`cookie_text`]) is skipped; the
+//!   site's other cookies are never decoded.
 //! - A cookie name that appears more than once is resolved to its **first** occurrence. Browsers send the cookie
 //!   with the most specific path first (RFC 6265 5.4), which is the one the room set; refusing duplicates instead
 //!   would lock a browser out in a redirect loop until the stale cookie expired.
@@ -146,37 +147,66 @@ pub fn session_id_from_cookie_value(value: &str) -> Option<&str> {
     ok.then_some(id)
 }
 
-/// The `(name, value)` pairs of the request's `Cookie` headers, in order, bounded as the module says: names and
-/// values trimmed, a value's surrounding double quotes removed, pairs without `=` skipped. The one cookie reader of
-/// both crates (the room reads its session cookie and token candidates with it).
-pub fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
+/// The `(name, value)` pairs of the request's `Cookie` headers, in order, as bytes, bounded as the module says:
+/// names and values trimmed, a value's surrounding double quotes removed, pairs without `=` skipped. Compare the
+/// name first and read a value you want with [`cookie_text`]: the other cookies of the site are never decoded.
+/// The one cookie reader of both crates (the room reads its session cookie and token candidates with it).
+///
+/// ```
+/// use http::{HeaderMap, HeaderValue};
+/// let mut h = HeaderMap::new();
+/// h.insert("cookie", HeaderValue::from_static("a=1; waitroom_token=\"t\"; b"));
+/// let pairs: Vec<_> = waitroom_verify::session::cookie_pairs(&h).collect();
+/// assert_eq!(pairs, [(&b"a"[..], &b"1"[..]), (&b"waitroom_token"[..], &b"t"[..])]);
+/// ```
+pub fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&[u8], &[u8])> {
     headers
         .get_all(COOKIE)
         .iter()
         .take(MAX_COOKIE_HEADERS)
         .filter(|v| v.len() <= MAX_COOKIE_HEADER_BYTES)
-        .filter_map(|v| header_text(v.as_bytes()))
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| {
-            let (n, v) = pair.split_once('=')?;
-            let v = v.trim();
-            let v = v
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .unwrap_or(v);
-            Some((n.trim(), v))
-        })
+        .flat_map(|v| Pairs { rest: v.as_bytes() })
 }
 
-/// A header value as text when every byte is visible ASCII or a tab (what [`http::HeaderValue::to_str`] accepts).
-/// The check runs over the whole value without an early exit, which the compiler vectorises: a `Cookie` header
-/// with a token is ~500 bytes and is read on every admitted request.
-fn header_text(bytes: &[u8]) -> Option<&str> {
-    let visible = bytes.iter().fold(true, |ok, &b| {
-        ok & ((0x20..0x7f).contains(&b) | (b == b'\t'))
-    });
+/// The pairs of one `Cookie` header, split with `memchr` (SIMD): a header with a token is ~500 bytes and is read
+/// on every admitted request.
+struct Pairs<'h> {
+    rest: &'h [u8],
+}
+
+impl<'h> Iterator for Pairs<'h> {
+    type Item = (&'h [u8], &'h [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.rest.is_empty() {
+            let (pair, rest) = match memchr::memchr(b';', self.rest) {
+                Some(i) => (&self.rest[..i], &self.rest[i + 1..]),
+                None => (self.rest, &b""[..]),
+            };
+            self.rest = rest;
+            if let Some(eq) = memchr::memchr(b'=', pair) {
+                let value = pair[eq + 1..].trim_ascii();
+                let value = value
+                    .strip_prefix(b"\"")
+                    .and_then(|v| v.strip_suffix(b"\""))
+                    .unwrap_or(value);
+                return Some((pair[..eq].trim_ascii(), value));
+            }
+        }
+        None
+    }
+}
+
+/// A cookie value as text, when every byte is visible ASCII other than a space (RFC 6265's cookie-octets and
+/// `,`, `;`-free by construction); `None` otherwise, and the readers here skip such a value. The check runs over the whole value without an early
+/// exit, which the compiler vectorises.
+#[must_use]
+pub fn cookie_text(value: &[u8]) -> Option<&str> {
+    let visible = value
+        .iter()
+        .fold(true, |ok, &b| ok & (0x21..0x7f).contains(&b));
     if visible {
-        std::str::from_utf8(bytes).ok()
+        std::str::from_utf8(value).ok()
     } else {
         None
     }
@@ -185,7 +215,13 @@ fn header_text(bytes: &[u8]) -> Option<&str> {
 /// The first value of the cookie `name` in the request's `Cookie` headers (bounded as the module says).
 #[must_use]
 pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    cookie_pairs(headers).find_map(|(n, v)| (n == name).then_some(v))
+    cookie_pairs(headers).find_map(|(n, v)| {
+        if n == name.as_bytes() {
+            cookie_text(v)
+        } else {
+            None
+        }
+    })
 }
 
 /// The token a request carries: `Authorization: Bearer` first, then the token cookie.
@@ -273,14 +309,16 @@ pub fn credentials<'a>(
 fn two_cookies<'h>(headers: &'h HeaderMap, a: &str, b: &str) -> (Option<&'h str>, Option<&'h str>) {
     let (mut first, mut second) = (None, None);
     for (n, v) in cookie_pairs(headers) {
-        let slot = if n == a {
+        let slot = if n == a.as_bytes() {
             &mut first
-        } else if n == b {
+        } else if n == b.as_bytes() {
             &mut second
         } else {
             continue;
         };
-        if slot.is_none() {
+        if slot.is_none()
+            && let Some(v) = cookie_text(v)
+        {
             *slot = Some(v);
             if first.is_some() && second.is_some() {
                 break;

@@ -21,7 +21,7 @@
 //! parsed once, here, so there is no second parser to disagree with, and its own system-time checks cannot decide.
 //!
 //! # The cache
-//! A token that passed the full check is kept (bounded moka cache keyed by the token text) with its claims. A
+//! A token that passed the full check is kept (a bounded concurrent map keyed by the token text) with its claims. A
 //! later request with the same token skips steps 2 to 5, which depend only on the token and the key set; steps
 //! 6 and 7 run on every request. Replacing the key set ([`Verifier::replace_keys`]) makes every cached entry
 //! stale at once.
@@ -34,7 +34,6 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use dashmap::DashMap;
-use moka::sync::Cache;
 use serde_json::Value;
 
 use crate::claims::{Claims, RawClaims};
@@ -192,8 +191,9 @@ impl VerifierBuilder {
         self
     }
 
-    /// How many finished sessions to remember (default 100 000). Past this, the least recently used entries
-    /// are forgotten first; size it above the number of orders a token lifetime can see.
+    /// How many finished sessions to remember (default 100 000). Past this, the entries whose deny TTL is over
+    /// go first, then the one that lapses soonest (with a warning); size it above the number of orders one deny
+    /// TTL can see.
     pub fn deny_capacity(mut self, sessions: u64) -> Self {
         self.deny_capacity = sessions;
         self
@@ -248,11 +248,9 @@ impl VerifierBuilder {
         if self.deny_capacity == 0 {
             return Err(ConfigError::ZeroDenyCapacity);
         }
-        let cache = (self.cache_capacity > 0).then(|| {
-            Cache::builder()
-                .max_capacity(self.cache_capacity)
-                .time_to_live(needed)
-                .build_with_hasher(FastHash::default())
+        let cache = (self.cache_capacity > 0).then(|| TokenCache {
+            map: DashMap::with_hasher(FastHash::default()),
+            capacity: usize::try_from(self.cache_capacity).unwrap_or(usize::MAX),
         });
         let deny = DenyList {
             map: DashMap::with_hasher(FastHash::default()),
@@ -283,6 +281,36 @@ struct CacheEntry {
     token: Arc<str>,
     claims: Arc<Claims>,
     generation: u64,
+}
+
+/// Verified tokens: the token text -> its claims and the key-set generation they were accepted under.
+///
+/// A sharded concurrent map (dashmap), not a moka cache, for the reason given for [`DenyList`]: the lookup is on
+/// every admitted request. Bounded by `capacity`: when full, the tokens past their `exp` go first, then the quarter
+/// that expires soonest (a token the room renewed leaves its predecessor behind, and that one expires first). An
+/// evicted token is only checked in full again on its next use.
+struct TokenCache {
+    map: DashMap<Arc<str>, CacheEntry, FastHash>,
+    capacity: usize,
+}
+
+impl TokenCache {
+    fn get(&self, token: &str) -> Option<CacheEntry> {
+        self.map.get(token).map(|e| e.value().clone())
+    }
+
+    fn insert(&self, entry: CacheEntry, now_secs: u64) {
+        if self.map.len() >= self.capacity && !self.map.contains_key(&*entry.token) {
+            self.map.retain(|_, e| e.claims.exp > now_secs);
+            if self.map.len() >= self.capacity {
+                let mut exps: Vec<u64> = self.map.iter().map(|e| e.claims.exp).collect();
+                let cut = exps.len() / 4;
+                let (_, &mut soonest_kept, _) = exps.select_nth_unstable(cut);
+                self.map.retain(|_, e| e.claims.exp > soonest_kept);
+            }
+        }
+        self.map.insert(Arc::clone(&entry.token), entry);
+    }
 }
 
 /// Finished sessions, each with the time (ms, by the verifier's clock) until which its tokens are refused.
@@ -340,7 +368,7 @@ struct Inner {
     max_lifetime_secs: u64,
     max_token_bytes: usize,
     clock: SharedClock,
-    cache: Option<Cache<Arc<str>, CacheEntry, FastHash>>,
+    cache: Option<TokenCache>,
     /// Session id -> denied until (ms, by `clock`).
     deny: DenyList,
     deny_ttl: Duration,
@@ -362,7 +390,7 @@ impl fmt::Debug for Verifier {
             .field("leeway_secs", &i.leeway_secs)
             .field("max_lifetime_secs", &i.max_lifetime_secs)
             .field("max_token_bytes", &i.max_token_bytes)
-            .field("cache", &i.cache.as_ref().map(Cache::entry_count))
+            .field("cache", &i.cache.as_ref().map(|c| c.map.len()))
             .field("denied", &i.deny.map.len())
             .finish_non_exhaustive()
     }
@@ -503,7 +531,7 @@ impl Verifier {
             generation,
         };
         if let Some(cache) = &inner.cache {
-            cache.insert(Arc::clone(&entry.token), entry.clone());
+            cache.insert(entry.clone(), now_ms / 1000);
         }
         Ok((entry, now_ms))
     }
@@ -615,7 +643,7 @@ impl Verifier {
         self.inner.generation.store(generation, Ordering::Release);
         drop(guard);
         if let Some(cache) = &self.inner.cache {
-            cache.invalidate_all();
+            cache.map.clear();
         }
         Ok(())
     }
@@ -1130,6 +1158,80 @@ mod tests {
         assert!(v.verify(&token).is_ok());
         assert!(v.verify(&token).is_ok());
         assert!(format!("{v:?}").contains("k1"));
+    }
+
+    #[test]
+    fn a_full_token_cache_drops_expired_tokens_then_those_expiring_soonest() {
+        let key = SigningKey::generate_ed25519("k1").unwrap();
+        let clock = ManualClock::new(START_MS);
+        let v = Verifier::builder()
+            .keys(&key)
+            .issuer("room")
+            .audience("sale-1")
+            .cache_capacity(8)
+            .clock(Arc::new(clock.clone()))
+            .build()
+            .unwrap();
+        let cached = |t: &str| v.inner.cache.as_ref().unwrap().get(t).is_some();
+        // Eight tokens with lifetimes of 1..=8 minutes fill the cache.
+        let tokens: Vec<String> = (1..=8u64)
+            .map(|m| {
+                let c = Claims::new("room", "sale-1", SID, NOW, Duration::from_secs(60 * m));
+                key.sign(&c).unwrap()
+            })
+            .collect();
+        for t in &tokens {
+            assert!(v.verify(t).is_ok());
+        }
+        assert!(tokens.iter().all(|t| cached(t)));
+        // A ninth, with nothing expired: the quarter expiring soonest (1..=3 minutes) goes, the rest stays.
+        let ninth = key
+            .sign(&Claims::new(
+                "room",
+                "sale-1",
+                SID,
+                NOW,
+                Duration::from_secs(600),
+            ))
+            .unwrap();
+        assert!(v.verify(&ninth).is_ok());
+        assert!(cached(&ninth));
+        assert!(tokens[..3].iter().all(|t| !cached(t)));
+        assert!(tokens[3..].iter().all(|t| cached(t)));
+        // An evicted token still verifies (in full), and is cached again.
+        assert!(v.verify(&tokens[2]).is_ok());
+        assert!(cached(&tokens[2]));
+        // Full again (tokens 3 to 8 minutes, the ninth, one more of 10 minutes); seven and a half minutes on,
+        // a new token pushes out the expired ones only.
+        let tenth = key
+            .sign(&Claims::new(
+                "room",
+                "sale-1",
+                SID,
+                NOW,
+                Duration::from_secs(600),
+            ))
+            .unwrap();
+        assert!(v.verify(&tenth).is_ok());
+        assert_eq!(v.inner.cache.as_ref().unwrap().map.len(), 8);
+        clock.advance(Duration::from_secs(450));
+        let late = key
+            .sign(&Claims::new(
+                "room",
+                "sale-1",
+                SID,
+                NOW + 450,
+                Duration::from_secs(600),
+            ))
+            .unwrap();
+        assert!(v.verify(&late).is_ok());
+        assert!(
+            [&late, &ninth, &tenth, &tokens[7]]
+                .iter()
+                .all(|t| cached(t))
+        );
+        assert!(tokens[2..7].iter().all(|t| !cached(t)), "expired by then");
+        assert_eq!(v.inner.cache.as_ref().unwrap().map.len(), 4);
     }
 
     #[test]
