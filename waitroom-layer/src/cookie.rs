@@ -331,6 +331,27 @@ mod tests {
     }
 
     #[test]
+    fn reads_a_cookie_sent_as_one_header_among_many_as_http2_clients_do() {
+        let c = codec();
+        let good = c.seal(SID, Some(9));
+        let mut h = HeaderMap::new();
+        for i in 0..30 {
+            h.append(
+                COOKIE,
+                HeaderValue::try_from(format!("site_cookie_{i}={}", "v".repeat(300))).unwrap(),
+            );
+        }
+        h.append(
+            COOKIE,
+            HeaderValue::try_from(format!("waitroom_session={good}")).unwrap(),
+        );
+        h.append(COOKIE, HeaderValue::from_static("waitroom_token=t1"));
+        let jar = c.read(&h);
+        assert_eq!(jar.session.unwrap().number, Some(9));
+        assert_eq!(jar.tokens.as_slice(), ["t1"]);
+    }
+
+    #[test]
     fn set_cookie_lines_carry_the_attributes() {
         let c = codec();
         let v = c.set_session(SID, Some(3));

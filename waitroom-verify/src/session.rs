@@ -20,7 +20,8 @@
 //! - A `Cookie` header longer than [`MAX_COOKIE_HEADER_BYTES`] is ignored; at most [`MAX_COOKIE_HEADERS`]
 //!   `Cookie` headers are read. A value of ours that is not visible ASCII ([`cookie_text`]) is skipped; the
 //!   site's other cookies are never decoded.
-//! - A cookie name that appears more than once is resolved to its **first** occurrence. Browsers send the cookie
+//! - A cookie name that appears more than once is resolved to its **first** occurrence with a readable value
+//!   ([`cookie_text`]; the room's reader also skips a session cookie whose tag does not verify). Browsers send the cookie
 //!   with the most specific path first (RFC 6265 5.4), which is the one the room set; refusing duplicates instead
 //!   would lock a browser out in a redirect loop until the stale cookie expired.
 //! - Nothing here panics on odd input.
@@ -70,10 +71,11 @@ impl std::fmt::Debug for Fingerprint<'_> {
 pub const SESSION_HEADER: &str = "x-waitroom-session";
 
 /// `Cookie` headers longer than this are ignored.
-pub const MAX_COOKIE_HEADER_BYTES: usize = 8 * 1024;
+pub const MAX_COOKIE_HEADER_BYTES: usize = 16 * 1024;
 
-/// At most this many `Cookie` headers are read.
-pub const MAX_COOKIE_HEADERS: usize = 8;
+/// At most this many `Cookie` headers are read. HTTP/2 clients may send every cookie as a header of its own
+/// (RFC 9113 8.2.3), so this is well above the number of lines an HTTP/1.1 request has.
+pub const MAX_COOKIE_HEADERS: usize = 64;
 
 /// Session ids are at least this long.
 pub const MIN_SESSION_ID_LEN: usize = 16;
@@ -197,8 +199,9 @@ impl<'h> Iterator for Pairs<'h> {
     }
 }
 
-/// A cookie value as text, when every byte is visible ASCII other than a space (RFC 6265's cookie-octets and
-/// `,`, `;`-free by construction); `None` otherwise, and the readers here skip such a value. The check runs over the whole value without an early
+/// A cookie value as text, when every byte is visible ASCII other than a space (`None` otherwise, and the readers
+/// here skip such a value). Stricter than `HeaderValue::to_str` (no space, tab or byte above 0x7e), looser than
+/// RFC 6265's cookie-octets (`"`, `,` and `\` pass); the token and session checks that follow decide the rest. The check runs over the whole value without an early
 /// exit, which the compiler vectorises.
 #[must_use]
 pub fn cookie_text(value: &[u8]) -> Option<&str> {

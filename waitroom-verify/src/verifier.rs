@@ -192,7 +192,7 @@ impl VerifierBuilder {
     }
 
     /// How many finished sessions to remember (default 100 000). Past this, the entries whose deny TTL is over
-    /// go first, then the one that lapses soonest (with a warning); size it above the number of orders one deny
+    /// go first, then the eighth that lapse soonest (with a warning); size it above the number of orders one deny
     /// TTL can see.
     pub fn deny_capacity(mut self, sessions: u64) -> Self {
         self.deny_capacity = sessions;
@@ -255,6 +255,7 @@ impl VerifierBuilder {
         let deny = DenyList {
             map: DashMap::with_hasher(FastHash::default()),
             capacity: usize::try_from(self.deny_capacity).unwrap_or(usize::MAX),
+            warned_at_ms: AtomicU64::new(0),
         };
         Ok(Verifier {
             inner: Arc::new(Inner {
@@ -286,9 +287,9 @@ struct CacheEntry {
 /// Verified tokens: the token text -> its claims and the key-set generation they were accepted under.
 ///
 /// A sharded concurrent map (dashmap), not a moka cache, for the reason given for [`DenyList`]: the lookup is on
-/// every admitted request. Bounded by `capacity`: when full, the tokens past their `exp` go first, then the quarter
-/// that expires soonest (a token the room renewed leaves its predecessor behind, and that one expires first). An
-/// evicted token is only checked in full again on its next use.
+/// every admitted request. Bounded by `capacity`: when full, the tokens past their `exp` go first, then a quarter
+/// of the rest, those expiring soonest (a token the room renewed leaves its predecessor behind, and that one
+/// expires first). An evicted token is only checked in full again on its next use.
 struct TokenCache {
     map: DashMap<Arc<str>, CacheEntry, FastHash>,
     capacity: usize,
@@ -303,13 +304,29 @@ impl TokenCache {
         if self.map.len() >= self.capacity && !self.map.contains_key(&*entry.token) {
             self.map.retain(|_, e| e.claims.exp > now_secs);
             if self.map.len() >= self.capacity {
-                let mut exps: Vec<u64> = self.map.iter().map(|e| e.claims.exp).collect();
-                let cut = exps.len() / 4;
-                let (_, &mut soonest_kept, _) = exps.select_nth_unstable(cut);
-                self.map.retain(|_, e| e.claims.exp > soonest_kept);
+                evict_soonest(&self.map, |e| e.claims.exp, self.capacity.div_ceil(4));
             }
         }
         self.map.insert(Arc::clone(&entry.token), entry);
+    }
+}
+
+/// Removes the `count` entries of `map` with the smallest `deadline` (ties broken arbitrarily), or all of them when
+/// there are fewer. Keys are collected first, so no shard guard is held while removing.
+fn evict_soonest<K, V>(map: &DashMap<K, V, FastHash>, deadline: impl Fn(&V) -> u64, count: usize)
+where
+    K: Eq + std::hash::Hash + Clone,
+{
+    let mut by_deadline: Vec<(u64, K)> = map
+        .iter()
+        .map(|e| (deadline(e.value()), e.key().clone()))
+        .collect();
+    if count < by_deadline.len() {
+        by_deadline.select_nth_unstable_by_key(count, |(d, _)| *d);
+        by_deadline.truncate(count);
+    }
+    for (_, k) in by_deadline {
+        map.remove(&k);
     }
 }
 
@@ -318,11 +335,13 @@ impl TokenCache {
 /// A sharded concurrent map (dashmap) rather than a moka cache: the lookup runs on every admitted request (twice
 /// through the room layer and a `VerifyLayer`), and a moka lookup's bookkeeping (a clock reading and a recorded
 /// read) cost several times a shard's read lock and one hash. Bounded by `capacity`: when full, the lapsed
-/// entries go first, then the live entry that lapses soonest (the one closest to harmless). Size the capacity
+/// entries go first, then the eighth of the live ones that lapse soonest (the closest to harmless). Size the capacity
 /// above the finishes expected within one deny TTL (see [`VerifierBuilder::deny_capacity`]).
 struct DenyList {
     map: DashMap<Box<str>, u64, FastHash>,
     capacity: usize,
+    /// When the full-list warning was last logged (ms, 0: never).
+    warned_at_ms: AtomicU64,
 }
 
 impl DenyList {
@@ -336,17 +355,20 @@ impl DenyList {
         if self.map.len() >= self.capacity && !self.map.contains_key(session_id) {
             self.map.retain(|_, u| *u > now_ms);
             if self.map.len() >= self.capacity {
-                let soonest = self
-                    .map
-                    .iter()
-                    .min_by_key(|e| *e.value())
-                    .map(|e| e.key().clone());
-                if let Some(k) = soonest {
-                    self.map.remove(&k);
+                // Full of live entries: an eighth goes at once (not one per finish: each sweep locks every
+                // shard in turn), the ones lapsing soonest, and the operator hears about it once a minute.
+                evict_soonest(&self.map, |u| *u, self.capacity.div_ceil(8));
+                if self
+                    .warned_at_ms
+                    .load(Ordering::Relaxed)
+                    .saturating_add(60_000)
+                    <= now_ms
+                {
+                    self.warned_at_ms.store(now_ms.max(1), Ordering::Relaxed);
                     tracing::warn!(
                         capacity = self.capacity,
-                        "waitroom: the deny list is full of live entries; the one lapsing soonest was dropped \
-                         (raise deny_capacity)"
+                        "waitroom: the deny list is full of live entries; the eighth lapsing soonest was dropped \
+                         (raise deny_capacity above the finishes one deny TTL sees)"
                     );
                 }
             }
@@ -1123,7 +1145,8 @@ mod tests {
         clock.advance(Duration::from_secs(60));
         v.deny_session(&sid(2));
         v.deny_session(&sid(3));
-        // Full of live entries: the fourth pushes out the one that lapses soonest (the oldest), nobody else.
+        // Full of live entries: the fourth pushes out an eighth of three (one, rounded up), the one that lapses
+        // soonest (the oldest), nobody else.
         v.deny_session(&sid(4));
         assert!(!v.is_denied(&sid(1)));
         assert!((2..=4).all(|i| v.is_denied(&sid(i))));
@@ -1173,65 +1196,59 @@ mod tests {
             .build()
             .unwrap();
         let cached = |t: &str| v.inner.cache.as_ref().unwrap().get(t).is_some();
+        let len = || v.inner.cache.as_ref().unwrap().map.len();
+        let token = |iat: u64, minutes: u64| {
+            let c = Claims::new(
+                "room",
+                "sale-1",
+                SID,
+                iat,
+                Duration::from_secs(60 * minutes),
+            );
+            key.sign(&c).unwrap()
+        };
         // Eight tokens with lifetimes of 1..=8 minutes fill the cache.
-        let tokens: Vec<String> = (1..=8u64)
-            .map(|m| {
-                let c = Claims::new("room", "sale-1", SID, NOW, Duration::from_secs(60 * m));
-                key.sign(&c).unwrap()
-            })
-            .collect();
+        let tokens: Vec<String> = (1..=8).map(|m| token(NOW, m)).collect();
         for t in &tokens {
             assert!(v.verify(t).is_ok());
         }
         assert!(tokens.iter().all(|t| cached(t)));
-        // A ninth, with nothing expired: the quarter expiring soonest (1..=3 minutes) goes, the rest stays.
-        let ninth = key
-            .sign(&Claims::new(
-                "room",
-                "sale-1",
-                SID,
-                NOW,
-                Duration::from_secs(600),
-            ))
-            .unwrap();
+        // A ninth, with nothing expired: a quarter (the two expiring soonest) goes, the rest stays.
+        let ninth = token(NOW, 10);
         assert!(v.verify(&ninth).is_ok());
         assert!(cached(&ninth));
-        assert!(tokens[..3].iter().all(|t| !cached(t)));
-        assert!(tokens[3..].iter().all(|t| cached(t)));
+        assert!(tokens[..2].iter().all(|t| !cached(t)));
+        assert!(tokens[2..].iter().all(|t| cached(t)));
+        assert_eq!(len(), 7);
         // An evicted token still verifies (in full), and is cached again.
-        assert!(v.verify(&tokens[2]).is_ok());
-        assert!(cached(&tokens[2]));
-        // Full again (tokens 3 to 8 minutes, the ninth, one more of 10 minutes); seven and a half minutes on,
-        // a new token pushes out the expired ones only.
-        let tenth = key
-            .sign(&Claims::new(
-                "room",
-                "sale-1",
-                SID,
-                NOW,
-                Duration::from_secs(600),
-            ))
-            .unwrap();
-        assert!(v.verify(&tenth).is_ok());
-        assert_eq!(v.inner.cache.as_ref().unwrap().map.len(), 8);
+        assert!(v.verify(&tokens[1]).is_ok());
+        assert!(cached(&tokens[1]));
+        // Two more of ten minutes: the next two expiring soonest go as the first of them comes in.
+        let same: Vec<String> = (0..2).map(|_| token(NOW, 10)).collect();
+        for t in &same {
+            assert!(v.verify(t).is_ok());
+        }
+        assert_eq!(len(), 8);
+        // Seven and a half minutes on, a new token pushes out the expired ones only.
         clock.advance(Duration::from_secs(450));
-        let late = key
-            .sign(&Claims::new(
-                "room",
-                "sale-1",
-                SID,
-                NOW + 450,
-                Duration::from_secs(600),
-            ))
-            .unwrap();
+        let late = token(NOW + 450, 10);
         assert!(v.verify(&late).is_ok());
+        assert!(tokens[..7].iter().all(|t| !cached(t)), "expired by then");
         assert!(
-            [&late, &ninth, &tenth, &tokens[7]]
+            [&late, &ninth, &same[0], &same[1], &tokens[7]]
                 .iter()
                 .all(|t| cached(t))
         );
-        assert!(tokens[2..7].iter().all(|t| !cached(t)), "expired by then");
-        assert_eq!(v.inner.cache.as_ref().unwrap().map.len(), 4);
+        assert_eq!(len(), 5);
+        // Tokens that all expire in the same second: exactly a quarter goes, not every one sharing that second.
+        for _ in 0..10 {
+            assert!(v.verify(&token(NOW + 450, 10)).is_ok());
+        }
+        assert_eq!(
+            len(),
+            7,
+            "an insert into a full cache of 8 leaves 8 - 2 + 1"
+        );
     }
 
     #[test]
