@@ -11,7 +11,9 @@ use axum::extract::Extension;
 use axum::routing::{get, post};
 use http::StatusCode;
 use serde_json::Value;
-use waitroom::layer::{Fairness, ManualClock, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
+use waitroom::layer::{
+    Fairness, ManualClock, PageTemplate, STATE_HEADER, WaitingRoom, WaitingRoomLayer,
+};
 use waitroom::verify::{Admission, Clock, FINISH_HEADER, KeySet, Verifier, VerifyLayer};
 
 mod common;
@@ -678,4 +680,57 @@ async fn route_layer_on_a_protected_sub_router() {
     s.room.tick_now().await.unwrap();
     assert_eq!(poll(&b, &s).await["state"], "admitted");
     assert!(passes(&b, &s, "/seats").await);
+}
+
+#[tokio::test]
+async fn a_custom_template_is_served_with_the_policy_it_was_given_and_none_otherwise() {
+    let template =
+        "<h1>{{name}}</h1><p id=\"pos\">{{position}}</p><script src=\"{{script_url}}\"></script>";
+    let policy =
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src https://cdn.example";
+    for with_policy in [false, true] {
+        let clock = ManualClock::starting_now();
+        let room = room_with(&clock, 1, Fairness::Fifo).await;
+        let mut page = PageTemplate::from_template(template).unwrap();
+        if with_policy {
+            page = page.with_content_security_policy(policy).unwrap();
+        }
+        let layer = WaitingRoomLayer::builder(room.clone())
+            .protect_prefix("/checkout")
+            .page(page)
+            .build()
+            .unwrap();
+        let app = Router::new()
+            .route("/checkout", get(|| async { "seat map" }))
+            .layer(layer);
+        let s = Site {
+            url: serve(app).await,
+            room,
+            clock,
+        };
+        let res = browser().get(s.at("/checkout")).send().await.unwrap();
+        assert_eq!(state(&res), "waiting");
+        let csp = res.headers().get("content-security-policy").cloned();
+        let html = res.text().await.unwrap();
+        assert!(html.contains(r#"<p id="pos">1</p>"#), "{html}");
+        assert!(html.contains(r#"src="/waitroom/holding.js""#), "{html}");
+        match with_policy {
+            true => assert_eq!(csp.unwrap(), policy),
+            false => assert!(
+                csp.is_none(),
+                "a custom template gets no policy unless given one"
+            ),
+        }
+    }
+    // A policy that cannot be a header is refused when the template is built, not when a page is sent.
+    let err = PageTemplate::from_template(template)
+        .unwrap()
+        .with_content_security_policy("default-src 'none';\nscript-src 'self'")
+        .unwrap_err();
+    assert!(err.to_string().contains("content_security_policy"), "{err}");
+    assert!(
+        PageTemplate::default()
+            .with_content_security_policy("  ")
+            .is_err()
+    );
 }

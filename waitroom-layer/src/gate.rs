@@ -225,7 +225,7 @@ fn held_reply(shared: &Shared, parts: &Parts, placed: Placed, next: &str) -> Rep
     respond::html(
         &ctx.status,
         page,
-        shared.page.content_security_policy(),
+        shared.page.content_security_policy_header(),
         placed.cookies,
     )
 }

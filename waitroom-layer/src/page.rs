@@ -11,6 +11,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use http::HeaderValue;
 use serde::Serialize;
 
 use crate::error::ConfigError;
@@ -69,12 +70,13 @@ type PageFn = dyn Fn(&PageContext) -> String + Send + Sync;
 ///
 /// Pages from the default template are sent with a strict `Content-Security-Policy` ([`DEFAULT_CSP`]: no inline
 /// script, scripts and requests only to the site itself, no framing); the page's script is served by the room at
-/// `{base}/holding.js`. A custom template is sent without one (it may need its own sources); set a policy for it
-/// in front of the room if the site has one.
+/// `{base}/holding.js`. A custom template is sent without one unless it is given its own
+/// ([`with_content_security_policy`](Self::with_content_security_policy): it may need other sources); a template
+/// that uses the room's script (`{{script_url}}`) and no inline script can take [`DEFAULT_CSP`] as it is.
 #[derive(Clone)]
 pub struct PageTemplate {
     kind: Kind,
-    csp: Option<&'static str>,
+    csp: Option<HeaderValue>,
 }
 
 /// The `Content-Security-Policy` of pages made from the default template.
@@ -123,7 +125,7 @@ impl fmt::Debug for PageTemplate {
 impl Default for PageTemplate {
     fn default() -> Self {
         let mut t = Self::from_template(DEFAULT_TEMPLATE).expect("the default template is valid");
-        t.csp = Some(DEFAULT_CSP);
+        t.csp = Some(HeaderValue::from_static(DEFAULT_CSP));
         t
     }
 }
@@ -177,9 +179,43 @@ impl PageTemplate {
         }
     }
 
-    /// The `Content-Security-Policy` sent with its pages: [`DEFAULT_CSP`] for the default template, none otherwise.
-    pub fn content_security_policy(&self) -> Option<&'static str> {
-        self.csp
+    /// Sends `policy` as the `Content-Security-Policy` of this template's pages (replacing the default
+    /// template's [`DEFAULT_CSP`]).
+    ///
+    /// ```
+    /// use waitroom_layer::{DEFAULT_CSP, PageTemplate};
+    /// let t = PageTemplate::from_template("<p>{{position}}</p><script src=\"{{script_url}}\"></script>")?
+    ///     .with_content_security_policy(DEFAULT_CSP)?;
+    /// assert_eq!(t.content_security_policy(), Some(DEFAULT_CSP));
+    /// # Ok::<(), waitroom_layer::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] when `policy` is empty or cannot be a header value (a line break, a control
+    /// character).
+    pub fn with_content_security_policy(mut self, policy: &str) -> Result<Self, ConfigError> {
+        let value = HeaderValue::from_str(policy.trim())
+            .ok()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                ConfigError::invalid(
+                    "content_security_policy",
+                    "a policy such as `default-src 'none'; script-src 'self'`, on one line",
+                )
+            })?;
+        self.csp = Some(value);
+        Ok(self)
+    }
+
+    /// The `Content-Security-Policy` sent with its pages: [`DEFAULT_CSP`] for the default template, the one given
+    /// with [`with_content_security_policy`](Self::with_content_security_policy), or none.
+    pub fn content_security_policy(&self) -> Option<&str> {
+        self.csp.as_ref().and_then(|v| v.to_str().ok())
+    }
+
+    /// The policy as the header value sent.
+    pub(crate) fn content_security_policy_header(&self) -> Option<&HeaderValue> {
+        self.csp.as_ref()
     }
 
     /// Renders the page for `ctx`.

@@ -107,7 +107,7 @@ pub(crate) fn held_status(status: &Status) -> StatusCode {
 pub(crate) fn html(
     status: &Status,
     page: String,
-    csp: Option<&'static str>,
+    csp: Option<&HeaderValue>,
     cookies: Vec<HeaderValue>,
 ) -> Reply {
     let mut res = finish(
@@ -119,7 +119,7 @@ pub(crate) fn html(
     );
     if let Some(csp) = csp {
         res.headers_mut()
-            .insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
+            .insert(CONTENT_SECURITY_POLICY, csp.clone());
     }
     res
 }
