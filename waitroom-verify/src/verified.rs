@@ -2,11 +2,11 @@
 //!
 //! When the room layer and a [`VerifyLayer`](crate::VerifyLayer) run in one process around the same routes, both
 //! would check the same token on every admitted request. The room layer checks it first with
-//! [`Verifier::verify_for_session_vouched`], which returns a `Verified` on success; the room puts it in the
+//! [`Verifier::verify_for_session_vouched`](crate::Verifier::verify_for_session_vouched), which returns a `Verified` on success; the room puts it in the
 //! request extensions, and the [`VerifyService`](crate::VerifyService) then skips the token lookup, but only when
 //! all of these hold (otherwise it runs its full check, as without the marker):
 //! - the marker was made by **the same verifier** the layer uses (a clone of it: same keys, cache and deny list),
-//!   and that verifier's key set has not been replaced since ([`Verifier::replace_keys`]);
+//!   and that verifier's key set has not been replaced since ([`Verifier::replace_keys`](crate::Verifier::replace_keys));
 //! - the token the layer reads from the request (under its own cookie names, `Authorization` first) is, byte for
 //!   byte, the token the marker was made for;
 //! - the claims' issuer and audience are accepted by the verifier.
