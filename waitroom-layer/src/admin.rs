@@ -76,19 +76,20 @@ impl AdminOp {
     }
 }
 
-/// The admin secret (as its SHA-256 digest) and the refusal log's pace. Never printed.
-pub(crate) struct Admin {
+/// A bearer secret guarding the admin API or the metrics (as its SHA-256 digest), and the refusal log's pace.
+/// Never printed.
+pub(crate) struct BearerGuard {
     digest: [u8; 32],
     last_refusal_log_ms: AtomicU64,
 }
 
-impl std::fmt::Debug for Admin {
+impl std::fmt::Debug for BearerGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Admin { token: <redacted> }")
+        f.write_str("BearerGuard { digest: <redacted> }")
     }
 }
 
-impl Admin {
+impl BearerGuard {
     /// A bearer secret for the admin API, or for another endpoint guarded the same way (`field` names the builder
     /// method in the error).
     pub(crate) fn new(field: &'static str, secret: &[u8]) -> Result<Self, ConfigError> {
@@ -186,7 +187,7 @@ where
             StatusCode::UNAUTHORIZED,
             STATE,
             "Unauthorized",
-            "Admin calls need `Authorization: Bearer <admin token>`.",
+            "BearerGuard calls need `Authorization: Bearer <admin token>`.",
         );
         r.headers_mut().insert(
             http::header::WWW_AUTHENTICATE,
@@ -212,7 +213,7 @@ where
                 StatusCode::NOT_FOUND,
                 STATE,
                 "Not found",
-                "Admin calls: GET stats; POST capacity, admit-per-minute, pause, resume, open-now, close, inventory.",
+                "BearerGuard calls: GET stats; POST capacity, admit-per-minute, pause, resume, open-now, close, inventory.",
             );
         }
         AdminOp::Stats if !get => return wrong_method("GET"),
@@ -227,7 +228,7 @@ where
                 StatusCode::PAYLOAD_TOO_LARGE,
                 STATE,
                 "Body too large",
-                "Admin bodies are at most 4 KiB of JSON.",
+                "BearerGuard bodies are at most 4 KiB of JSON.",
             );
         }
     };
@@ -316,8 +317,8 @@ mod tests {
 
     #[test]
     fn the_secret_is_checked_and_never_printed() {
-        assert!(Admin::new("admin_token", b"short").is_err());
-        let admin = Admin::new("admin_token", b"0123456789abcdef-secret").unwrap();
+        assert!(BearerGuard::new("admin_token", b"short").is_err());
+        let admin = BearerGuard::new("admin_token", b"0123456789abcdef-secret").unwrap();
         assert!(admin.authorised(&parts(Some("Bearer 0123456789abcdef-secret"))));
         assert!(admin.authorised(&parts(Some("bearer 0123456789abcdef-secret"))));
         assert!(!admin.authorised(&parts(Some("Bearer 0123456789abcdef-secreT"))));

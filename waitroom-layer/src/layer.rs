@@ -5,7 +5,7 @@ use std::sync::Arc;
 use http::request::Parts;
 use tower::Layer;
 
-use crate::admin::Admin;
+use crate::admin::BearerGuard;
 use crate::endpoints::RoomEndpoints;
 use crate::error::ConfigError;
 use crate::hooks::{AccountKeyFn, BypassFn, JoinGuard};
@@ -23,9 +23,9 @@ pub(crate) struct Shared {
     pub(crate) account_key: Option<AccountKeyFn>,
     pub(crate) join_guard: Option<Arc<dyn JoinGuard>>,
     /// The admin API, when on.
-    pub(crate) admin: Option<Admin>,
+    pub(crate) admin: Option<BearerGuard>,
     /// The bearer secret the metrics endpoint asks for, when set.
-    pub(crate) metrics_auth: Option<Admin>,
+    pub(crate) metrics_auth: Option<BearerGuard>,
 }
 
 /// Where metrics are served by default once they are on.
@@ -126,9 +126,9 @@ pub struct WaitingRoomLayerBuilder {
     join_guard: Option<Arc<dyn JoinGuard>>,
     metrics_path: Option<String>,
     /// The admin secret, already digested (the builder never holds it in the clear).
-    admin: Option<Result<Admin, ConfigError>>,
+    admin: Option<Result<BearerGuard, ConfigError>>,
     /// The metrics secret, digested the same way.
-    metrics_auth: Option<Result<Admin, ConfigError>>,
+    metrics_auth: Option<Result<BearerGuard, ConfigError>>,
 }
 
 impl std::fmt::Debug for WaitingRoomLayerBuilder {
@@ -166,7 +166,7 @@ impl WaitingRoomLayerBuilder {
     /// constant time, and never appears in `Debug` output or logs. See the [`admin`](crate::admin) module for
     /// the calls.
     pub fn admin_token(mut self, secret: impl AsRef<[u8]>) -> Self {
-        self.admin = Some(Admin::new("admin_token", secret.as_ref()));
+        self.admin = Some(BearerGuard::new("admin_token", secret.as_ref()));
         self
     }
 
@@ -174,7 +174,7 @@ impl WaitingRoomLayerBuilder {
     /// constant time like the admin token, and answers `401` without it; turns metrics on at the default path if
     /// no path was given. Prometheus sends it with `authorization: { credentials: <secret> }` in the scrape config.
     pub fn metrics_token(mut self, secret: impl AsRef<[u8]>) -> Self {
-        self.metrics_auth = Some(Admin::new("metrics_token", secret.as_ref()));
+        self.metrics_auth = Some(BearerGuard::new("metrics_token", secret.as_ref()));
         if self.metrics_path.is_none() {
             self.metrics_path = Some(DEFAULT_METRICS_PATH.to_owned());
         }
