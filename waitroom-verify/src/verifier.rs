@@ -719,15 +719,22 @@ mod tests {
     }
 
     fn fixture_with(key: SigningKey) -> Fixture {
+        fixture_tuned(key, |b| b)
+    }
+
+    /// The fixture's verifier with settings of the test's own on top.
+    fn fixture_tuned(
+        key: SigningKey,
+        tune: impl FnOnce(VerifierBuilder) -> VerifierBuilder,
+    ) -> Fixture {
         let clock = ManualClock::new(START_MS);
-        let verifier = Verifier::builder()
+        let builder = Verifier::builder()
             .keys(&key)
             .issuer("room")
             .audience(["sale-1", "sale-2"])
             .leeway(Duration::from_secs(5))
-            .clock(Arc::new(clock.clone()))
-            .build()
-            .unwrap();
+            .clock(Arc::new(clock.clone()));
+        let verifier = tune(builder).build().unwrap();
         Fixture {
             key,
             clock,
@@ -1130,16 +1137,10 @@ mod tests {
 
     #[test]
     fn a_full_deny_list_drops_lapsed_entries_first_then_the_one_lapsing_soonest() {
-        let key = SigningKey::generate_ed25519("k1").unwrap();
-        let clock = ManualClock::new(START_MS);
-        let v = Verifier::builder()
-            .keys(&key)
-            .issuer("room")
-            .audience("sale-1")
-            .deny_capacity(3)
-            .clock(Arc::new(clock.clone()))
-            .build()
-            .unwrap();
+        let f = fixture_tuned(SigningKey::generate_ed25519("k1").unwrap(), |b| {
+            b.deny_capacity(3)
+        });
+        let (v, clock) = (&f.verifier, &f.clock);
         let sid = |i: u32| format!("session-{i:016}");
         v.deny_session(&sid(1));
         clock.advance(Duration::from_secs(60));
@@ -1185,16 +1186,10 @@ mod tests {
 
     #[test]
     fn a_full_token_cache_drops_expired_tokens_then_those_expiring_soonest() {
-        let key = SigningKey::generate_ed25519("k1").unwrap();
-        let clock = ManualClock::new(START_MS);
-        let v = Verifier::builder()
-            .keys(&key)
-            .issuer("room")
-            .audience("sale-1")
-            .cache_capacity(8)
-            .clock(Arc::new(clock.clone()))
-            .build()
-            .unwrap();
+        let f = fixture_tuned(SigningKey::generate_ed25519("k1").unwrap(), |b| {
+            b.cache_capacity(8)
+        });
+        let (key, v, clock) = (&f.key, &f.verifier, &f.clock);
         let cached = |t: &str| v.inner.cache.as_ref().unwrap().get(t).is_some();
         let len = || v.inner.cache.as_ref().unwrap().map.len();
         let token = |iat: u64, minutes: u64| {
