@@ -16,8 +16,8 @@ use hmac::{Hmac, KeyInit, Mac};
 use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue};
 use sha2::Sha256;
-use waitroom_verify::CookieNames;
 use waitroom_verify::session::{cookie_pairs, cookie_text};
+use waitroom_verify::{CookieNames, session_id_from_cookie_value};
 
 /// Longest session cookie value read (a real one is about 70 characters).
 pub(crate) const MAX_SESSION_VALUE: usize = 160;
@@ -71,12 +71,10 @@ impl<'h> Candidates<'h> {
     }
 }
 
-/// Whether `id` is a well-formed session id: 16 to 64 characters of `[A-Za-z0-9_-]`.
+/// Whether `id` is a well-formed session id: 16 to 64 characters of `[A-Za-z0-9_-]`, the rule of the verify
+/// crate's [`session_id_from_cookie_value`] (one rule for both sides of the session binding).
 pub fn valid_session_id(id: &str) -> bool {
-    (16..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    session_id_from_cookie_value(id) == Some(id)
 }
 
 /// Seals and opens session cookies, and writes `Set-Cookie` lines.

@@ -21,9 +21,9 @@
 //!   `Cookie` headers are read. A value of ours that is not visible ASCII ([`cookie_text`]) is skipped; the
 //!   site's other cookies are never decoded.
 //! - A cookie name that appears more than once is resolved to its **first** occurrence with a readable value
-//!   ([`cookie_text`]; the room's reader also skips a session cookie whose tag does not verify). Browsers send the cookie
-//!   with the most specific path first (RFC 6265 5.4), which is the one the room set; refusing duplicates instead
-//!   would lock a browser out in a redirect loop until the stale cookie expired.
+//!   ([`cookie_text`]; the room's reader also skips a session cookie whose tag does not verify). Browsers send the
+//!   cookie with the most specific path first (RFC 6265 5.4), which is the one the room set; refusing duplicates
+//!   instead would lock a browser out in a redirect loop until the stale cookie expired.
 //! - Nothing here panics on odd input.
 
 use http::HeaderMap;
@@ -201,8 +201,8 @@ impl<'h> Iterator for Pairs<'h> {
 
 /// A cookie value as text, when every byte is visible ASCII other than a space (`None` otherwise, and the readers
 /// here skip such a value). Stricter than `HeaderValue::to_str` (no space, tab or byte above 0x7e), looser than
-/// RFC 6265's cookie-octets (`"`, `,` and `\` pass); the token and session checks that follow decide the rest. The check runs over the whole value without an early
-/// exit, which the compiler vectorises.
+/// RFC 6265's cookie-octets (`"`, `,` and `\` pass); the token and session checks that follow decide the rest.
+/// The check runs over the whole value without an early exit, which the compiler vectorises.
 #[must_use]
 pub fn cookie_text(value: &[u8]) -> Option<&str> {
     let visible = value
