@@ -26,6 +26,16 @@ pub enum EtaBasis {
     Configured,
 }
 
+impl EtaBasis {
+    /// The basis's wire name (JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Measured => "measured",
+            Self::Configured => "configured",
+        }
+    }
+}
+
 /// A wait estimate for one position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Eta {

@@ -240,8 +240,12 @@ fn pattern_matches(segs: &[Seg], path: &str) -> bool {
 
 /// Normalises a path for matching (see the module docs). Paths with nothing to normalise are borrowed.
 pub(crate) fn normalise(raw: &str) -> Cow<'_, str> {
-    let needs =
-        raw.contains('%') || raw.contains("//") || raw.contains("/.") || !raw.starts_with('/');
+    // One pass over the bytes (every request asks): a `%`, or a `/` followed by `/` or `.`.
+    let b = raw.as_bytes();
+    let needs = b.first() != Some(&b'/')
+        || b.iter()
+            .enumerate()
+            .any(|(i, &c)| c == b'%' || (c == b'/' && matches!(b.get(i + 1), Some(b'/' | b'.'))));
     if !needs {
         return Cow::Borrowed(raw);
     }

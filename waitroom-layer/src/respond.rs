@@ -1,13 +1,12 @@
 //! The responses the room writes itself. Every one carries `Cache-Control: no-store` and `Waitroom-State`.
 
+use crate::estimate::EtaBasis;
+use crate::room::{Status, ViewState};
 use bytes::Bytes;
 use http::header::{
     ACCEPT, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
-use serde::Serialize;
-
-use crate::room::{Status, ViewState};
 
 /// The header naming the room's state on every response the room makes.
 pub const STATE_HEADER: HeaderName = HeaderName::from_static("waitroom-state");
@@ -33,7 +32,7 @@ pub(crate) fn wants_json(headers: &HeaderMap) -> bool {
 
 pub(crate) fn finish(
     status: StatusCode,
-    state: &str,
+    state: &'static str,
     content_type: &'static str,
     body: impl Into<Bytes>,
     cookies: Vec<HeaderValue>,
@@ -49,20 +48,87 @@ pub(crate) fn finish(
     res
 }
 
-/// Adds the headers every room response carries.
-pub(crate) fn stamp(h: &mut HeaderMap, state: &str) {
+/// Adds the headers every room response carries (`state` is one of the room's fixed names: no copy, no check
+/// beyond `from_static`'s).
+pub(crate) fn stamp(h: &mut HeaderMap, state: &'static str) {
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        STATE_HEADER,
-        HeaderValue::from_str(state).unwrap_or(HeaderValue::from_static("unknown")),
-    );
+    h.insert(STATE_HEADER, HeaderValue::from_static(state));
 }
 
-#[derive(Serialize)]
-struct StatusBody<'a> {
-    #[serde(flatten)]
-    status: &'a Status,
-    next: Option<&'a str>,
+/// The JSON status body: [`Status`]'s fields as its `Serialize` writes them, then `next`.
+///
+/// Written by hand: this is the waiting crowd's poll, and serde's map writer (which the extra `next` field would
+/// need) escapes every key on every poll. Only the free-text fields go through `serde_json`'s string escaping; a
+/// test checks the bytes against serde's own output.
+fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>) {
+    fn text(out: &mut Vec<u8>, v: Option<&str>) {
+        match v {
+            // Printable ASCII without `"` or `\` is written as it is (what serde would write).
+            Some(v)
+                if v.bytes()
+                    .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') =>
+            {
+                word(out, Some(v));
+            }
+            // Writing a string into a `Vec` cannot fail.
+            Some(v) => serde_json::to_writer(&mut *out, v).unwrap_or(()),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    fn word(out: &mut Vec<u8>, v: Option<&str>) {
+        match v {
+            Some(v) => {
+                out.push(b'"');
+                out.extend_from_slice(v.as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    fn num(out: &mut Vec<u8>, v: Option<u64>) {
+        match v {
+            Some(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    fn flag(out: &mut Vec<u8>, v: bool) {
+        out.extend_from_slice(if v { b"true" } else { b"false" });
+    }
+    out.extend_from_slice(b"{\"event\":");
+    text(out, Some(&s.event));
+    out.extend_from_slice(b",\"name\":");
+    text(out, Some(&s.name));
+    out.extend_from_slice(b",\"state\":");
+    word(out, Some(s.state.as_str()));
+    out.extend_from_slice(b",\"position\":");
+    num(out, s.position);
+    out.extend_from_slice(b",\"number\":");
+    num(out, s.number);
+    out.extend_from_slice(b",\"eta_seconds\":");
+    num(out, s.eta_seconds);
+    out.extend_from_slice(b",\"eta_low_seconds\":");
+    num(out, s.eta_low_seconds);
+    out.extend_from_slice(b",\"eta_high_seconds\":");
+    num(out, s.eta_high_seconds);
+    out.extend_from_slice(b",\"eta_basis\":");
+    word(out, s.eta_basis.map(EtaBasis::as_str));
+    out.extend_from_slice(b",\"reach_position\":");
+    num(out, s.reach_position);
+    out.extend_from_slice(b",\"beyond_reach\":");
+    flag(out, s.beyond_reach);
+    out.extend_from_slice(b",\"in_line\":");
+    num(out, Some(s.in_line));
+    out.extend_from_slice(b",\"refresh_seconds\":");
+    num(out, Some(s.refresh_seconds));
+    out.extend_from_slice(b",\"opens_at\":");
+    text(out, s.opens_at.as_deref());
+    out.extend_from_slice(b",\"store_ok\":");
+    flag(out, s.store_ok);
+    out.extend_from_slice(b",\"updated_at\":");
+    text(out, Some(&s.updated_at));
+    out.extend_from_slice(b",\"next\":");
+    text(out, next);
+    out.push(b'}');
 }
 
 /// The JSON status, with where to go next.
@@ -74,9 +140,7 @@ pub(crate) fn status_json(
 ) -> Reply {
     // Sized for the whole status (about 350 bytes) so the body is written once, not regrown.
     let mut body = Vec::with_capacity(512);
-    if serde_json::to_writer(&mut body, &StatusBody { status, next }).is_err() {
-        body = b"{}".to_vec();
-    }
+    write_status(&mut body, status, next);
     let mut res = finish(
         http_status,
         status.state.as_str(),
@@ -125,7 +189,7 @@ pub(crate) fn html(
 }
 
 /// `303 See Other` to a same-site path.
-pub(crate) fn see_other(state: &str, to: &str, cookies: Vec<HeaderValue>) -> Reply {
+pub(crate) fn see_other(state: &'static str, to: &str, cookies: Vec<HeaderValue>) -> Reply {
     let mut res = finish(
         StatusCode::SEE_OTHER,
         state,
@@ -141,7 +205,7 @@ pub(crate) fn see_other(state: &str, to: &str, cookies: Vec<HeaderValue>) -> Rep
 }
 
 /// A JSON problem body (RFC 9457).
-pub(crate) fn problem(status: StatusCode, state: &str, title: &str, detail: &str) -> Reply {
+pub(crate) fn problem(status: StatusCode, state: &'static str, title: &str, detail: &str) -> Reply {
     let body = serde_json::json!({
         "type": "about:blank",
         "title": title,
@@ -186,5 +250,84 @@ mod tests {
         let r = problem(StatusCode::NOT_FOUND, "not_in_line", "Not found", "x");
         assert_eq!(r.headers()[CACHE_CONTROL], "no-store");
         assert_eq!(r.headers()[STATE_HEADER], "not_in_line");
+    }
+
+    /// The hand-written status body is byte for byte what serde writes for the same status and `next`.
+    #[test]
+    fn the_status_body_is_serde_s_json() {
+        #[derive(serde::Serialize)]
+        struct Body<'a> {
+            #[serde(flatten)]
+            status: &'a Status,
+            next: Option<&'a str>,
+        }
+        let full = Status {
+            event: "tour-2026".into(),
+            name: "The \"Big\" <Night> \\ caf\u{e9} \u{1}\n\u{1F3B5}".into(),
+            state: ViewState::Waiting,
+            position: Some(41_200),
+            number: Some(u64::MAX),
+            eta_seconds: Some(1_236),
+            eta_low_seconds: Some(0),
+            eta_high_seconds: Some(2_000),
+            eta_basis: Some(EtaBasis::Measured),
+            reach_position: Some(17_861),
+            beyond_reach: true,
+            in_line: 580_000,
+            refresh_seconds: 20,
+            opens_at: Some("2026-11-30T10:00:00Z".into()),
+            store_ok: false,
+            updated_at: "2026-11-30T09:59:58Z".into(),
+        };
+        let empty = Status {
+            state: ViewState::NotInLine,
+            position: None,
+            number: None,
+            eta_seconds: None,
+            eta_low_seconds: None,
+            eta_high_seconds: None,
+            eta_basis: None,
+            reach_position: None,
+            beyond_reach: false,
+            in_line: 0,
+            opens_at: None,
+            store_ok: true,
+            ..full.clone()
+        };
+        let states = [
+            ViewState::Prequeue,
+            ViewState::Admitted,
+            ViewState::SoldOut,
+            ViewState::Closed,
+            ViewState::Paused,
+        ];
+        let mut cases = vec![
+            (full.clone(), None),
+            (empty, Some("/seats?x=\"1\"&y=\u{e9}")),
+        ];
+        for state in states {
+            let eta_basis = Some(EtaBasis::Configured);
+            cases.push((
+                Status {
+                    state,
+                    eta_basis,
+                    ..full.clone()
+                },
+                Some("/"),
+            ));
+        }
+        for (status, next) in &cases {
+            let mut ours = Vec::new();
+            write_status(&mut ours, status, *next);
+            let serde = serde_json::to_vec(&Body {
+                status,
+                next: *next,
+            })
+            .unwrap();
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(serde).unwrap()
+            );
+        }
     }
 }

@@ -215,7 +215,20 @@ pub struct Stats {
 }
 
 fn rfc3339(ms: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+    // Every status carries the time; it changes once a second, so each thread formats it once a second.
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(u64, String)>> = const { std::cell::RefCell::new(None) };
+    }
+    let secs = ms / 1000;
+    LAST.with_borrow_mut(|last| match last {
+        Some((at, text)) if *at == secs => text.clone(),
+        _ => {
+            let text = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs))
+                .to_string();
+            *last = Some((secs, text.clone()));
+            text
+        }
+    })
 }
 
 impl WaitingRoom {
