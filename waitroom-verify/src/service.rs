@@ -23,8 +23,9 @@ use crate::verified::Verified;
 /// - `Error = S::Error`: a refusal is a response, never an error.
 /// - `poll_ready` only forwards to the inner service; the decision is made in `call`, which is synchronous
 ///   (a cached check is a cache lookup; a full check is one signature verification, tens of microseconds).
-/// - A [`Verified`] marker in the request extensions (put there by a room layer in front that checked the token
-///   with the same verifier) stands in for the token lookup when it is safe; see [`verified`](crate::verified).
+/// - A [`Verified`] marker in the request extensions (put there by a room layer in front that checked the
+///   request's token for its session with the same verifier) stands in for reading and looking up the
+///   credentials; the time checks and the deny list still run. See [`verified`](crate::verified).
 /// - A request with a token but no session is refused as [`Refusal::NoSession`](crate::Refusal::NoSession) before
 ///   any cryptography.
 #[derive(Clone)]
@@ -68,18 +69,20 @@ where
 
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let shared = &*self.shared;
-        // A token the room layer in front already checked with this verifier (see `crate::verified`); the marker
-        // is taken out either way, so the handler never sees it.
-        let vouched = req.extensions_mut().remove::<Verified>();
-        let checked = credentials(req.headers(), &shared.cookie_names).and_then(|c| {
-            vouched
-                .and_then(|v| shared.verifier.check_vouched(v, c.token, c.session_id))
-                .unwrap_or_else(|| {
+        // A token the room layer in front already checked for this request's session with this verifier (see
+        // `crate::verified`): it stands for the request's credentials. The marker is taken out either way, so the
+        // handler never sees it.
+        let checked = req
+            .extensions_mut()
+            .remove::<Verified>()
+            .and_then(|v| shared.verifier.check_vouched(v))
+            .unwrap_or_else(|| {
+                credentials(req.headers(), &shared.cookie_names).and_then(|c| {
                     shared
                         .verifier
                         .verify_for_session_shared(c.token, c.session_id)
                 })
-        });
+            });
         match checked {
             Ok(claims) => {
                 let (admission, cell) =
@@ -520,35 +523,42 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_marker_is_refused_when_the_cookie_names_another_session() {
+    async fn a_marker_stands_for_the_request_s_credentials() {
+        // The room in front read the session (HMAC-checked) and the token: the layer does not read them again.
         let app = App::new();
         let token = app.token(ALICE);
         let marker = vouch(verifier_of(&app), &token, ALICE);
-        let res = show_with_marker(&app, BOB, &token, marker).await;
-        assert_eq!(problem(res).await["reason"], "session_mismatch");
+        let req = Request::get("/show").body(Body::empty()).unwrap();
+        let res = through_with_marker(&app, req, Some(marker)).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(body_text(res).await, ALICE);
     }
 
     #[tokio::test]
-    async fn a_marker_for_another_token_does_not_vouch_for_a_forged_one() {
+    async fn with_a_marker_the_layer_agrees_with_the_room() {
         let app = App::new();
         let good = app.token(ALICE);
-        let marker = verifier_of(&app)
-            .verify_for_session_vouched(&good, ALICE)
-            .unwrap();
-        // The same claims signed by another key with the same kid: a forgery.
+        // The same claims signed by another key with the same kid: a forgery, sent as `Authorization` beside the
+        // good token cookie. The room found the good token among the request's candidates and vouched for it.
         let forger = SigningKey::generate_ed25519("2025-a").unwrap();
         let forged = forger
             .sign(&verifier_of(&app).verify(&good).unwrap())
             .unwrap();
-        let req = Request::get("/show")
-            .header(AUTHORIZATION, format!("Bearer {forged}"))
-            .header(
-                COOKIE,
-                format!("waitroom_session={ALICE}; waitroom_token={good}"),
-            )
-            .body(Body::empty())
-            .unwrap();
-        let res = through_with_marker(&app, req, Some(marker)).await;
+        let request = || {
+            Request::get("/show")
+                .header(AUTHORIZATION, format!("Bearer {forged}"))
+                .header(
+                    COOKIE,
+                    format!("waitroom_session={ALICE}; waitroom_token={good}"),
+                )
+                .body(Body::empty())
+                .unwrap()
+        };
+        let marker = vouch(verifier_of(&app), &good, ALICE);
+        let res = through_with_marker(&app, request(), Some(marker)).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        // On its own the layer reads `Authorization` first, and the forgery is refused.
+        let res = through_with_marker(&app, request(), None).await;
         assert_eq!(problem(res).await["reason"], "bad_signature");
     }
 
@@ -572,19 +582,11 @@ mod tests {
         let v = verifier_of(&app);
         let marker = v.verify_for_session_vouched(&token, ALICE).unwrap();
         assert!(matches!(
-            v.clone().check_vouched(marker.clone(), &token, ALICE),
-            Some(Ok(_))
+            v.clone().check_vouched(marker.clone()),
+            Some(Ok(c)) if c.sub == ALICE
         ));
-        assert!(
-            v.check_vouched(marker.clone(), "other.token.x", ALICE)
-                .is_none()
-        );
         let twin = App::new();
-        assert!(
-            verifier_of(&twin)
-                .check_vouched(marker, &token, ALICE)
-                .is_none()
-        );
+        assert!(verifier_of(&twin).check_vouched(marker).is_none());
     }
 
     #[tokio::test]

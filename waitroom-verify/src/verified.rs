@@ -1,22 +1,25 @@
 //! [`Verified`]: a token one layer already checked, handed to the next layer in the same process.
 //!
 //! When the room layer and a [`VerifyLayer`](crate::VerifyLayer) run in one process around the same routes, both
-//! would check the same token on every admitted request. The room layer checks it first with
-//! [`Verifier::verify_for_session_vouched`](crate::Verifier::verify_for_session_vouched), which returns a `Verified` on success; the room puts it in the
-//! request extensions, and the [`VerifyService`](crate::VerifyService) then skips the token lookup, but only when
-//! all of these hold (otherwise it runs its full check, as without the marker):
+//! would read and check the same credentials on every admitted request. The room layer checks them first: it reads
+//! the session cookie (verifying its HMAC tag, which the verify crate alone cannot) and the token, and calls
+//! [`Verifier::verify_for_session_vouched`](crate::Verifier::verify_for_session_vouched), which returns a `Verified`
+//! only for a valid token whose `sub` is that session. The room puts it in the request extensions, and the
+//! [`VerifyService`](crate::VerifyService) takes it as the request's credentials instead of reading the cookies and
+//! looking the token up again, but only when all of these hold (otherwise it reads the request and runs its full
+//! check, as without the marker):
 //! - the marker was made by **the same verifier** the layer uses (a clone of it: same keys, cache and deny list),
 //!   and that verifier's key set has not been replaced since ([`Verifier::replace_keys`](crate::Verifier::replace_keys));
-//! - the token the layer reads from the request (under its own cookie names, `Authorization` first) is, byte for
-//!   byte, the token the marker was made for;
 //! - the claims' issuer and audience are accepted by the verifier.
 //!
-//! Then the checks that can change between two presentations of a token run as usual: expiry, not-yet-valid,
-//! lifetime and the deny list of finished sessions, and the request's own session (under the layer's cookie
-//! names) must be the token's `sub`.
+//! Then the checks that can change between two presentations of a token run as usual, by the verifier's clock:
+//! expiry, not-yet-valid, lifetime and the deny list of finished sessions. The admission is the room's: the layer
+//! and the room never disagree about a request (a request the room lets in with a valid token is not refused
+//! further in because it also carries a stale `Authorization` header, say).
 //!
 //! A `Verified` can only be made by a successful check: it has no public constructor, and it never leaves the
-//! process (it is not a header). Its `Debug` output does not show the token.
+//! process (it is not a header). It holds the token's claims, not the token; its `Debug` output shows the
+//! session's fingerprint, not its id.
 
 use std::fmt;
 use std::sync::Arc;
@@ -28,7 +31,6 @@ use crate::claims::Claims;
 /// [module docs](self) for when a [`VerifyService`](crate::VerifyService) trusts it.
 #[derive(Clone)]
 pub struct Verified {
-    pub(crate) token: Arc<str>,
     pub(crate) claims: Arc<Claims>,
     /// Which verifier made it ([`Verifier`](crate::Verifier) id).
     pub(crate) verifier: u64,
@@ -56,7 +58,6 @@ impl Verified {
 impl fmt::Debug for Verified {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Verified")
-            .field("token", &"[redacted]")
             .field("session", &crate::session::fingerprint(&self.claims.sub))
             .field("event", &self.claims.aud)
             .finish_non_exhaustive()

@@ -473,7 +473,6 @@ impl Verifier {
             return Err(Refusal::SessionMismatch);
         }
         Ok(Verified {
-            token: entry.token,
             claims: entry.claims,
             verifier: self.inner.id,
             generation: entry.generation,
@@ -481,21 +480,15 @@ impl Verifier {
         })
     }
 
-    /// The claims of a [`Verified`] marker for `token` presented with `session_id`, when the marker can stand in
-    /// for the token lookup: made by this verifier (or a clone) under the current key set, for this very token,
-    /// with an accepted issuer and audience. Then the time checks, the deny list and the session binding run as
-    /// in [`verify_for_session_shared`](Self::verify_for_session_shared). `None`: the marker cannot be used, run
-    /// the full check.
-    pub(crate) fn check_vouched(
-        &self,
-        verified: Verified,
-        token: &str,
-        session_id: &str,
-    ) -> Option<Result<Arc<Claims>, Refusal>> {
+    /// The claims of a [`Verified`] marker, when the marker can stand in for the request's credentials: made by
+    /// this verifier (or a clone) under the current key set, with an accepted issuer and audience. Then the checks
+    /// that can change between two presentations of a token run as in
+    /// [`verify_for_session_shared`](Self::verify_for_session_shared): expiry, not-yet-valid, lifetime and the deny
+    /// list. `None`: the marker cannot be used, read the request and run the full check.
+    pub(crate) fn check_vouched(&self, verified: Verified) -> Option<Result<Arc<Claims>, Refusal>> {
         let inner = &*self.inner;
         let usable = verified.verifier == inner.id
             && verified.generation == inner.generation.load(Ordering::Acquire)
-            && *verified.token == *token
             && inner.issuers.contains(&verified.claims.iss)
             && inner.audiences.contains(&verified.claims.aud);
         if !usable {
@@ -504,13 +497,6 @@ impl Verifier {
         let claims = verified.claims;
         Some(
             self.check_now(&claims, inner.clock.now_ms())
-                .and_then(|()| {
-                    if claims.sub == session_id {
-                        Ok(())
-                    } else {
-                        Err(Refusal::SessionMismatch)
-                    }
-                })
                 .map(|()| claims),
         )
     }
