@@ -114,12 +114,7 @@ impl HeadMeter {
     /// Places freed per minute over the last `window_ms` (never reaching back to before the head first moved: a
     /// closed door before the opening is not a slow line), if the samples span long enough and something moved.
     fn rate(&self, window_ms: u64) -> Option<f64> {
-        let last = self.samples.back()?;
-        let since = self.moving_since_ms?;
-        let first = self
-            .samples
-            .iter()
-            .find(|s| s.at_ms + window_ms >= last.at_ms && s.at_ms >= since)?;
+        let (first, last) = self.window(window_ms, self.moving_since_ms?)?;
         let span = last.at_ms.saturating_sub(first.at_ms);
         if span < MIN_SPAN_MS {
             return None;
@@ -130,6 +125,16 @@ impl HeadMeter {
         let served = last.served.saturating_sub(first.served);
         let moved = freed.min(served);
         (moved > 0).then(|| moved as f64 * 60_000.0 / span as f64)
+    }
+
+    /// The oldest sample within `window_ms` of the newest and not before `since_ms`, and the newest.
+    fn window(&self, window_ms: u64, since_ms: u64) -> Option<(&Sample, &Sample)> {
+        let last = self.samples.back()?;
+        let first = self
+            .samples
+            .iter()
+            .find(|s| s.at_ms + window_ms >= last.at_ms && s.at_ms >= since_ms)?;
+        Some((first, last))
     }
 
     /// The head's pace, per minute: `(point, slow, fast)`.
@@ -145,12 +150,7 @@ impl HeadMeter {
 
     /// Numbers served per minute over the last minute (what the door actually did, bursts included).
     pub(crate) fn served_per_minute(&self) -> f64 {
-        let (Some(last), Some(first)) = (
-            self.samples.back(),
-            self.samples
-                .iter()
-                .find(|s| s.at_ms + SHORT_MS >= self.samples.back().map_or(0, |b| b.at_ms)),
-        ) else {
+        let Some((first, last)) = self.window(SHORT_MS, 0) else {
             return 0.0;
         };
         let span = last.at_ms.saturating_sub(first.at_ms);
