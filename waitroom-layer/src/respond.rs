@@ -1,12 +1,13 @@
 //! The responses the room writes itself. Every one carries `Cache-Control: no-store` and `Waitroom-State`.
 
-use crate::estimate::EtaBasis;
-use crate::room::{Status, ViewState};
 use bytes::Bytes;
 use http::header::{
     ACCEPT, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
+
+use crate::estimate::EtaBasis;
+use crate::room::{Status, ViewState};
 
 /// The header naming the room's state on every response the room makes.
 pub const STATE_HEADER: HeaderName = HeaderName::from_static("waitroom-state");
@@ -68,20 +69,12 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>) {
                 if v.bytes()
                     .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') =>
             {
-                word(out, Some(v));
-            }
-            // Writing a string into a `Vec` cannot fail.
-            Some(v) => serde_json::to_writer(&mut *out, v).unwrap_or(()),
-            None => out.extend_from_slice(b"null"),
-        }
-    }
-    fn word(out: &mut Vec<u8>, v: Option<&str>) {
-        match v {
-            Some(v) => {
                 out.push(b'"');
                 out.extend_from_slice(v.as_bytes());
                 out.push(b'"');
             }
+            // Writing a string into a `Vec` cannot fail.
+            Some(v) => serde_json::to_writer(&mut *out, v).unwrap_or(()),
             None => out.extend_from_slice(b"null"),
         }
     }
@@ -99,7 +92,7 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>) {
     out.extend_from_slice(b",\"name\":");
     text(out, Some(&s.name));
     out.extend_from_slice(b",\"state\":");
-    word(out, Some(s.state.as_str()));
+    text(out, Some(s.state.as_str()));
     out.extend_from_slice(b",\"position\":");
     num(out, s.position);
     out.extend_from_slice(b",\"number\":");
@@ -111,7 +104,7 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>) {
     out.extend_from_slice(b",\"eta_high_seconds\":");
     num(out, s.eta_high_seconds);
     out.extend_from_slice(b",\"eta_basis\":");
-    word(out, s.eta_basis.map(EtaBasis::as_str));
+    text(out, s.eta_basis.map(EtaBasis::as_str));
     out.extend_from_slice(b",\"reach_position\":");
     num(out, s.reach_position);
     out.extend_from_slice(b",\"beyond_reach\":");

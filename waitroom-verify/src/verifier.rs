@@ -458,7 +458,7 @@ impl Verifier {
     }
 
     /// [`verify_for_session_shared`](Self::verify_for_session_shared), and on success a [`Verified`] marker
-    /// holding `token` and its claims, for a [`VerifyService`](crate::VerifyService) using this same verifier
+    /// holding the token's claims, for a [`VerifyService`](crate::VerifyService) using this same verifier
     /// further in (see [`verified`](crate::verified) for when it trusts the marker).
     ///
     /// # Errors
