@@ -23,7 +23,7 @@ With --instructions the demo runs under valgrind's callgrind instead, and each t
 connections: the table gives the demo's user-space instructions per request (all threads; counted, not timed, so
 the figure repeats on a busy machine, unlike requests/s) and how many more than /healthz's (user space only:
 the kernel's share of a request, about half of it, is not counted). Under valgrind SHA-256 runs
-its portable code (no SHA-NI), which inflates the session cookie's HMAC check: about 6,700 instructions on every
+its portable code (no SHA-NI), which inflates the session cookie's HMAC check: about 7,000 instructions on every
 request the room reads a cookie for.
 
 Usage: scripts/bench_http.py [--sessions 2000] [--capacity 200] [--seconds 8] [--connections 32] [--rounds 5]
@@ -133,7 +133,8 @@ def cpu_seconds(pid):
 
 
 def callgrind_total(out_file, pid):
-    """Dumps the callgrind counters of `pid` (then zeroes them) and returns the instructions since the last dump."""
+    """Dumps the callgrind counters of `pid` (then zeroes them): the instructions since the last dump, and the dump
+    file (for `callgrind_annotate --inclusive=yes FILE`, which splits them by function)."""
     before = set(glob.glob(out_file + ".*"))
     subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True, timeout=120)
     new = sorted(set(glob.glob(out_file + ".*")) - before, key=lambda f: int(f.rsplit(".", 1)[1]))
@@ -142,7 +143,7 @@ def callgrind_total(out_file, pid):
     with open(new[-1]) as f:
         for line in f:
             if line.startswith("totals:") or line.startswith("summary:"):
-                return int(line.split()[1])
+                return int(line.split()[1]), new[-1]
     sys.exit(f"no totals in {new[-1]}")
 
 
@@ -201,7 +202,8 @@ def run(store, args, redis_url=None):
                 path, jar = TARGETS[label]
                 callgrind_total(cg_out, demo.pid)
                 r = wrk(port, path, files[jar], args.seconds, 4)
-                r["instructions"] = callgrind_total(cg_out, demo.pid) / max(r["requests"], 1)
+                total, r["dump"] = callgrind_total(cg_out, demo.pid)
+                r["instructions"] = total / max(r["requests"], 1)
                 res[label].append(r)
             return res
         def measure(label):
@@ -258,6 +260,7 @@ def main():
                   f"{args.sessions} sessions, capacity {args.capacity}")
             print("| store | target | requests | instructions per request | more than /healthz |")
             print("|---|---|---|---|---|")
+            dumps = []
             for store, url in stores:
                 r = run(store, args, url)
                 base = r["healthz"][0]["instructions"]
@@ -265,6 +268,10 @@ def main():
                     x = r[label][0]
                     print(f"| {store} | {name} | {x['requests']:,} | {x['instructions']:,.0f} | "
                           f"{x['instructions'] - base:+,.0f} |")
+                    dumps.append(f"{store} {label}: {x['dump']}")
+            print("\nBy function: callgrind_annotate --inclusive=yes FILE (divide by the requests above)")
+            for d in dumps:
+                print(d)
             return
         print(f"# {time.strftime('%Y-%m-%d')} {os.cpu_count()} cores; wrk -t1 -c{args.connections} -d{args.seconds}s; "
               f"{args.sessions} sessions, capacity {args.capacity}; {args.rounds} interleaved rounds, medians")
