@@ -187,7 +187,7 @@ where
             StatusCode::UNAUTHORIZED,
             STATE,
             "Unauthorized",
-            "BearerGuard calls need `Authorization: Bearer <admin token>`.",
+            "Admin calls need `Authorization: Bearer <admin token>`.",
         );
         r.headers_mut().insert(
             http::header::WWW_AUTHENTICATE,
@@ -213,7 +213,7 @@ where
                 StatusCode::NOT_FOUND,
                 STATE,
                 "Not found",
-                "BearerGuard calls: GET stats; POST capacity, admit-per-minute, pause, resume, open-now, close, inventory.",
+                "Admin calls: GET stats; POST capacity, admit-per-minute, pause, resume, open-now, close, inventory.",
             );
         }
         AdminOp::Stats if !get => return wrong_method("GET"),
@@ -228,7 +228,7 @@ where
                 StatusCode::PAYLOAD_TOO_LARGE,
                 STATE,
                 "Body too large",
-                "BearerGuard bodies are at most 4 KiB of JSON.",
+                "Admin bodies are at most 4 KiB of JSON.",
             );
         }
     };

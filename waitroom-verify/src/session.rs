@@ -143,7 +143,7 @@ impl CookieNames {
 pub fn session_id_from_cookie_value(value: &str) -> Option<&str> {
     let id = value.split_once('.').map_or(value, |(id, _)| id);
     // A table lookup per byte and no early exit: the ids are random, so a chain of range tests per byte would be
-    // mispredicted branches on every request (both layers read the id of every admitted request).
+    // mispredicted branches on every request (the room reads the id of every request it guards).
     let ok = (MIN_SESSION_ID_LEN..=MAX_SESSION_ID_LEN).contains(&id.len())
         && id
             .bytes()

@@ -278,8 +278,6 @@ impl VerifierBuilder {
 
 #[derive(Clone)]
 struct CacheEntry {
-    /// The token text, shared with the cache key (a [`Verified`] holds it without copying).
-    token: Arc<str>,
     claims: Arc<Claims>,
     generation: u64,
 }
@@ -291,7 +289,7 @@ struct CacheEntry {
 /// of the rest, those expiring soonest (a token the room renewed leaves its predecessor behind, and that one
 /// expires first). An evicted token is only checked in full again on its next use.
 struct TokenCache {
-    map: DashMap<Arc<str>, CacheEntry, FastHash>,
+    map: DashMap<Box<str>, CacheEntry, FastHash>,
     capacity: usize,
 }
 
@@ -300,14 +298,14 @@ impl TokenCache {
         self.map.get(token).map(|e| e.value().clone())
     }
 
-    fn insert(&self, entry: CacheEntry, now_secs: u64) {
-        if self.map.len() >= self.capacity && !self.map.contains_key(&*entry.token) {
+    fn insert(&self, token: &str, entry: CacheEntry, now_secs: u64) {
+        if self.map.len() >= self.capacity && !self.map.contains_key(token) {
             self.map.retain(|_, e| e.claims.exp > now_secs);
             if self.map.len() >= self.capacity {
                 evict_soonest(&self.map, |e| e.claims.exp, self.capacity.div_ceil(4));
             }
         }
-        self.map.insert(Arc::clone(&entry.token), entry);
+        self.map.insert(token.into(), entry);
     }
 }
 
@@ -533,13 +531,9 @@ impl Verifier {
         };
         let claims = Arc::new(self.check_token(token, &keys)?);
         self.check_now(&claims, now_ms)?;
-        let entry = CacheEntry {
-            token: Arc::from(token),
-            claims,
-            generation,
-        };
+        let entry = CacheEntry { claims, generation };
         if let Some(cache) = &inner.cache {
-            cache.insert(entry.clone(), now_ms / 1000);
+            cache.insert(token, entry.clone(), now_ms / 1000);
         }
         Ok((entry, now_ms))
     }
