@@ -37,11 +37,31 @@ pub struct SessionCookie {
     pub number: Option<u64>,
 }
 
-/// What the room read from a request's cookies; the token candidates are borrowed from the request's headers.
+/// A session cookie whose tag verified, borrowed from the request's headers (the hot paths read it without
+/// copying the id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SessionRef<'h> {
+    /// The session id.
+    pub id: &'h str,
+    /// The line number the room gave this session, if any.
+    pub number: Option<u64>,
+}
+
+impl SessionRef<'_> {
+    /// The cookie, owned (for work that outlives the request's headers).
+    pub(crate) fn owned(self) -> SessionCookie {
+        SessionCookie {
+            id: self.id.to_owned(),
+            number: self.number,
+        }
+    }
+}
+
+/// What the room read from a request's cookies, borrowed from the request's headers.
 #[derive(Debug, Default)]
 pub(crate) struct Jar<'h> {
     /// The first session cookie whose tag verified.
-    pub session: Option<SessionCookie>,
+    pub session: Option<SessionRef<'h>>,
     /// Token candidates in the order found (cookies first, then `Authorization: Bearer`).
     pub tokens: Candidates<'h>,
 }
@@ -134,7 +154,7 @@ impl CookieCodec {
     }
 
     /// Opens a cookie value; `None` unless it is well formed and its tag verifies.
-    pub(crate) fn open(&self, value: &str) -> Option<SessionCookie> {
+    pub(crate) fn open<'v>(&self, value: &'v str) -> Option<SessionRef<'v>> {
         if value.len() > MAX_SESSION_VALUE {
             return None;
         }
@@ -151,13 +171,19 @@ impl CookieCodec {
             return None;
         }
         let number: u64 = n.parse().ok()?;
-        // Decoded on the stack: this runs on every protected request.
-        let mut decoded = [0u8; 33];
-        let len = URL_SAFE_NO_PAD.decode_slice(tag, &mut decoded).ok()?;
-        // `verify_slice` compares in constant time (and refuses a tag of the wrong length).
-        self.tag(id, number).verify_slice(&decoded[..len]).ok()?;
-        Some(SessionCookie {
-            id: id.to_owned(),
+        // The expected tag is encoded (on the stack: this runs on every protected request) and compared in
+        // constant time with the text. Encoding is canonical, so this accepts what decoding and comparing the
+        // bytes would, for less work.
+        let mut expected = [0u8; TAG_LEN];
+        let len = URL_SAFE_NO_PAD
+            .encode_slice(self.tag(id, number).finalize().into_bytes(), &mut expected)
+            .ok()?;
+        let tag: &[u8; TAG_LEN] = tag.as_bytes().try_into().ok()?;
+        if len != TAG_LEN || !constant_time_eq::constant_time_eq_n(&expected, tag) {
+            return None;
+        }
+        Some(SessionRef {
+            id,
             number: (number > 0).then_some(number),
         })
     }
@@ -254,8 +280,8 @@ mod tests {
         let v = c.seal(SID, Some(42));
         assert_eq!(
             c.open(&v),
-            Some(SessionCookie {
-                id: SID.into(),
+            Some(SessionRef {
+                id: SID,
                 number: Some(42)
             })
         );
@@ -303,6 +329,24 @@ mod tests {
         ] {
             assert_eq!(c.open(bad), None, "{bad}");
         }
+        // Any other character anywhere in the tag.
+        let tag_at = good.rfind('.').unwrap() + 1;
+        for i in tag_at..good.len() {
+            for ch in [b'A', b'Q', b'g', b'w', b'0', b'-', b'_'] {
+                let mut b = good.clone().into_bytes();
+                if b[i] != ch {
+                    b[i] = ch;
+                    assert_eq!(c.open(std::str::from_utf8(&b).unwrap()), None, "{i} {ch}");
+                }
+            }
+        }
+        // A second spelling of the same 32 bytes: the last character's two spare bits set.
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut b = good.clone().into_bytes();
+        let last = b.len() - 1;
+        let v = ALPHABET.iter().position(|&x| x == b[last]).unwrap();
+        b[last] = ALPHABET[v ^ 1];
+        assert_eq!(c.open(std::str::from_utf8(&b).unwrap()), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use tower::Service;
 
 use crate::admin;
 use crate::body::RoomBody;
+use crate::cookie::SessionRef;
 use crate::gate;
 use crate::layer::Shared;
 use crate::paths::Endpoint;
@@ -68,6 +69,13 @@ where
             });
         }
         let session = shared.room.cookies().read(&parts.headers).session;
+        if ep == Endpoint::Status
+            && let Some(cookie) = session
+            && let Some(reply) = gate::status_now(&shared, &parts, cookie)
+        {
+            return Box::pin(std::future::ready(Ok(reply.map(RoomBody::room))));
+        }
+        let session = session.map(SessionRef::owned);
         Box::pin(async move {
             let reply = gate::endpoint(shared, ep, parts, session).await;
             Ok(reply.map(RoomBody::room))

@@ -9,7 +9,7 @@ use http::header::SET_COOKIE;
 use http::{HeaderValue, Request, Response};
 use pin_project::pin_project;
 use tower::Service;
-use waitroom_verify::{FINISH_HEADER, parse_finish_command};
+use waitroom_verify::{Claims, FINISH_HEADER, parse_finish_command};
 
 use crate::body::RoomBody;
 use crate::gate::Decision;
@@ -30,9 +30,26 @@ pub(crate) enum After {
     Strip,
     /// A session with a valid admission: add `cookies`; a finish command ends `session`.
     Track {
-        session: String,
+        session: Tracked,
         cookies: Vec<HeaderValue>,
     },
+}
+
+/// The session a response is tracked for.
+pub(crate) enum Tracked {
+    /// Its id.
+    Id(String),
+    /// The claims of the token it passed with (their subject is the session).
+    Token(Arc<Claims>),
+}
+
+impl Tracked {
+    pub(crate) fn id(&self) -> &str {
+        match self {
+            Tracked::Id(id) => id,
+            Tracked::Token(claims) => &claims.sub,
+        }
+    }
 }
 
 /// The response future of [`WaitingRoomService`](crate::WaitingRoomService).
@@ -99,6 +116,14 @@ where
         }
     }
 
+    /// The room answers at once.
+    pub(crate) fn reply(shared: Arc<Shared>, reply: Reply) -> Self {
+        Self {
+            state: State::Reply { reply: Some(reply) },
+            shared,
+        }
+    }
+
     pub(crate) fn call(shared: Arc<Shared>, fut: S::Future, after: After) -> Self {
         Self {
             state: State::Call { fut, after },
@@ -132,7 +157,10 @@ where
                             };
                             State::Call {
                                 fut: inner.call(Request::from_parts(parts, body)),
-                                after: After::Track { session, cookies },
+                                after: After::Track {
+                                    session: Tracked::Id(session),
+                                    cookies,
+                                },
                             }
                         }
                     };
@@ -161,11 +189,11 @@ where
                             // Finished: no renewed token; the token cookie goes, and the room and its verifier
                             // learn of it before the response leaves.
                             let room = this.shared.room.clone();
-                            room.tokens().deny(&session);
+                            room.tokens().deny(session.id());
                             res.headers_mut()
                                 .append(SET_COOKIE, room.cookies().clear_token());
                             let fut: FinishFuture = Box::pin(async move {
-                                if let Err(e) = room.finish(&session, seats).await {
+                                if let Err(e) = room.finish(session.id(), seats).await {
                                     tracing::warn!(error = %e, "could not record a finish; the session will idle out");
                                 }
                             });

@@ -67,7 +67,8 @@ pub(crate) struct Inner {
     /// without a lock.
     pace: ArcSwap<Option<(f64, f64, f64)>>,
     pending: Mutex<Pending>,
-    cache: moka::sync::Cache<String, Placement>,
+    /// Session -> (state, line number) of sessions waiting or in the pre-queue, as last read from the store.
+    cache: moka::sync::Cache<String, (SessionState, Option<u64>)>,
     tokens: Tokens,
     cookies: CookieCodec,
     /// This instance's counters (see [`crate::metrics`]).
@@ -474,7 +475,9 @@ impl WaitingRoom {
 
     fn remember(&self, p: &Placement) {
         if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
-            self.inner.cache.insert(p.session.clone(), p.clone());
+            self.inner
+                .cache
+                .insert(p.session.clone(), (p.state, p.number));
             self.mark_waiting(&p.session, p.number, &self.inner.snap.load());
         } else {
             self.inner.cache.invalidate(&p.session);
@@ -573,34 +576,47 @@ impl WaitingRoom {
         session: &str,
         number_hint: Option<u64>,
     ) -> Result<Option<Placement>, StoreError> {
-        let snap = self.inner.snap.load();
-        if let Some(n) = number_hint
-            && n > snap.served
-        {
-            self.mark_waiting(session, Some(n), &snap);
+        if let Some((state, number)) = self.locate_local(session, number_hint) {
             return Ok(Some(Placement {
                 session: session.to_owned(),
-                state: SessionState::Waiting,
-                number: Some(n),
+                state,
+                number,
             }));
         }
-        if let Some(p) = self.inner.cache.get(session) {
-            let fresh = match p.state {
-                SessionState::Waiting => p.number.is_some_and(|n| n > snap.served),
-                SessionState::PreQueue => !snap.drawn,
-                _ => false,
-            };
-            if fresh {
-                self.mark_waiting(session, p.number, &snap);
-                return Ok(Some(p));
-            }
-        }
-        drop(snap);
         let p = self.observe(self.inner.store.lookup(self.event(), session).await)?;
         if let Some(p) = &p {
             self.remember(p);
         }
         Ok(p)
+    }
+
+    /// [`locate`](Self::locate)'s answer when local memory has it, as (state, line number): a session waiting behind
+    /// the head (its line number from `number_hint` or the local cache) or in the pre-queue before the draw; its
+    /// liveness is recorded for the next batch. `None`: only the store knows.
+    pub(crate) fn locate_local(
+        &self,
+        session: &str,
+        number_hint: Option<u64>,
+    ) -> Option<(SessionState, Option<u64>)> {
+        let snap = self.inner.snap.load();
+        if let Some(n) = number_hint
+            && n > snap.served
+        {
+            self.mark_waiting(session, Some(n), &snap);
+            return Some((SessionState::Waiting, Some(n)));
+        }
+        let (state, number) = self.inner.cache.get(session)?;
+        let fresh = match state {
+            SessionState::Waiting => number.is_some_and(|n| n > snap.served),
+            SessionState::PreQueue => !snap.drawn,
+            _ => false,
+        };
+        if fresh {
+            self.mark_waiting(session, number, &snap);
+            Some((state, number))
+        } else {
+            None
+        }
     }
 
     /// An admitted session comes for its pass: it turns active (its idle deadline starts). Returns its placement.

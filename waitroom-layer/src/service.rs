@@ -8,7 +8,8 @@ use tower::Service;
 
 use crate::admin;
 use crate::body::RoomBody;
-use crate::future::{After, ResponseFuture};
+use crate::cookie::SessionRef;
+use crate::future::{After, ResponseFuture, Tracked};
 use crate::gate;
 use crate::layer::Shared;
 use crate::paths::{Endpoint, Route};
@@ -87,6 +88,13 @@ where
             }
             Route::Endpoint(endpoint) => {
                 let session = shared.room.cookies().read(&parts.headers).session;
+                if endpoint == Endpoint::Status
+                    && let Some(cookie) = session
+                    && let Some(reply) = gate::status_now(&shared, &parts, cookie)
+                {
+                    return ResponseFuture::reply(shared, reply);
+                }
+                let session = session.map(SessionRef::owned);
                 // One allocation for the whole check (the endpoint's future lives inside this one).
                 let s = shared.clone();
                 let fut = Box::pin(async move {
@@ -101,26 +109,29 @@ where
                     let fut = Box::pin(gate::hold(shared.clone(), parts, None));
                     return ResponseFuture::check(shared, fut, inner, body);
                 };
-                match room.tokens().check(jar.tokens.as_slice(), &session.id) {
+                match room.tokens().check(jar.tokens.as_slice(), session.id) {
                     Ok(verified) => {
-                        room.touch_active(&session.id);
+                        room.touch_active(session.id);
                         if room.tokens().renewal_due(&verified) {
-                            let fut = Box::pin(gate::renew(shared.clone(), parts, session.id));
+                            let id = session.id.to_owned();
+                            let fut = Box::pin(gate::renew(shared.clone(), parts, id));
                             return ResponseFuture::check(shared, fut, inner, body);
                         }
+                        // The token's subject is the session: the response is tracked by it (no copy of the id).
+                        let after = After::Track {
+                            session: Tracked::Token(verified.claims().clone()),
+                            cookies: Vec::new(),
+                        };
                         // A VerifyLayer further in that uses the room's verifier takes this instead of checking
                         // the token a second time (see `waitroom_verify::verified`).
                         parts.extensions.insert(verified);
                         let fut = inner.call(Request::from_parts(parts, body));
-                        let after = After::Track {
-                            session: session.id,
-                            cookies: Vec::new(),
-                        };
                         return ResponseFuture::call(shared, fut, after);
                     }
-                    Err(Some(refusal)) => room.note_refusal(refusal, &session.id),
+                    Err(Some(refusal)) => room.note_refusal(refusal, session.id),
                     Err(None) => {}
                 }
+                let session = session.owned();
                 let fut = Box::pin(gate::hold(shared.clone(), parts, Some(session)));
                 ResponseFuture::check(shared, fut, inner, body)
             }

@@ -8,12 +8,14 @@
 //! [`VerifyService`](crate::VerifyService) takes it as the request's credentials instead of reading the cookies and
 //! looking the token up again, but only when all of these hold (otherwise it reads the request and runs its full
 //! check, as without the marker):
-//! - the marker was made by **the same verifier** the layer uses (a clone of it: same keys, cache and deny list),
-//!   and that verifier's key set has not been replaced since ([`Verifier::replace_keys`](crate::Verifier::replace_keys));
-//! - the claims' issuer and audience are accepted by the verifier.
+//! - the marker was made by **the same verifier** the layer uses (a clone of it: same keys, issuers, audiences,
+//!   cache and deny list), and that verifier's key set has not been replaced since
+//!   ([`Verifier::replace_keys`](crate::Verifier::replace_keys)). The issuer and audience were then checked by
+//!   that verifier when it accepted the token.
 //!
 //! Then the checks that can change between two presentations of a token run as usual, by the verifier's clock:
-//! expiry, not-yet-valid, lifetime and the deny list of finished sessions. The admission is the room's: the layer
+//! expiry, not-yet-valid, lifetime and the deny list of finished sessions (skipped when nothing they read has
+//! changed since the marker was made: the same second, and nobody denied since). The admission is the room's: the layer
 //! and the room never disagree about a request (a request the room lets in with a valid token is not refused
 //! further in because it also carries a stale `Authorization` header, say).
 //!
@@ -38,6 +40,8 @@ pub struct Verified {
     pub(crate) generation: u64,
     /// The verifier's clock reading (ms) when the check ran.
     pub(crate) checked_at_ms: u64,
+    /// The verifier's deny-list epoch read before the check.
+    pub(crate) deny_epoch: u64,
 }
 
 impl Verified {

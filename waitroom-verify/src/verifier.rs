@@ -256,6 +256,7 @@ impl VerifierBuilder {
             map: DashMap::with_hasher(FastHash::default()),
             capacity: usize::try_from(self.deny_capacity).unwrap_or(usize::MAX),
             warned_at_ms: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
         };
         Ok(Verifier {
             inner: Arc::new(Inner {
@@ -340,6 +341,9 @@ struct DenyList {
     capacity: usize,
     /// When the full-list warning was last logged (ms, 0: never).
     warned_at_ms: AtomicU64,
+    /// Counts insertions (bumped after each): a session allowed when it read `n` is still allowed while it reads
+    /// `n` (entries only ever leave otherwise, which denies nobody new). Lets a marker skip a second lookup.
+    epoch: AtomicU64,
 }
 
 impl DenyList {
@@ -372,6 +376,11 @@ impl DenyList {
             }
         }
         self.map.insert(session_id.into(), until);
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
     }
 }
 
@@ -466,6 +475,8 @@ impl Verifier {
         token: &str,
         session_id: &str,
     ) -> Result<Verified, Refusal> {
+        // Read before the check: a finish recorded from here on changes it.
+        let deny_epoch = self.inner.deny.epoch();
         let (entry, now_ms) = self.lookup(token)?;
         if entry.claims.sub != session_id {
             return Err(Refusal::SessionMismatch);
@@ -475,28 +486,34 @@ impl Verifier {
             verifier: self.inner.id,
             generation: entry.generation,
             checked_at_ms: now_ms,
+            deny_epoch,
         })
     }
 
     /// The claims of a [`Verified`] marker, when the marker can stand in for the request's credentials: made by
-    /// this verifier (or a clone) under the current key set, with an accepted issuer and audience. Then the checks
-    /// that can change between two presentations of a token run as in
+    /// this verifier (or a clone: the same keys, issuers, audiences, cache and deny list) under the current key set.
+    /// Then the checks that can change between two presentations of a token run as in
     /// [`verify_for_session_shared`](Self::verify_for_session_shared): expiry, not-yet-valid, lifetime and the deny
-    /// list. `None`: the marker cannot be used, read the request and run the full check.
+    /// list, unless nothing they read has changed since the marker was made (the same second by the verifier's
+    /// clock, and no session denied since). `None`: the marker cannot be used, read the request and run the full
+    /// check.
     pub(crate) fn check_vouched(&self, verified: Verified) -> Option<Result<Arc<Claims>, Refusal>> {
         let inner = &*self.inner;
+        // The issuer and audience were checked by this verifier when it accepted the token.
         let usable = verified.verifier == inner.id
-            && verified.generation == inner.generation.load(Ordering::Acquire)
-            && inner.issuers.contains(&verified.claims.iss)
-            && inner.audiences.contains(&verified.claims.aud);
+            && verified.generation == inner.generation.load(Ordering::Acquire);
         if !usable {
             return None;
         }
         let claims = verified.claims;
-        Some(
-            self.check_now(&claims, inner.clock.now_ms())
-                .map(|()| claims),
-        )
+        let now_ms = inner.clock.now_ms();
+        // The time checks read whole seconds, and the deny list denies nobody new without a new epoch.
+        if now_ms / 1000 == verified.checked_at_ms / 1000
+            && inner.deny.epoch() == verified.deny_epoch
+        {
+            return Some(Ok(claims));
+        }
+        Some(self.check_now(&claims, now_ms).map(|()| claims))
     }
 
     /// [`verify`](Self::verify) without copying the claims out of the cache.
