@@ -114,10 +114,16 @@ enum CellState {
     Closed,
 }
 
+/// What finishing a session needs: the verifier (its deny list) and the sink. One per layer, shared by every
+/// admission it makes (one reference count per request instead of two).
+pub(crate) struct Finisher {
+    pub(crate) verifier: Verifier,
+    pub(crate) sink: Arc<dyn FinishSink>,
+}
+
 /// Shared between an [`Admission`] (and its clones) and the layer's response future.
 pub(crate) struct FinishCell {
-    verifier: Verifier,
-    sink: Arc<dyn FinishSink>,
+    finisher: Arc<Finisher>,
     state: Mutex<CellState>,
 }
 
@@ -134,18 +140,18 @@ impl FinishCell {
             CellState::Closed => true,
             CellState::Pending(_) | CellState::Delivered => return false,
         };
-        self.verifier.deny_session(&claims.sub);
+        self.finisher.verifier.deny_session(&claims.sub);
         let finish = Finish {
             session_id: claims.sub.clone(),
             event: claims.aud.clone(),
             seats,
-            at_ms: self.verifier.clock().now_ms(),
+            at_ms: self.finisher.verifier.clock().now_ms(),
         };
         if late {
             *state = CellState::Delivered;
             drop(state);
             tracing::debug!(session = %crate::session::fingerprint(&finish.session_id), "finish after the response left; detached sink call");
-            let _ = self.sink.finish(&finish, &mut HeaderMap::new());
+            let _ = self.finisher.sink.finish(&finish, &mut HeaderMap::new());
         } else {
             *state = CellState::Pending(finish);
         }
@@ -163,7 +169,7 @@ impl FinishCell {
             CellState::Pending(finish) => {
                 *state = CellState::Delivered;
                 drop(state);
-                self.sink.finish(&finish, headers)
+                self.finisher.sink.finish(&finish, headers)
             }
             CellState::Open | CellState::Closed => None,
             CellState::Delivered => {
@@ -182,7 +188,7 @@ impl Drop for FinishCell {
         );
         if let CellState::Pending(finish) = state {
             tracing::debug!(session = %crate::session::fingerprint(&finish.session_id), "finish without a response; detached sink call");
-            let _ = self.sink.finish(&finish, &mut HeaderMap::new());
+            let _ = self.finisher.sink.finish(&finish, &mut HeaderMap::new());
         }
     }
 }
@@ -217,17 +223,12 @@ impl Admission {
         verifier: Verifier,
         sink: Arc<dyn FinishSink>,
     ) -> Self {
-        Self::bound(claims.into(), verifier, sink).0
+        Self::bound(claims.into(), Arc::new(Finisher { verifier, sink })).0
     }
 
-    pub(crate) fn bound(
-        claims: Arc<Claims>,
-        verifier: Verifier,
-        sink: Arc<dyn FinishSink>,
-    ) -> (Self, Arc<FinishCell>) {
+    pub(crate) fn bound(claims: Arc<Claims>, finisher: Arc<Finisher>) -> (Self, Arc<FinishCell>) {
         let cell = Arc::new(FinishCell {
-            verifier,
-            sink,
+            finisher,
             state: Mutex::new(CellState::Open),
         });
         (
@@ -359,7 +360,11 @@ mod tests {
     fn finish_denies_at_once_and_reaches_the_response() {
         let (verifier, claims) = setup();
         let sink = Arc::new(Recorder::default());
-        let (admission, cell) = Admission::bound(claims, verifier.clone(), sink.clone());
+        let finisher = Arc::new(Finisher {
+            verifier: verifier.clone(),
+            sink: sink.clone(),
+        });
+        let (admission, cell) = Admission::bound(claims, finisher);
         assert_eq!(
             (
                 admission.session_id(),
@@ -415,15 +420,18 @@ mod tests {
         let (verifier, claims) = setup();
         let sink = Arc::new(Recorder::default());
         // Late: the response already left.
-        let (admission, cell) =
-            Admission::bound(Arc::clone(&claims), verifier.clone(), sink.clone());
+        let finisher = Arc::new(Finisher {
+            verifier: verifier.clone(),
+            sink: sink.clone(),
+        });
+        let (admission, cell) = Admission::bound(Arc::clone(&claims), Arc::clone(&finisher));
         let mut headers = HeaderMap::new();
         assert!(cell.on_response(&mut headers).is_none());
         assert!(headers.is_empty());
         assert!(admission.finish_with_seats(1));
         assert_eq!(sink.0.lock().unwrap().len(), 1);
         // Orphan: finished, but no response ever passes.
-        let (admission, cell) = Admission::bound(claims, verifier, sink.clone());
+        let (admission, cell) = Admission::bound(claims, finisher);
         admission.finish();
         drop(cell);
         assert_eq!(sink.0.lock().unwrap().len(), 1);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tower::Layer;
 
-use crate::admission::{FinishSink, HeaderSink};
+use crate::admission::{FinishSink, Finisher, HeaderSink};
 use crate::error::ConfigError;
 use crate::service::VerifyService;
 use crate::session::CookieNames;
@@ -19,7 +19,8 @@ pub const DEFAULT_JOIN_URL: &str = "/waitroom/join";
 pub(crate) struct Shared {
     pub(crate) verifier: Verifier,
     pub(crate) join_url: String,
-    pub(crate) sink: Arc<dyn FinishSink>,
+    /// The verifier again and the finish sink, for the admissions the layer makes.
+    pub(crate) finisher: Arc<Finisher>,
     pub(crate) cookie_names: CookieNames,
 }
 
@@ -39,7 +40,7 @@ impl fmt::Debug for VerifyLayer {
         f.debug_struct("VerifyLayer")
             .field("verifier", &self.shared.verifier)
             .field("join_url", &self.shared.join_url)
-            .field("sink", &self.shared.sink)
+            .field("sink", &self.shared.finisher.sink)
             .field("cookie_names", &self.shared.cookie_names)
             .finish()
     }
@@ -58,9 +59,12 @@ impl VerifyLayer {
     pub fn new(verifier: Verifier) -> Self {
         VerifyLayer {
             shared: Arc::new(Shared {
+                finisher: Arc::new(Finisher {
+                    verifier: verifier.clone(),
+                    sink: Arc::new(HeaderSink),
+                }),
                 verifier,
                 join_url: DEFAULT_JOIN_URL.to_owned(),
-                sink: Arc::new(HeaderSink),
                 cookie_names: CookieNames::default(),
             }),
         }
@@ -105,7 +109,12 @@ impl VerifyLayer {
     /// [`finish_sink`](Self::finish_sink) with a sink already shared.
     #[must_use]
     pub fn shared_finish_sink(self, sink: Arc<dyn FinishSink>) -> Self {
-        self.edit(|s| s.sink = sink)
+        self.edit(|s| {
+            s.finisher = Arc::new(Finisher {
+                verifier: s.verifier.clone(),
+                sink,
+            });
+        })
     }
 
     /// The cookie names (default `waitroom_session` / `waitroom_token`); build them with [`CookieNames::new`] to

@@ -85,8 +85,7 @@ where
             });
         match checked {
             Ok(claims) => {
-                let (admission, cell) =
-                    Admission::bound(claims, shared.verifier.clone(), Arc::clone(&shared.sink));
+                let (admission, cell) = Admission::bound(claims, Arc::clone(&shared.finisher));
                 req.extensions_mut().insert(admission);
                 // The service that was driven to readiness is the one that must be called.
                 let clone = self.inner.clone();
