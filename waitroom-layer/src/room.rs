@@ -8,6 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use crossbeam_utils::CachePadded;
 use serde::Serialize;
 use tracing::Instrument as _;
 use waitroom_verify::{SharedClock, fingerprint};
@@ -66,7 +67,8 @@ pub(crate) struct Inner {
     /// The head's pace as last measured (point, slow, fast per minute), kept beside the meter so a poll reads it
     /// without a lock.
     pace: ArcSwap<Option<(f64, f64, f64)>>,
-    pending: Mutex<Pending>,
+    /// Liveness marks since the last flush, in shards (see [`pending_shard`]).
+    pending: Box<[CachePadded<Mutex<Pending>>]>,
     /// Session -> (state, line number) of sessions waiting or in the pre-queue, as last read from the store.
     cache: moka::sync::Cache<String, (SessionState, Option<u64>)>,
     tokens: Tokens,
@@ -94,8 +96,28 @@ struct Pending {
 /// session cookie whose HMAC verified), so nobody chooses them.
 type SessionSet = HashSet<String, foldhash::fast::RandomState>;
 
-/// Bound on liveness marks held while the store is down (beyond it, the oldest batch is dropped).
+fn lock_pending(shard: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
+    shard.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Bound on liveness marks held while the store is down, all shards together (beyond it, new marks are dropped
+/// until a flush succeeds).
 const MAX_PENDING: usize = 2_000_000;
+/// Shards of the liveness marks.
+const PENDING_SHARDS: usize = 8;
+/// Bound per shard.
+const MAX_PENDING_PER_SHARD: usize = MAX_PENDING / PENDING_SHARDS;
+
+/// The shard of the liveness marks this thread writes to. Every poll and every admitted request marks its
+/// session; with one lock for all, that lock's cache line would move between cores on nearly every request.
+/// Each thread keeps to one shard (threads are numbered as they first mark), and the flush drains them all.
+fn pending_shard() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % PENDING_SHARDS;
+    }
+    SHARD.with(|s| *s)
+}
 /// How often touches are flushed to the store.
 const FLUSH_EVERY_MS: u64 = 1_000;
 /// How often a failing store is logged.
@@ -306,7 +328,9 @@ impl WaitingRoom {
             hold_ticks_until_ms: AtomicU64::new(0),
             meter: Mutex::new(HeadMeter::default()),
             pace: ArcSwap::from_pointee(None),
-            pending: Mutex::new(Pending::default()),
+            pending: (0..PENDING_SHARDS)
+                .map(|_| CachePadded::new(Mutex::new(Pending::default())))
+                .collect(),
             cache,
             tokens,
             cookies,
@@ -449,8 +473,8 @@ impl WaitingRoom {
         if number.is_none() && !self.prequeue_marks_due(snap) {
             return;
         }
-        let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if p.waiting.len() < MAX_PENDING && !p.waiting.contains_key(session) {
+        let mut p = self.pending_here();
+        if p.waiting.len() < MAX_PENDING_PER_SHARD && !p.waiting.contains_key(session) {
             p.waiting.insert(session.to_owned(), number);
         }
     }
@@ -467,10 +491,15 @@ impl WaitingRoom {
 
     /// Records that an active session made a protected request (batched; its idle deadline moves at the next flush).
     pub fn touch_active(&self, session: &str) {
-        let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if p.active.len() < MAX_PENDING && !p.active.contains(session) {
+        let mut p = self.pending_here();
+        if p.active.len() < MAX_PENDING_PER_SHARD && !p.active.contains(session) {
             p.active.insert(session.to_owned());
         }
+    }
+
+    /// This thread's shard of the liveness marks, locked.
+    fn pending_here(&self) -> std::sync::MutexGuard<'_, Pending> {
+        lock_pending(&self.inner.pending[pending_shard()])
     }
 
     fn remember(&self, p: &Placement) {
@@ -665,9 +694,8 @@ impl WaitingRoom {
         if r {
             self.inner.tokens.deny(session);
         }
-        {
-            let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
-            p.active.remove(session);
+        for shard in &self.inner.pending {
+            lock_pending(shard).active.remove(session);
         }
         self.refresh().await.ok();
         Ok(r)
@@ -834,13 +862,21 @@ impl WaitingRoom {
     }
 
     async fn flush(&self) -> Result<(), StoreError> {
-        let (waiting, active) = {
-            let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                std::mem::take(&mut p.waiting),
-                std::mem::take(&mut p.active),
-            )
-        };
+        let mut waiting = HashMap::default();
+        let mut active = SessionSet::default();
+        for shard in &self.inner.pending {
+            let mut p = lock_pending(shard);
+            if waiting.is_empty() {
+                waiting = std::mem::take(&mut p.waiting);
+            } else {
+                waiting.extend(p.waiting.drain());
+            }
+            if active.is_empty() {
+                active = std::mem::take(&mut p.active);
+            } else {
+                active.extend(p.active.drain());
+            }
+        }
         if waiting.is_empty() && active.is_empty() {
             return Ok(());
         }
@@ -860,18 +896,23 @@ impl WaitingRoom {
         let r = self.observe(self.inner.store.touch(self.event(), &touches).await);
         if r.is_err() {
             // Keep the marks for the next attempt: a store outage must not make people look abandoned.
-            let mut p = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
-            for (s, n) in waiting {
-                if p.waiting.len() >= MAX_PENDING {
-                    break;
+            // Back into the shards, an equal part in each (the bound is per shard).
+            let mut waiting = waiting.into_iter();
+            let per_waiting = waiting.len().div_ceil(PENDING_SHARDS);
+            let mut active = active.into_iter();
+            let per_active = active.len().div_ceil(PENDING_SHARDS);
+            for shard in &self.inner.pending {
+                let mut p = lock_pending(shard);
+                for (s, n) in waiting.by_ref().take(per_waiting) {
+                    if p.waiting.len() < MAX_PENDING_PER_SHARD {
+                        p.waiting.entry(s).or_insert(n);
+                    }
                 }
-                p.waiting.entry(s).or_insert(n);
-            }
-            for s in active {
-                if p.active.len() >= MAX_PENDING {
-                    break;
+                for s in active.by_ref().take(per_active) {
+                    if p.active.len() < MAX_PENDING_PER_SHARD {
+                        p.active.insert(s);
+                    }
                 }
-                p.active.insert(s);
             }
         }
         r
