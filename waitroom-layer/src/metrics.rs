@@ -2,8 +2,7 @@
 //!
 //! Two kinds of figures:
 //! - **This instance's counters**, kept in the room's one `Arc` and bumped with one atomic increment where the thing
-//!   happens (the polls, the most frequent, in one cell per thread, summed when the metrics are read):
-//!   `waitroom_polls_total` (status polls), `waitroom_join_requests_total`, `waitroom_tokens_issued_total`,
+//!   happens: `waitroom_polls_total` (status polls), `waitroom_join_requests_total`, `waitroom_tokens_issued_total`,
 //!   `waitroom_token_refusals_total{reason}` (tokens the room refused on protected paths, by
 //!   [`Refusal::code`]), `waitroom_store_errors_total`. Sum them over instances: `sum(rate(...[1m]))`.
 //! - **The room's figures**, read from [`WaitingRoom::stats`](crate::WaitingRoom::stats) at scrape time: the line, the door, the seats and the
@@ -13,9 +12,7 @@
 //! Every series carries the label `event="<on-sale id>"`.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use crossbeam_utils::CachePadded;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -39,11 +36,7 @@ pub(crate) struct Reason {
 /// This instance's counters (one set per room, in the room's `Arc`).
 #[derive(Debug)]
 pub(crate) struct RoomMetrics {
-    /// Status polls, as of the last render; the polls since are in `polls_by_thread`.
-    polls: Counter,
-    /// Polls not yet added to `polls`, one cell per thread shard: every poll counts, and one shared counter's cache
-    /// line would move between cores on nearly every poll.
-    polls_by_thread: Box<[CachePadded<AtomicU64>]>,
+    pub(crate) polls: Counter,
     pub(crate) joins: Counter,
     pub(crate) tokens_issued: Counter,
     pub(crate) store_errors: Counter,
@@ -59,9 +52,6 @@ impl RoomMetrics {
         }
         Self {
             polls: Counter::default(),
-            polls_by_thread: (0..crate::room::THREAD_SHARDS)
-                .map(|_| CachePadded::new(AtomicU64::new(0)))
-                .collect(),
             joins: Counter::default(),
             tokens_issued: Counter::default(),
             store_errors: Counter::default(),
@@ -79,18 +69,7 @@ impl RoomMetrics {
     }
 
     /// The exposition: this instance's counters and the room's figures from `stats`.
-    /// Counts a status poll (in this thread's cell).
-    pub(crate) fn poll(&self) {
-        self.polls_by_thread[crate::room::thread_shard()].fetch_add(1, Ordering::Relaxed);
-    }
-
     pub(crate) fn render(&self, stats: &Stats) -> String {
-        for cell in &self.polls_by_thread {
-            let n = cell.swap(0, Ordering::Relaxed);
-            if n > 0 {
-                self.polls.inc_by(n);
-            }
-        }
         let labels = std::iter::once((Cow::Borrowed("event"), Cow::Owned(stats.event.clone())));
         let mut r = Registry::with_prefix_and_labels("waitroom", labels);
 
@@ -298,7 +277,7 @@ mod tests {
             sold_out: false,
             store_ok: true,
         };
-        m.poll();
+        m.polls.inc();
         m.refused(Refusal::Expired);
         let text = m.render(&stats);
         for r in Refusal::all() {

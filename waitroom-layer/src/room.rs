@@ -67,7 +67,7 @@ pub(crate) struct Inner {
     /// The head's pace as last measured (point, slow, fast per minute), kept beside the meter so a poll reads it
     /// without a lock.
     pace: ArcSwap<Option<(f64, f64, f64)>>,
-    /// Liveness marks since the last flush, in shards (see [`thread_shard`]).
+    /// Liveness marks since the last flush, in shards (see [`pending_shard`]).
     pending: Box<[CachePadded<Mutex<Pending>>]>,
     /// Session -> (state, line number) of sessions waiting or in the pre-queue, as last read from the store.
     cache: moka::sync::Cache<String, (SessionState, Option<u64>)>,
@@ -103,19 +103,18 @@ fn lock_pending(shard: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
 /// Bound on liveness marks held while the store is down, all shards together (beyond it, new marks are dropped
 /// until a flush succeeds).
 const MAX_PENDING: usize = 2_000_000;
-/// Shards of what every request writes (the liveness marks, the poll counter).
-pub(crate) const THREAD_SHARDS: usize = 8;
-/// Bound per shard of the liveness marks.
-const MAX_PENDING_PER_SHARD: usize = MAX_PENDING / THREAD_SHARDS;
+/// Shards of the liveness marks.
+const PENDING_SHARDS: usize = 8;
+/// Bound per shard.
+const MAX_PENDING_PER_SHARD: usize = MAX_PENDING / PENDING_SHARDS;
 
-/// The shard this thread writes to. Every poll and every admitted request marks its session (and every poll is
-/// counted); with one lock or counter for all, its cache line would move between cores on nearly every request.
-/// Each thread keeps to one shard (threads are numbered as they first write), and the readers (the flush, the
-/// metrics) sum or drain them all.
-pub(crate) fn thread_shard() -> usize {
+/// The shard of the liveness marks this thread writes to. Every poll and every admitted request marks its
+/// session; with one lock for all, that lock's cache line would move between cores on nearly every request.
+/// Each thread keeps to one shard (threads are numbered as they first mark), and the flush drains them all.
+fn pending_shard() -> usize {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     thread_local! {
-        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % THREAD_SHARDS;
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % PENDING_SHARDS;
     }
     SHARD.with(|s| *s)
 }
@@ -329,7 +328,7 @@ impl WaitingRoom {
             hold_ticks_until_ms: AtomicU64::new(0),
             meter: Mutex::new(HeadMeter::default()),
             pace: ArcSwap::from_pointee(None),
-            pending: (0..THREAD_SHARDS)
+            pending: (0..PENDING_SHARDS)
                 .map(|_| CachePadded::new(Mutex::new(Pending::default())))
                 .collect(),
             cache,
@@ -500,7 +499,7 @@ impl WaitingRoom {
 
     /// This thread's shard of the liveness marks, locked.
     fn pending_here(&self) -> std::sync::MutexGuard<'_, Pending> {
-        lock_pending(&self.inner.pending[thread_shard()])
+        lock_pending(&self.inner.pending[pending_shard()])
     }
 
     fn remember(&self, p: &Placement) {
@@ -589,7 +588,7 @@ impl WaitingRoom {
 
     /// Counts a status poll.
     pub(crate) fn note_poll(&self, session: Option<&str>) {
-        self.inner.metrics.poll();
+        self.inner.metrics.polls.inc();
         if let Some(s) = session {
             tracing::trace!(event = %self.event(), session = %fingerprint(s), "poll");
         }
@@ -899,9 +898,9 @@ impl WaitingRoom {
             // Keep the marks for the next attempt: a store outage must not make people look abandoned.
             // Back into the shards, an equal part in each (the bound is per shard).
             let mut waiting = waiting.into_iter();
-            let per_waiting = waiting.len().div_ceil(THREAD_SHARDS);
+            let per_waiting = waiting.len().div_ceil(PENDING_SHARDS);
             let mut active = active.into_iter();
-            let per_active = active.len().div_ceil(THREAD_SHARDS);
+            let per_active = active.len().div_ceil(PENDING_SHARDS);
             for shard in &self.inner.pending {
                 let mut p = lock_pending(shard);
                 for (s, n) in waiting.by_ref().take(per_waiting) {
