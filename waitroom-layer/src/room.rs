@@ -1,7 +1,7 @@
 //! The room handle: one `Arc` shared by every route, every layer and the background task.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -112,12 +112,13 @@ const MAX_PENDING_PER_SHARD: usize = MAX_PENDING / PENDING_SHARDS;
 /// session; with one lock for all, that lock's cache line would move between cores on nearly every request.
 /// Each thread keeps to one shard (threads are numbered as they first mark), and the flush drains them all.
 fn pending_shard() -> usize {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % PENDING_SHARDS;
     }
     SHARD.with(|s| *s)
 }
+
 /// How often touches are flushed to the store.
 const FLUSH_EVERY_MS: u64 = 1_000;
 /// How often a failing store is logged.
