@@ -175,11 +175,11 @@ impl CookieCodec {
         // constant time with the text. Encoding is canonical, so this accepts what decoding and comparing the
         // bytes would, for less work.
         let mut expected = [0u8; TAG_LEN];
-        let len = URL_SAFE_NO_PAD
+        URL_SAFE_NO_PAD
             .encode_slice(self.tag(id, number).finalize().into_bytes(), &mut expected)
             .ok()?;
         let tag: &[u8; TAG_LEN] = tag.as_bytes().try_into().ok()?;
-        if len != TAG_LEN || !constant_time_eq::constant_time_eq_n(&expected, tag) {
+        if !constant_time_eq::constant_time_eq_n(&expected, tag) {
             return None;
         }
         Some(SessionRef {
