@@ -358,6 +358,14 @@ async fn only_a_valid_token_for_its_own_session_passes() {
         ))
         .await
     );
+    // The forged cookie first and the genuine one after it (a stale cookie at another path comes first): the
+    // genuine one is found and the pair passes.
+    assert!(
+        with(format!(
+            "waitroom_session={forged}; waitroom_session={a_session}; waitroom_token={a_token}"
+        ))
+        .await
+    );
     // A raw session id (what the verify crate alone would accept) is not the room's signed cookie.
     assert!(!with(format!("waitroom_session={sid}; waitroom_token={a_token}")).await);
     // Another session's token: B's session with A's token does not pass as A (and B's response is B's own: the

@@ -7,6 +7,10 @@
 //!
 //! A cookie that is too long, not UTF-8, malformed, or whose tag does not verify (checked in constant time) is
 //! treated as no cookie at all: the store is never asked about it.
+//!
+//! On an admitted session's requests the tag is checked once per token: the room's verifier remembers the cookie
+//! value that passed with a token, and the same token with the very same value (compared in constant time) skips
+//! the HMAC (`Tokens::check_with_cookie`). Any other value is checked in full.
 
 use std::time::Duration;
 
@@ -23,8 +27,8 @@ use waitroom_verify::{CookieNames, session_id_from_cookie_value};
 pub(crate) const MAX_SESSION_VALUE: usize = 160;
 /// Longest token read (from a cookie or `Authorization`).
 pub(crate) const MAX_TOKEN_LEN: usize = 4096;
-/// Most token candidates tried (duplicated cookies at different paths).
-pub(crate) const MAX_TOKEN_CANDIDATES: usize = 3;
+/// Most values of one cookie tried (duplicated cookies at different paths), and most token candidates.
+pub(crate) const MAX_CANDIDATES: usize = 3;
 /// Length of the tag, base64url without padding (32 bytes).
 const TAG_LEN: usize = 43;
 
@@ -57,19 +61,20 @@ impl SessionRef<'_> {
     }
 }
 
-/// What the room read from a request's cookies, borrowed from the request's headers.
+/// What the room read from a request's cookies, borrowed from the request's headers. Nothing in it is checked
+/// yet: [`CookieCodec::session`] gives the first session cookie whose tag verifies.
 #[derive(Debug, Default)]
 pub(crate) struct Jar<'h> {
-    /// The first session cookie whose tag verified.
-    pub session: Option<SessionRef<'h>>,
+    /// Session cookie values in the order found (a stale cookie at another path may come first).
+    pub sessions: Candidates<'h>,
     /// Token candidates in the order found (cookies first, then `Authorization: Bearer`).
     pub tokens: Candidates<'h>,
 }
 
-/// At most [`MAX_TOKEN_CANDIDATES`] tokens, without allocating.
+/// At most [`MAX_CANDIDATES`] cookie values, without allocating.
 #[derive(Debug, Default)]
 pub(crate) struct Candidates<'h> {
-    slots: [&'h str; MAX_TOKEN_CANDIDATES],
+    slots: [&'h str; MAX_CANDIDATES],
     len: usize,
 }
 
@@ -82,7 +87,7 @@ impl<'h> Candidates<'h> {
     }
 
     fn is_full(&self) -> bool {
-        self.len == MAX_TOKEN_CANDIDATES
+        self.len == MAX_CANDIDATES
     }
 
     /// The candidates, in order.
@@ -188,15 +193,18 @@ impl CookieCodec {
         })
     }
 
-    /// Reads the session cookie and the token candidates from `headers`, with the verify crate's cookie reader
-    /// (bounded: a few header lines of bounded length; anything odd is skipped). Every occurrence of the session
-    /// cookie is tried until one verifies.
+    /// Reads the session cookie values and the token candidates from `headers`, with the verify crate's cookie
+    /// reader (bounded: a few header lines of bounded length; anything odd is skipped). Nothing is verified here:
+    /// see [`session`](Self::session).
     pub(crate) fn read<'h>(&self, headers: &'h HeaderMap) -> Jar<'h> {
         let mut jar = Jar::default();
         for (name, value) in cookie_pairs(headers) {
             if name == self.names.session.as_bytes() {
-                if jar.session.is_none() {
-                    jar.session = cookie_text(value).and_then(|v| self.open(v));
+                if !jar.sessions.is_full()
+                    && value.len() <= MAX_SESSION_VALUE
+                    && let Some(v) = cookie_text(value)
+                {
+                    jar.sessions.push(v);
                 }
             } else if name == self.names.token.as_bytes()
                 && !jar.tokens.is_full()
@@ -221,6 +229,16 @@ impl CookieCodec {
             }
         }
         jar
+    }
+
+    /// The first of the jar's session cookies whose tag verifies.
+    pub(crate) fn session<'h>(&self, jar: &Jar<'h>) -> Option<SessionRef<'h>> {
+        jar.sessions.as_slice().iter().find_map(|v| self.open(v))
+    }
+
+    /// The request's first session cookie whose tag verifies.
+    pub(crate) fn read_session<'h>(&self, headers: &'h HeaderMap) -> Option<SessionRef<'h>> {
+        self.session(&self.read(headers))
     }
 
     fn attributes(&self, max_age_secs: u64) -> String {
@@ -368,7 +386,7 @@ mod tests {
         );
         h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t2"));
         let jar = c.read(&h);
-        assert_eq!(jar.session.unwrap().number, Some(7));
+        assert_eq!(c.session(&jar).unwrap().number, Some(7));
         assert_eq!(jar.tokens.as_slice(), ["t1", "t2"]);
     }
 
@@ -389,7 +407,7 @@ mod tests {
         );
         h.append(COOKIE, HeaderValue::from_static("waitroom_token=t1"));
         let jar = c.read(&h);
-        assert_eq!(jar.session.unwrap().number, Some(9));
+        assert_eq!(c.session(&jar).unwrap().number, Some(9));
         assert_eq!(jar.tokens.as_slice(), ["t1"]);
     }
 

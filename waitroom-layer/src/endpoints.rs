@@ -68,7 +68,7 @@ where
                 Ok(reply.map(RoomBody::room))
             });
         }
-        let session = shared.room.cookies().read(&parts.headers).session;
+        let session = shared.room.cookies().read_session(&parts.headers);
         if ep == Endpoint::Status
             && let Some(cookie) = session
             && let Some(reply) = gate::status_now(&shared, &parts, cookie)

@@ -40,6 +40,22 @@ pub const DEFAULT_METRICS_PATH: &str = "/waitroom/metrics";
 /// - `.route_layer(room_layer)` on a sub-router of protected routes: build it with no protected paths (then every
 ///   path it sees is protected) and mount [`WaitingRoomLayer::endpoints`] for the base path, because a route layer
 ///   only sees requests that matched one of the sub-router's routes.
+/// - Around the whole router, before axum's routing (what the on-sale demo does): every request meets one room
+///   service, the room's endpoints (the status poll) never reach the router, and no per-route copy of the room
+///   service is made per request. axum serves a service whose body is its own, hence the `map_response`:
+///
+/// ```no_run
+/// # async fn run(room: waitroom_layer::WaitingRoom, app: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
+/// use axum::body::Body;
+/// use waitroom_layer::{RoomBody, WaitingRoomLayer};
+/// let app = tower::ServiceBuilder::new()
+///     .map_response(|res: http::Response<RoomBody<Body>>| res.map(Body::new))
+///     .layer(WaitingRoomLayer::builder(room).protect_prefix("/seats").build()?)
+///     .service(app);
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+/// axum::serve(listener, axum::ServiceExt::<axum::extract::Request>::into_make_service(app)).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct WaitingRoomLayer {
     shared: Arc<Shared>,

@@ -13,6 +13,7 @@ use crate::future::{After, ResponseFuture, Tracked};
 use crate::gate;
 use crate::layer::Shared;
 use crate::paths::{Endpoint, Route};
+use waitroom_verify::Verified;
 
 /// The service made by [`WaitingRoomLayer`](crate::WaitingRoomLayer). Generic over request bodies; its
 /// responses carry a [`RoomBody`]: the inner body untouched, or a page the room wrote.
@@ -63,20 +64,20 @@ where
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        // The clone stays; the service that was polled ready goes with this request.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        // The inner service that was polled ready is called here when the request passes at once; it goes into the
+        // response future (a clone staying here) only where the room decides first, and it is not touched when the
+        // room answers by itself.
         let shared = self.shared.clone();
-        let (mut parts, body) = req.into_parts();
+        let (parts, body) = req.into_parts();
         if let Some(bypass) = &shared.bypass
             && bypass(&parts)
         {
-            let fut = inner.call(Request::from_parts(parts, body));
+            let fut = self.inner.call(Request::from_parts(parts, body));
             return ResponseFuture::call(shared, fut, After::Untouched);
         }
         match shared.paths.route(parts.uri.path()) {
             Route::Unprotected => {
-                let fut = inner.call(Request::from_parts(parts, body));
+                let fut = self.inner.call(Request::from_parts(parts, body));
                 ResponseFuture::call(shared, fut, After::Strip)
             }
             Route::Endpoint(Endpoint::Admin(op)) => {
@@ -87,7 +88,7 @@ where
                 ResponseFuture::reply_later(shared, fut)
             }
             Route::Endpoint(endpoint) => {
-                let session = shared.room.cookies().read(&parts.headers).session;
+                let session = shared.room.cookies().read_session(&parts.headers);
                 if endpoint == Endpoint::Status
                     && let Some(cookie) = session
                     && let Some(reply) = gate::status_now(&shared, &parts, cookie)
@@ -100,43 +101,78 @@ where
                 let fut = Box::pin(async move {
                     gate::Decision::Reply(gate::endpoint(s, endpoint, parts, session).await)
                 });
-                ResponseFuture::check(shared, fut, inner, body)
+                ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body)
             }
             Route::Protected => {
                 let room = &shared.room;
                 let jar = room.cookies().read(&parts.headers);
-                let Some(session) = jar.session else {
+                // The token first, with the session cookie as presented: a token that passed before with this very
+                // cookie skips the cookie's HMAC (see `Tokens::check_with_cookie`). Anything else takes the full
+                // path below, which reads the session first.
+                if let Some(&cookie) = jar.sessions.as_slice().first()
+                    && let Ok(verified) =
+                        room.tokens()
+                            .check_with_cookie(jar.tokens.as_slice(), cookie, |v| {
+                                room.cookies().open(v).map(|s| s.id)
+                            })
+                {
+                    return admit(shared, &mut self.inner, parts, body, verified);
+                }
+                let Some(session) = room.cookies().session(&jar) else {
                     let fut = Box::pin(gate::hold(shared.clone(), parts, None));
-                    return ResponseFuture::check(shared, fut, inner, body);
+                    return ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body);
                 };
                 match room.tokens().check(jar.tokens.as_slice(), session.id) {
-                    Ok(verified) => {
-                        room.touch_active(session.id);
-                        if room.tokens().renewal_due(&verified) {
-                            let id = session.id.to_owned();
-                            let fut = Box::pin(gate::renew(shared.clone(), parts, id));
-                            return ResponseFuture::check(shared, fut, inner, body);
-                        }
-                        // The token's subject is the session: the response is tracked by it (no copy of the id).
-                        let after = After::Track {
-                            session: Tracked::Token(verified.claims().clone()),
-                            cookies: Vec::new(),
-                        };
-                        // A VerifyLayer further in that uses the room's verifier takes this instead of checking
-                        // the token a second time (see `waitroom_verify::verified`).
-                        parts.extensions.insert(verified);
-                        let fut = inner.call(Request::from_parts(parts, body));
-                        return ResponseFuture::call(shared, fut, after);
-                    }
+                    Ok(verified) => return admit(shared, &mut self.inner, parts, body, verified),
                     Err(Some(refusal)) => room.note_refusal(refusal, session.id),
                     Err(None) => {}
                 }
                 let session = session.owned();
                 let fut = Box::pin(gate::hold(shared.clone(), parts, Some(session)));
-                ResponseFuture::check(shared, fut, inner, body)
+                ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body)
             }
         }
     }
+}
+
+/// The inner service that was polled ready, for a response future that may call it later; a clone stays behind
+/// (and is polled ready before the next call).
+fn take_ready<S: Clone>(inner: &mut S) -> S {
+    let clone = inner.clone();
+    std::mem::replace(inner, clone)
+}
+
+/// A request with a valid token for its session: marked active, renewed when due, otherwise passed on with the
+/// token's claims tracked (the finish command in the response) and the [`Verified`] marker in its extensions.
+fn admit<S, ReqBody, ResBody>(
+    shared: Arc<Shared>,
+    inner: &mut S,
+    mut parts: http::request::Parts,
+    body: ReqBody,
+    verified: Verified,
+) -> ResponseFuture<S, ReqBody>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    ReqBody: Send + 'static,
+{
+    let room = &shared.room;
+    // The token's subject is the session.
+    let id = verified.claims().sub.as_str();
+    room.touch_active(id);
+    if room.tokens().renewal_due(&verified) {
+        let fut = Box::pin(gate::renew(shared.clone(), parts, id.to_owned()));
+        return ResponseFuture::check(shared, fut, take_ready(inner), body);
+    }
+    // Tracked by the claims (no copy of the id).
+    let after = After::Track {
+        session: Tracked::Token(verified.claims().clone()),
+        cookies: Vec::new(),
+    };
+    // A VerifyLayer further in that uses the room's verifier takes this instead of checking the token a second
+    // time (see `waitroom_verify::verified`).
+    parts.extensions.insert(verified);
+    let fut = inner.call(Request::from_parts(parts, body));
+    ResponseFuture::call(shared, fut, after)
 }
 
 #[cfg(test)]

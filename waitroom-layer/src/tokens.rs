@@ -127,6 +127,27 @@ impl Tokens {
         Err(first)
     }
 
+    /// [`check`](Self::check) with the session as its cookie value, whose HMAC `open` checks (returning the
+    /// session id) only when a candidate comes with a value it has not passed with before
+    /// ([`Verifier::verify_for_cookie_vouched`]): an admitted session's requests skip the HMAC.
+    pub(crate) fn check_with_cookie<'c>(
+        &self,
+        candidates: &[&str],
+        cookie: &'c str,
+        open: impl Fn(&'c str) -> Option<&'c str>,
+    ) -> Result<Verified, Option<Refusal>> {
+        let mut first = None;
+        for &t in candidates {
+            match self.verifier.verify_for_cookie_vouched(t, cookie, &open) {
+                Ok(v) => return Ok(v),
+                Err(r) => {
+                    first.get_or_insert(r);
+                }
+            }
+        }
+        Err(first)
+    }
+
     /// Whether more than half of the token's life was gone when it was checked.
     pub(crate) fn renewal_due(&self, verified: &Verified) -> bool {
         let claims = verified.claims();

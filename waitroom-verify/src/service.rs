@@ -87,10 +87,8 @@ where
             Ok(claims) => {
                 let (admission, cell) = Admission::bound(claims, Arc::clone(&shared.finisher));
                 req.extensions_mut().insert(admission);
-                // The service that was driven to readiness is the one that must be called.
-                let clone = self.inner.clone();
-                let mut inner = std::mem::replace(&mut self.inner, clone);
-                ResponseFuture::call(inner.call(req), cell)
+                // The service that was driven to readiness, called now (no clone: the call is not deferred).
+                ResponseFuture::call(self.inner.call(req), cell)
             }
             Err(refusal) => {
                 tracing::debug!(

@@ -3,8 +3,9 @@
 //! When the room layer and a [`VerifyLayer`](crate::VerifyLayer) run in one process around the same routes, both
 //! would read and check the same credentials on every admitted request. The room layer checks them first: it reads
 //! the session cookie (verifying its HMAC tag, which the verify crate alone cannot) and the token, and calls
-//! [`Verifier::verify_for_session_vouched`](crate::Verifier::verify_for_session_vouched), which returns a `Verified`
-//! only for a valid token whose `sub` is that session. The room puts it in the request extensions, and the
+//! [`Verifier::verify_for_session_vouched`](crate::Verifier::verify_for_session_vouched) (or its variant that checks
+//! the cookie's tag once per token and remembers the value that passed), which returns a `Verified` only for a
+//! valid token whose `sub` is that session. The room puts it in the request extensions, and the
 //! [`VerifyService`](crate::VerifyService) takes it as the request's credentials instead of reading the cookies and
 //! looking the token up again, but only when all of these hold (otherwise it reads the request and runs its full
 //! check, as without the marker):

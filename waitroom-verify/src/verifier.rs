@@ -24,17 +24,20 @@
 //! A token that passed the full check is kept (a bounded concurrent map keyed by the token text) with its claims. A
 //! later request with the same token skips steps 2 to 5, which depend only on the token and the key set; steps
 //! 6 and 7 run on every request. Replacing the key set ([`Verifier::replace_keys`]) makes every cached entry
-//! stale at once.
+//! stale at once. An entry also remembers the first session cookie value it passed with whose authenticity the
+//! caller checked (`verify_for_cookie_vouched`, the room layer's HMAC check): the same token with the very same
+//! value skips the caller's check next time.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use dashmap::DashMap;
 use serde_json::Value;
+use subtle::ConstantTimeEq as _;
 
 use crate::claims::{Claims, RawClaims};
 use crate::clock::{SharedClock, SystemClock};
@@ -283,6 +286,13 @@ struct CacheEntry {
     generation: u64,
 }
 
+/// A cached token: its entry, and the one session cookie value it was seen with and the caller found authentic
+/// (see [`Verifier::verify_for_cookie_vouched`]; set once, never replaced).
+struct Cached {
+    entry: CacheEntry,
+    cookie: OnceLock<Box<str>>,
+}
+
 /// Verified tokens: the token text -> its claims and the key-set generation they were accepted under.
 ///
 /// A sharded concurrent map (dashmap), not a moka cache, for the reason given for [`DenyList`]: the lookup is on
@@ -290,23 +300,44 @@ struct CacheEntry {
 /// of the rest, those expiring soonest (a token the room renewed leaves its predecessor behind, and that one
 /// expires first). An evicted token is only checked in full again on its next use.
 struct TokenCache {
-    map: DashMap<Box<str>, CacheEntry, FastHash>,
+    map: DashMap<Box<str>, Cached, FastHash>,
     capacity: usize,
 }
 
 impl TokenCache {
-    fn get(&self, token: &str) -> Option<CacheEntry> {
-        self.map.get(token).map(|e| e.value().clone())
+    /// The token's entry, and whether `cookie` is the value remembered with it (compared in constant time).
+    fn get(&self, token: &str, cookie: Option<&str>) -> Option<(CacheEntry, bool)> {
+        self.map.get(token).map(|e| {
+            let same = cookie.is_some_and(|c| {
+                e.cookie
+                    .get()
+                    .is_some_and(|m| bool::from(m.as_bytes().ct_eq(c.as_bytes())))
+            });
+            (e.value().entry.clone(), same)
+        })
     }
 
     fn insert(&self, token: &str, entry: CacheEntry, now_secs: u64) {
         if self.map.len() >= self.capacity && !self.map.contains_key(token) {
-            self.map.retain(|_, e| e.claims.exp > now_secs);
+            self.map.retain(|_, e| e.entry.claims.exp > now_secs);
             if self.map.len() >= self.capacity {
-                evict_soonest(&self.map, |e| e.claims.exp, self.capacity.div_ceil(4));
+                evict_soonest(&self.map, |e| e.entry.claims.exp, self.capacity.div_ceil(4));
             }
         }
-        self.map.insert(token.into(), entry);
+        self.map.insert(
+            token.into(),
+            Cached {
+                entry,
+                cookie: OnceLock::new(),
+            },
+        );
+    }
+
+    /// Remembers `cookie` with the token, unless it has one already.
+    fn remember_cookie(&self, token: &str, cookie: &str) {
+        if let Some(e) = self.map.get(token) {
+            let _ = e.cookie.set(cookie.into());
+        }
     }
 }
 
@@ -481,13 +512,60 @@ impl Verifier {
         if entry.claims.sub != session_id {
             return Err(Refusal::SessionMismatch);
         }
-        Ok(Verified {
+        Ok(self.vouch(entry, now_ms, deny_epoch))
+    }
+
+    /// [`verify_for_session_vouched`](Self::verify_for_session_vouched) for a session presented as a cookie value
+    /// whose authenticity the caller decides: `open` returns the session id of an authentic value (`None`: not
+    /// authentic, [`Refusal::NoSession`]). `open` runs unless this token is cached and passed before with this very
+    /// value (compared in constant time); after that first success the pair passes without it, and the steps that
+    /// can change (time, deny list) still run every time. One value is remembered per token, the first that
+    /// passed: the same token with another authentic value is checked with `open` every time.
+    ///
+    /// The room layer checks its session cookie's HMAC this way: once per admitted session and token, not on
+    /// every request.
+    ///
+    /// # Errors
+    /// As [`verify_for_session`](Self::verify_for_session); [`Refusal::NoSession`] when `open` refuses the value.
+    #[doc(hidden)]
+    pub fn verify_for_cookie_vouched<'c>(
+        &self,
+        token: &str,
+        cookie: &'c str,
+        open: impl FnOnce(&'c str) -> Option<&'c str>,
+    ) -> Result<Verified, Refusal> {
+        let inner = &*self.inner;
+        let deny_epoch = inner.deny.epoch();
+        if let Some(cache) = &inner.cache
+            && token.len() <= inner.max_token_bytes
+            && let Some((entry, true)) = cache.get(token, Some(cookie))
+            && entry.generation == inner.generation.load(Ordering::Acquire)
+        {
+            let now_ms = inner.clock.now_ms();
+            self.check_now(&entry.claims, now_ms)?;
+            return Ok(self.vouch(entry, now_ms, deny_epoch));
+        }
+        // Not seen together yet: the cookie first (cheap), then the token (a full check on a cache miss).
+        let session_id = open(cookie).ok_or(Refusal::NoSession)?;
+        let (entry, now_ms) = self.lookup(token)?;
+        if entry.claims.sub != session_id {
+            return Err(Refusal::SessionMismatch);
+        }
+        if let Some(cache) = &inner.cache {
+            cache.remember_cookie(token, cookie);
+        }
+        Ok(self.vouch(entry, now_ms, deny_epoch))
+    }
+
+    /// The marker for a token accepted at `now_ms` with the deny list at `deny_epoch`.
+    fn vouch(&self, entry: CacheEntry, now_ms: u64, deny_epoch: u64) -> Verified {
+        Verified {
             claims: entry.claims,
             verifier: self.inner.id,
             generation: entry.generation,
             checked_at_ms: now_ms,
             deny_epoch,
-        })
+        }
     }
 
     /// The claims of a [`Verified`] marker, when the marker can stand in for the request's credentials: made by
@@ -536,7 +614,7 @@ impl Verifier {
         }
         let now_ms = inner.clock.now_ms();
         if let Some(cache) = &inner.cache
-            && let Some(entry) = cache.get(token)
+            && let Some((entry, _)) = cache.get(token, None)
             && entry.generation == inner.generation.load(Ordering::Acquire)
         {
             self.check_now(&entry.claims, now_ms)?;
@@ -1133,6 +1211,81 @@ mod tests {
     }
 
     #[test]
+    fn a_cookie_that_passed_with_a_token_is_not_opened_again_but_time_and_deny_still_apply() {
+        let f = fixture();
+        let token = f.key.sign(&claims()).unwrap();
+        let opened = std::cell::Cell::new(0);
+        // The caller's authenticity check: "<id>.ok" is authentic, anything else is not.
+        let open = |v: &'static str| {
+            opened.set(opened.get() + 1);
+            v.strip_suffix(".ok")
+        };
+        let good: &'static str = format!("{SID}.ok").leak();
+        let v = &f.verifier;
+        // A forged cookie is refused before the token is even looked at, and nothing is remembered.
+        assert_eq!(
+            v.verify_for_cookie_vouched(&token, "forged", open).err(),
+            Some(Refusal::NoSession)
+        );
+        // An authentic cookie of another session: a mismatch, not remembered either.
+        let other: &'static str = "another-session-0000.ok";
+        for _ in 0..2 {
+            assert_eq!(
+                v.verify_for_cookie_vouched(&token, other, open).err(),
+                Some(Refusal::SessionMismatch)
+            );
+        }
+        assert_eq!(opened.get(), 3);
+        // The owner's cookie: opened once, then the same pair passes without it.
+        for _ in 0..3 {
+            let m = v.verify_for_cookie_vouched(&token, good, open).unwrap();
+            assert_eq!(m.claims().sub, SID);
+        }
+        assert_eq!(opened.get(), 4, "opened on the first pass only");
+        // A value differing in one byte is not the remembered one.
+        let near: &'static str = format!("{SID}.oK").leak();
+        assert_eq!(
+            v.verify_for_cookie_vouched(&token, near, open).err(),
+            Some(Refusal::NoSession)
+        );
+        assert_eq!(opened.get(), 5);
+        // The remembered pair still meets the clock and the deny list.
+        f.clock.advance(Duration::from_secs(600 + 5));
+        assert_eq!(
+            v.verify_for_cookie_vouched(&token, good, open).err(),
+            Some(Refusal::Expired)
+        );
+        let g = fixture();
+        let token = g.key.sign(&claims()).unwrap();
+        assert!(
+            g.verifier
+                .verify_for_cookie_vouched(&token, good, open)
+                .is_ok()
+        );
+        g.verifier.deny_session(SID);
+        assert_eq!(
+            g.verifier
+                .verify_for_cookie_vouched(&token, good, open)
+                .err(),
+            Some(Refusal::Finished)
+        );
+        // Without a cache there is nothing to remember: every pass opens the cookie.
+        let h = fixture_tuned(SigningKey::generate_ed25519("k1").unwrap(), |b| {
+            b.cache_capacity(0)
+        });
+        let token = h.key.sign(&claims()).unwrap();
+        let before = opened.get();
+        for _ in 0..2 {
+            assert!(
+                h.verifier
+                    .verify_for_cookie_vouched(&token, good, open)
+                    .is_ok()
+            );
+        }
+        assert_eq!(opened.get(), before + 2);
+    }
+
+    #[test]
     fn a_full_deny_list_drops_lapsed_entries_first_then_the_one_lapsing_soonest() {
         let f = fixture_tuned(SigningKey::generate_ed25519("k1").unwrap(), |b| {
             b.deny_capacity(3)
@@ -1187,7 +1340,7 @@ mod tests {
             b.cache_capacity(8)
         });
         let (key, v, clock) = (&f.key, &f.verifier, &f.clock);
-        let cached = |t: &str| v.inner.cache.as_ref().unwrap().get(t).is_some();
+        let cached = |t: &str| v.inner.cache.as_ref().unwrap().get(t, None).is_some();
         let len = || v.inner.cache.as_ref().unwrap().map.len();
         let token = |iat: u64, minutes: u64| {
             let c = Claims::new(
