@@ -37,7 +37,6 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use dashmap::DashMap;
 use serde_json::Value;
-use subtle::ConstantTimeEq as _;
 
 use crate::claims::{Claims, RawClaims};
 use crate::clock::{SharedClock, SystemClock};
@@ -311,7 +310,7 @@ impl TokenCache {
             let same = cookie.is_some_and(|c| {
                 e.cookie
                     .get()
-                    .is_some_and(|m| bool::from(m.as_bytes().ct_eq(c.as_bytes())))
+                    .is_some_and(|m| constant_time_eq::constant_time_eq(m.as_bytes(), c.as_bytes()))
             });
             (e.value().entry.clone(), same)
         })
