@@ -25,6 +25,7 @@ use flags::{RoomFlags, init_tracing};
 use waitroom::demo::gateway::{Upstream, router, spawn_inventory_poll};
 use waitroom::demo::{
     build_room, load_or_create_cookie_secret, load_or_create_signing_key, room_layer,
+    serve_behind_room,
 };
 
 #[derive(Debug, Parser)]
@@ -73,7 +74,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         upstream.clone(),
         Duration::from_millis(args.inventory_poll_ms.max(100)),
     );
-    let app = router(upstream).layer(room_layer(room.clone())?);
+    let app = router(upstream);
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -91,6 +92,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         },
         args.key_file.display()
     );
-    axum::serve(listener, app).await?;
+    // The room around the whole app, before axum's routing (every request here is the room's business).
+    serve_behind_room(listener, room_layer(room.clone())?, app).await?;
     Ok(())
 }

@@ -18,11 +18,9 @@ mod flags;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::body::Body;
 use clap::Parser;
 use flags::{FairnessFlag, RoomFlags, ShopFlags, init_tracing};
-use waitroom::demo::{build_room, room_layer};
-use waitroom::layer::RoomBody;
+use waitroom::demo::{build_room, room_layer, serve_behind_room};
 use waitroom::verify::VerifyLayer;
 
 /// The allocator a production binary would pick (glibc's malloc shows up at ~10% of the server's CPU under load).
@@ -66,13 +64,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     // The order routes check the room's tokens themselves, with the room's verifier (same process).
     let app = shop.router(VerifyLayer::new(room.verifier().clone()));
-    // The room in front of the whole app, before axum's routing (`Router::layer` would work too, wrapping each
-    // route): it answers its own endpoints (the status poll) without the router, and each request passes one room
-    // service instead of a per-route copy. axum serves a service whose body is its own `Body`.
-    let app = tower::ServiceBuilder::new()
-        .map_response(|res: axum::http::Response<RoomBody<Body>>| res.map(Body::new))
-        .layer(room_layer(room.clone())?)
-        .service(app);
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -103,10 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         }
     );
     println!("  room status: {shown}/waitroom/status  health (outside the room): {shown}/healthz");
-    axum::serve(
-        listener,
-        axum::ServiceExt::<axum::extract::Request>::into_make_service(app),
-    )
-    .await?;
+    // The room around the whole app, before axum's routing (`app.layer(room_layer(..))` works too, per route).
+    serve_behind_room(listener, room_layer(room.clone())?, app).await?;
     Ok(())
 }

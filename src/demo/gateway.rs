@@ -124,8 +124,9 @@ async fn forward(State(up): State<Upstream>, req: Request) -> Response {
 }
 
 /// The gateway's app: `GET /healthz` answered here, everything else forwarded to `upstream`. Put the room in
-/// front with `.layer(room_layer(room))`: the room answers `/waitroom/*`, holds protected paths, and consumes the
-/// finish header (`Waitroom-Command`) the order service puts on its responses.
+/// front with `.layer(room_layer(room))` or [`serve_behind_room`](super::serve_behind_room): the room answers
+/// `/waitroom/*`, holds protected paths, and consumes the finish header (`Waitroom-Command`) the order service puts
+/// on its responses.
 pub fn router(upstream: Upstream) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))

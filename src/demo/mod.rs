@@ -6,7 +6,8 @@
 //!   holds. Small and in one place; a real one is a database doing the same conditional update.
 //! - [`Shop`]: the storefront and order service as an axum [`Router`](axum::Router): the public event page, the
 //!   seat map, holds, payment (finishing the session through [`Admission::finish_with_seats`]), the confirmation.
-//! - [`room_layer`]: the room over the order routes ([`PROTECTED_PATHS`]), `/healthz` bypassed.
+//! - [`room_layer`]: the room over the order routes ([`PROTECTED_PATHS`]), `/healthz` bypassed;
+//!   [`serve_behind_room`]: an app served with the room around the whole router, before axum's routing.
 //! - [`RoomOptions`] / [`build_room`]: the room from the examples' flags (embedded store, or Redis).
 //! - [`gateway`]: the split deployment's front: the room, forwarding to the order service over HTTP.
 //! - [`load_or_create_signing_key`], [`load_or_create_cookie_secret`]: the files several gateways share.
@@ -23,7 +24,7 @@ mod shop;
 pub use files::{load_or_create_cookie_secret, load_or_create_signing_key};
 pub use inventory::{Hold, HoldError, Layout, PurchaseError, SeatId, SeatInventory, SeatState};
 pub use setup::{
-    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, build_room, room_layer, store_for,
-    verifier_from_jwks_url,
+    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, build_room, room_layer, serve_behind_room,
+    store_for, verifier_from_jwks_url,
 };
 pub use shop::{Order, Shop, ShopBuilder};

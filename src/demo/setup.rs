@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use waitroom_layer::store::Store;
-use waitroom_layer::{ConfigError, Fairness, WaitingRoom, WaitingRoomLayer};
+use waitroom_layer::{ConfigError, Fairness, RoomBody, WaitingRoom, WaitingRoomLayer};
 use waitroom_verify::{KeySet, SigningKey, Verifier};
 
 /// The demo's on-sale id (the token audience, the store key).
@@ -31,6 +31,30 @@ pub fn room_layer(room: WaitingRoom) -> Result<WaitingRoomLayer, ConfigError> {
         b = b.protect_prefix(*p);
     }
     b.bypass(|parts| parts.uri.path() == "/healthz").build()
+}
+
+/// Serves `app` on `listener` with the room around the whole router: the room sees every request before axum
+/// routes it (its own endpoints, the status poll first of all, never reach the router, and no per-route copy of
+/// the room's service is made per request). What `app.layer(room)` does, for less work per request.
+///
+/// # Errors
+/// As [`axum::serve`].
+pub async fn serve_behind_room(
+    listener: tokio::net::TcpListener,
+    room: WaitingRoomLayer,
+    app: axum::Router,
+) -> std::io::Result<()> {
+    use axum::body::Body;
+    let app = tower::ServiceBuilder::new()
+        // axum serves a service whose body is its own.
+        .map_response(|res: http::Response<RoomBody<Body>>| res.map(Body::new))
+        .layer(room)
+        .service(app);
+    axum::serve(
+        listener,
+        axum::ServiceExt::<axum::extract::Request>::into_make_service(app),
+    )
+    .await
 }
 
 /// The room's settings, as the examples take them from their flags.
