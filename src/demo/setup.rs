@@ -38,7 +38,7 @@ pub fn room_layer(room: WaitingRoom) -> Result<WaitingRoomLayer, ConfigError> {
 /// the room's service is made per request). What `app.layer(room)` does, for less work per request.
 ///
 /// # Errors
-/// As [`axum::serve`].
+/// As [`axum::serve()`].
 pub async fn serve_behind_room(
     listener: tokio::net::TcpListener,
     room: WaitingRoomLayer,
