@@ -56,7 +56,7 @@ impl<S> VerifyService<S> {
 
 impl<S, ReqBody, B> Service<Request<ReqBody>> for VerifyService<S>
 where
-    S: Service<Request<ReqBody>, Response = Response<B>> + Clone,
+    S: Service<Request<ReqBody>, Response = Response<B>>,
     B: From<Bytes>,
 {
     type Response = Response<B>;
