@@ -115,16 +115,9 @@ impl Tokens {
         candidates: &[&str],
         session: &str,
     ) -> Result<Verified, Option<Refusal>> {
-        let mut first = None;
-        for &t in candidates {
-            match self.verifier.verify_for_session_vouched(t, session) {
-                Ok(v) => return Ok(v),
-                Err(r) => {
-                    first.get_or_insert(r);
-                }
-            }
-        }
-        Err(first)
+        first_accepted(candidates, |t| {
+            self.verifier.verify_for_session_vouched(t, session)
+        })
     }
 
     /// [`check`](Self::check) with the session as its cookie value, whose HMAC `open` checks (returning the
@@ -136,16 +129,9 @@ impl Tokens {
         cookie: &'c str,
         open: impl Fn(&'c str) -> Option<&'c str>,
     ) -> Result<Verified, Option<Refusal>> {
-        let mut first = None;
-        for &t in candidates {
-            match self.verifier.verify_for_cookie_vouched(t, cookie, &open) {
-                Ok(v) => return Ok(v),
-                Err(r) => {
-                    first.get_or_insert(r);
-                }
-            }
-        }
-        Err(first)
+        first_accepted(candidates, |t| {
+            self.verifier.verify_for_cookie_vouched(t, cookie, &open)
+        })
     }
 
     /// Whether more than half of the token's life was gone when it was checked.
@@ -160,4 +146,21 @@ impl Tokens {
     pub(crate) fn deny(&self, session: &str) {
         self.verifier.deny_session(session);
     }
+}
+
+/// The first candidate `check` accepts; else why the first was refused (`None`: no candidate at all).
+fn first_accepted(
+    candidates: &[&str],
+    check: impl Fn(&str) -> Result<Verified, Refusal>,
+) -> Result<Verified, Option<Refusal>> {
+    let mut first = None;
+    for &t in candidates {
+        match check(t) {
+            Ok(v) => return Ok(v),
+            Err(r) => {
+                first.get_or_insert(r);
+            }
+        }
+    }
+    Err(first)
 }
