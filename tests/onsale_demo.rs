@@ -1,6 +1,8 @@
 //! A whole small on-sale through the demo's real HTTP surface: capacity 3, 12 seats, 10 buyers with their own
 //! cookie jars. The storefront is the one `examples/onsale.rs` serves (`waitroom::demo`), on an ephemeral port;
-//! the room runs on a manual clock with no background task, and the test moves the door with `tick_now`.
+//! the room runs on a manual clock with no background task, and the test moves the door with `tick_now`. The sale
+//! runs twice: with the room around the whole router (`serve_behind_room`, what the example does) and with
+//! `Router::layer` (the room around each route).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 use serde_json::{Value, json};
-use waitroom::demo::{Shop, room_layer};
+use waitroom::demo::{Shop, room_layer, serve_behind_room};
 use waitroom::layer::{ManualClock, STATE_HEADER, WaitingRoom};
 use waitroom::verify::VerifyLayer;
 
@@ -19,7 +21,16 @@ struct Sale {
     clock: ManualClock,
 }
 
-async fn sale() -> Sale {
+/// How the room is put in front of the shop.
+#[derive(Clone, Copy)]
+enum Mount {
+    /// Around the whole router, before axum's routing.
+    AroundRouter,
+    /// `Router::layer`: around each route.
+    PerRoute,
+}
+
+async fn sale(mount: Mount) -> Sale {
     let clock = ManualClock::starting_now();
     let room = WaitingRoom::builder("tour-2026-stadium")
         .display_name("The 2026 Stadium Tour")
@@ -41,12 +52,18 @@ async fn sale() -> Sale {
         .room(room.clone())
         .build();
     shop.report_inventory().await;
-    let app = shop
-        .router(VerifyLayer::new(room.verifier().clone()))
-        .layer(room_layer(room.clone()).unwrap());
+    let app = shop.router(VerifyLayer::new(room.verifier().clone()));
+    let layer = room_layer(room.clone()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    match mount {
+        Mount::AroundRouter => {
+            tokio::spawn(async move { serve_behind_room(listener, layer, app).await.unwrap() });
+        }
+        Mount::PerRoute => {
+            tokio::spawn(async move { axum::serve(listener, app.layer(layer)).await.unwrap() });
+        }
+    }
     Sale {
         url,
         room,
@@ -129,7 +146,16 @@ impl Sale {
 
 #[tokio::test]
 async fn a_small_sale_from_the_line_to_sold_out() {
-    let s = sale().await;
+    small_sale(Mount::AroundRouter).await;
+}
+
+#[tokio::test]
+async fn the_same_sale_with_the_room_around_each_route() {
+    small_sale(Mount::PerRoute).await;
+}
+
+async fn small_sale(mount: Mount) {
+    let s = sale(mount).await;
 
     // The public page is the same for everyone and cacheable; the bare health route never sees the room.
     let res = reqwest::get(format!("{}/", s.url)).await.unwrap();
