@@ -146,7 +146,7 @@ impl CookieCodec {
         mac.update(&[0]);
         mac.update(id.as_bytes());
         mac.update(&[0]);
-        // In decimal, without allocating (the tag is computed on every protected request).
+        // In decimal, without allocating (the tag is computed on every poll).
         mac.update(itoa::Buffer::new().format(number).as_bytes());
         mac
     }
