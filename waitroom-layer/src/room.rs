@@ -8,6 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use compact_str::CompactString;
 use crossbeam_utils::CachePadded;
 use serde::Serialize;
 use tracing::Instrument as _;
@@ -86,22 +87,34 @@ pub(crate) struct Inner {
 
 #[derive(Debug, Default)]
 struct Pending {
-    /// Session → line number (when known) of the waiting sessions that polled since the last flush.
-    waiting: HashMap<String, Option<u64>, foldhash::fast::RandomState>,
+    /// The polls of waiting sessions since the last flush, in order, each with the line number it knew (when
+    /// known). Repeats included: a poll appends without looking anything up (a lookup in a table of thousands
+    /// of sessions is a cache miss on every poll); the flush keeps each session's first mark.
+    waiting: Vec<(CompactString, Option<u64>)>,
+    /// The previous window's buffer, emptied by the flush and swapped in at the next one (so the polls of a
+    /// window land in memory already in use, not in fresh pages from the system).
+    spare: Vec<(CompactString, Option<u64>)>,
+    /// The active sessions that made a request since the last flush.
     active: SessionSet,
 }
 
 /// Session ids marked since the last flush. Hashed with foldhash (randomly seeded) rather than SipHash: an
 /// admitted request marks its session on every call, and the ids are the room's own random ones (read from a
-/// session cookie whose HMAC verified), so nobody chooses them.
-type SessionSet = HashSet<String, foldhash::fast::RandomState>;
+/// session cookie whose HMAC verified), so nobody chooses them. The ids are `CompactString`s here and in
+/// [`Pending::waiting`]: the room's 22-character ids are stored inline (up to 24 bytes), so a mark allocates
+/// nothing and comparing one reads no second place in memory.
+type SessionSet = HashSet<CompactString, foldhash::fast::RandomState>;
+
+/// Waiting sessions' marks, one per session (the first one kept).
+type WaitingMarks = HashMap<CompactString, Option<u64>, foldhash::fast::RandomState>;
 
 fn lock_pending(shard: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
     shard.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Bound on liveness marks held while the store is down, all shards together (beyond it, new marks are dropped
-/// until a flush succeeds).
+/// Bound on liveness marks held between two flushes, all shards together: one flush window's polls, or while the
+/// store is down every session's mark (each failed flush puts them back one per session) plus one window's polls.
+/// Beyond it, new marks are dropped until a flush succeeds.
 const MAX_PENDING: usize = 2_000_000;
 /// Shards of the liveness marks.
 const PENDING_SHARDS: usize = 8;
@@ -475,8 +488,8 @@ impl WaitingRoom {
             return;
         }
         let mut p = self.pending_here();
-        if p.waiting.len() < MAX_PENDING_PER_SHARD && !p.waiting.contains_key(session) {
-            p.waiting.insert(session.to_owned(), number);
+        if p.waiting.len() < MAX_PENDING_PER_SHARD {
+            p.waiting.push((CompactString::new(session), number));
         }
     }
 
@@ -493,8 +506,8 @@ impl WaitingRoom {
     /// Records that an active session made a protected request (batched; its idle deadline moves at the next flush).
     pub fn touch_active(&self, session: &str) {
         let mut p = self.pending_here();
-        if p.active.len() < MAX_PENDING_PER_SHARD && !p.active.contains(session) {
-            p.active.insert(session.to_owned());
+        if p.active.len() < MAX_PENDING_PER_SHARD {
+            p.active.insert(CompactString::new(session));
         }
     }
 
@@ -863,20 +876,27 @@ impl WaitingRoom {
     }
 
     async fn flush(&self) -> Result<(), StoreError> {
-        let mut waiting = HashMap::default();
+        let mut waiting = WaitingMarks::default();
         let mut active = SessionSet::default();
         for shard in &self.inner.pending {
             let mut p = lock_pending(shard);
-            if waiting.is_empty() {
-                waiting = std::mem::take(&mut p.waiting);
-            } else {
-                waiting.extend(p.waiting.drain());
-            }
+            let spare = std::mem::take(&mut p.spare);
+            let mut marks = std::mem::replace(&mut p.waiting, spare);
             if active.is_empty() {
                 active = std::mem::take(&mut p.active);
             } else {
                 active.extend(p.active.drain());
             }
+            drop(p);
+            let polls = marks.len();
+            for (session, number) in marks.drain(..) {
+                waiting.entry(session).or_insert(number);
+            }
+            // Back as the next spare, trimmed when this window was much quieter than its size (after an outage).
+            if marks.capacity() > 4 * polls.max(1024) {
+                marks.shrink_to(polls);
+            }
+            lock_pending(shard).spare = marks;
         }
         if waiting.is_empty() && active.is_empty() {
             return Ok(());
@@ -886,11 +906,11 @@ impl WaitingRoom {
             waiting: waiting
                 .iter()
                 .map(|(session, number)| Mark {
-                    session: session.clone(),
+                    session: session.to_string(),
                     number: *number,
                 })
                 .collect(),
-            active: active.iter().cloned().collect(),
+            active: active.iter().map(CompactString::to_string).collect(),
             idle_timeout_ms: self.inner.config.idle_timeout.as_millis() as u64,
             abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
         };
@@ -904,9 +924,9 @@ impl WaitingRoom {
             let per_active = active.len().div_ceil(PENDING_SHARDS);
             for shard in &self.inner.pending {
                 let mut p = lock_pending(shard);
-                for (s, n) in waiting.by_ref().take(per_waiting) {
+                for mark in waiting.by_ref().take(per_waiting) {
                     if p.waiting.len() < MAX_PENDING_PER_SHARD {
-                        p.waiting.entry(s).or_insert(n);
+                        p.waiting.push(mark);
                     }
                 }
                 for s in active.by_ref().take(per_active) {
