@@ -107,6 +107,28 @@ fn core(c: &mut Criterion) {
             room.status(p.as_ref())
         })
     });
+    // The crowd: every poll from another of 30,000 waiting sessions (the seed's polls in one second), so the
+    // liveness marks and the line's tables are not all in the CPU's caches, as in a real room. After each round of
+    // 30,000 polls the room ticks (which flushes the marks, as the background task does once a second): its cost
+    // is shared out over the round's polls.
+    let crowd: Vec<(String, u64)> = (0..30_000u64)
+        .map(|i| {
+            let n = IN_LINE / 3 + i * 8;
+            (sid(n), n + 1)
+        })
+        .collect();
+    let mut turn = 0usize;
+    g.bench_function("poll_waiting_crowd_of_30000", |b| {
+        b.iter(|| {
+            turn = (turn + 1) % crowd.len();
+            if turn == 0 {
+                rt.block_on(room.tick_now()).expect("tick");
+            }
+            let (s, n) = &crowd[turn];
+            let p = rt.block_on(room.locate(s, Some(*n))).expect("locate");
+            room.status(p.as_ref())
+        })
+    });
     g.bench_function("poll_waiting_from_local_cache", |b| {
         b.iter(|| {
             let p = rt.block_on(room.locate(&middle, None)).expect("locate");
