@@ -75,6 +75,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         Duration::from_millis(args.inventory_poll_ms.max(100)),
     );
     let app = router(upstream);
+    // The room goes around the whole app, before axum's routing (every request here is the room's business).
+    let room_in_front = room_layer(room.clone())?;
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -92,7 +94,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         },
         args.key_file.display()
     );
-    // The room around the whole app, before axum's routing (every request here is the room's business).
-    serve_behind_room(listener, room_layer(room.clone())?, app).await?;
+    serve_behind_room(listener, room_in_front, app).await?;
     Ok(())
 }

@@ -64,6 +64,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     // The order routes check the room's tokens themselves, with the room's verifier (same process).
     let app = shop.router(VerifyLayer::new(room.verifier().clone()));
+    // The room goes around the whole app, before axum's routing (`app.layer(room)` works too, per route).
+    let room_in_front = room_layer(room.clone())?;
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -94,7 +96,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         }
     );
     println!("  room status: {shown}/waitroom/status  health (outside the room): {shown}/healthz");
-    // The room around the whole app, before axum's routing (`app.layer(room_layer(..))` works too, per route).
-    serve_behind_room(listener, room_layer(room.clone())?, app).await?;
+    serve_behind_room(listener, room_in_front, app).await?;
     Ok(())
 }

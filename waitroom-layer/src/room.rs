@@ -89,7 +89,7 @@ pub(crate) struct Inner {
 struct Pending {
     /// The polls of waiting sessions since the last flush, in order, each with the line number it knew (when
     /// known). Repeats included: a poll appends without looking anything up (a lookup in a table of thousands
-    /// of sessions is a cache miss on every poll); the flush keeps each session's first mark.
+    /// of sessions is a cache miss on every poll); the flush keeps one mark per session.
     waiting: Vec<(CompactString, Option<u64>)>,
     /// The previous window's buffer, emptied by the flush and swapped in at the next one (so the polls of a
     /// window land in memory already in use, not in fresh pages from the system).
@@ -105,7 +105,7 @@ struct Pending {
 /// nothing and comparing one reads no second place in memory.
 type SessionSet = HashSet<CompactString, foldhash::fast::RandomState>;
 
-/// Waiting sessions' marks, one per session (the first one kept).
+/// Waiting sessions' marks, one per session (with its line number when any of its marks knew it).
 type WaitingMarks = HashMap<CompactString, Option<u64>, foldhash::fast::RandomState>;
 
 fn lock_pending(shard: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
@@ -890,7 +890,11 @@ impl WaitingRoom {
             drop(p);
             let polls = marks.len();
             for (session, number) in marks.drain(..) {
-                waiting.entry(session).or_insert(number);
+                // A session's line number never changes once it has one: a mark that knows it says more.
+                let kept = waiting.entry(session).or_insert(number);
+                if kept.is_none() {
+                    *kept = number;
+                }
             }
             // Back as the next spare, trimmed when this window was much quieter than its size (after an outage).
             if marks.capacity() > 4 * polls.max(1024) {

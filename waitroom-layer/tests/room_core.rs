@@ -279,9 +279,16 @@ async fn a_waiting_poll_needs_no_store_call() {
         before,
         "waiting polls reached the store"
     );
+    let marks_before = store.marks.0.load(Ordering::SeqCst);
     room.tick_now().await.unwrap();
     // flush (1 touch batch) + tick + snapshot
     assert_eq!(store.calls.load(Ordering::SeqCst), before + 3);
+    // 20 polls each, one mark each in the batch (with its line number).
+    assert_eq!(
+        store.marks.0.load(Ordering::SeqCst) - marks_before,
+        placed.len() as u64 - 1
+    );
+    assert_eq!(store.marks.1.load(Ordering::SeqCst), 0);
 }
 
 /// Pre-queue polls are marked only in the last stretch before the scheduled opening (abandon grace + one poll
