@@ -24,7 +24,14 @@ fn small_sale(random_draw: bool) -> Params {
 /// the first visit after the opening, while departures are still ramping up and the measured rate is below it. What
 /// it cannot foresee is a change of pace after it was shown (the slow tail when seats run short), which shows in the
 /// 90th percentile, printed here with the relative errors: in this small sale most waits are a few minutes, where a
-/// few seconds' bias is a large share. (Measured on 2026-11-29: median 5 s FIFO, 17 s with the draw.)
+/// few seconds' bias is a large share.
+///
+/// FIFO is the same run every time (the crowd is seeded): median 5 s, bound one minute. With the draw, the order
+/// comes from the room's secret random draw, different in every run, and 85% of the line gets its number at one
+/// instant, before anything is measured: which of the followed people land in the slow tail changes with each
+/// draw, and so does the median. Over 34 runs on 2026-11-30 (17 of commit 8191212, 17 of the current code) it
+/// ranged 7–65 s, p90 84–182 s: the bound is a minute and a half, so the test fails on a broken estimate, not
+/// on an unlucky draw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_match_the_waits_people_had() {
     for random in [false, true] {
@@ -43,9 +50,10 @@ async fn estimates_match_the_waits_people_had() {
             "too few followed sessions: {}",
             r.eta_checked
         );
+        let bound = if random { 90.0 } else { 60.0 };
         assert!(
-            r.eta_median_abs_error_seconds < 60.0,
-            "median error {:.0} s",
+            r.eta_median_abs_error_seconds < bound,
+            "median error {:.0} s (bound {bound} s)",
             r.eta_median_abs_error_seconds
         );
         assert!(r.max_active <= r.capacity);
