@@ -13,7 +13,6 @@ use tower::Service;
 
 use crate::admin;
 use crate::body::RoomBody;
-use crate::cookie::SessionRef;
 use crate::gate;
 use crate::layer::Shared;
 use crate::paths::Endpoint;
@@ -68,14 +67,12 @@ where
                 Ok(reply.map(RoomBody::room))
             });
         }
-        let session = shared.room.cookies().read_session(&parts.headers);
-        if ep == Endpoint::Status
-            && let Some(cookie) = session
-            && let Some(reply) = gate::status_now(&shared, &parts, cookie)
-        {
-            return Box::pin(std::future::ready(Ok(reply.map(RoomBody::room))));
-        }
-        let session = session.map(SessionRef::owned);
+        let session = match gate::endpoint_now(&shared, ep, &parts) {
+            gate::Answer::Now(reply) => {
+                return Box::pin(std::future::ready(Ok(reply.map(RoomBody::room))));
+            }
+            gate::Answer::Later(session) => session,
+        };
         Box::pin(async move {
             let reply = gate::endpoint(shared, ep, parts, session).await;
             Ok(reply.map(RoomBody::room))

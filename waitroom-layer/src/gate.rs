@@ -269,10 +269,31 @@ pub(crate) async fn renew(shared: Arc<Shared>, parts: Parts, session: String) ->
     }
 }
 
+/// How a room endpoint is answered: at once, or by [`endpoint`] with the request's session cookie.
+pub(crate) enum Answer {
+    /// The answer, made without a store call.
+    Now(Reply),
+    /// Take [`endpoint`] with this session cookie.
+    Later(Option<SessionCookie>),
+}
+
+/// Reads the session cookie for a room endpoint and answers a waiting session's status poll at once
+/// ([`status_now`]); anything else is for [`endpoint`].
+pub(crate) fn endpoint_now(shared: &Shared, endpoint: Endpoint, parts: &Parts) -> Answer {
+    let session = shared.room.cookies().read_session(&parts.headers);
+    if endpoint == Endpoint::Status
+        && let Some(cookie) = session
+        && let Some(reply) = status_now(shared, parts, cookie)
+    {
+        return Answer::Now(reply);
+    }
+    Answer::Later(session.map(SessionRef::owned))
+}
+
 /// The status poll of a session that local memory knows to be waiting (the hot path: about 30,000 a second in the
 /// seed's crowd), answered without a store call and without a future: what [`endpoint`] answers for it. `None`:
 /// take [`endpoint`].
-pub(crate) fn status_now(shared: &Shared, parts: &Parts, cookie: SessionRef<'_>) -> Option<Reply> {
+fn status_now(shared: &Shared, parts: &Parts, cookie: SessionRef<'_>) -> Option<Reply> {
     if parts.method != Method::GET && parts.method != Method::HEAD {
         return None;
     }

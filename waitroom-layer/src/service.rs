@@ -8,7 +8,6 @@ use tower::Service;
 
 use crate::admin;
 use crate::body::RoomBody;
-use crate::cookie::SessionRef;
 use crate::future::{After, ResponseFuture, Tracked};
 use crate::gate;
 use crate::layer::Shared;
@@ -88,14 +87,10 @@ where
                 ResponseFuture::reply_later(shared, fut)
             }
             Route::Endpoint(endpoint) => {
-                let session = shared.room.cookies().read_session(&parts.headers);
-                if endpoint == Endpoint::Status
-                    && let Some(cookie) = session
-                    && let Some(reply) = gate::status_now(&shared, &parts, cookie)
-                {
-                    return ResponseFuture::reply(shared, reply);
-                }
-                let session = session.map(SessionRef::owned);
+                let session = match gate::endpoint_now(&shared, endpoint, &parts) {
+                    gate::Answer::Now(reply) => return ResponseFuture::reply(shared, reply),
+                    gate::Answer::Later(session) => session,
+                };
                 // One allocation for the whole check (the endpoint's future lives inside this one).
                 let s = shared.clone();
                 let fut = Box::pin(async move {

@@ -17,10 +17,9 @@ pub const DEFAULT_JOIN_URL: &str = "/waitroom/join";
 /// Everything a [`VerifyService`] needs, built once and shared by every route the layer wraps.
 #[derive(Clone)]
 pub(crate) struct Shared {
-    pub(crate) verifier: Verifier,
-    pub(crate) join_url: String,
-    /// The verifier again and the finish sink, for the admissions the layer makes.
+    /// The verifier and the finish sink (the admissions the layer makes share it).
     pub(crate) finisher: Arc<Finisher>,
+    pub(crate) join_url: String,
     pub(crate) cookie_names: CookieNames,
 }
 
@@ -38,7 +37,7 @@ pub struct VerifyLayer {
 impl fmt::Debug for VerifyLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VerifyLayer")
-            .field("verifier", &self.shared.verifier)
+            .field("verifier", &self.shared.finisher.verifier)
             .field("join_url", &self.shared.join_url)
             .field("sink", &self.shared.finisher.sink)
             .field("cookie_names", &self.shared.cookie_names)
@@ -60,10 +59,9 @@ impl VerifyLayer {
         VerifyLayer {
             shared: Arc::new(Shared {
                 finisher: Arc::new(Finisher {
-                    verifier: verifier.clone(),
+                    verifier,
                     sink: Arc::new(HeaderSink),
                 }),
-                verifier,
                 join_url: DEFAULT_JOIN_URL.to_owned(),
                 cookie_names: CookieNames::default(),
             }),
@@ -111,7 +109,7 @@ impl VerifyLayer {
     pub fn shared_finish_sink(self, sink: Arc<dyn FinishSink>) -> Self {
         self.edit(|s| {
             s.finisher = Arc::new(Finisher {
-                verifier: s.verifier.clone(),
+                verifier: s.finisher.verifier.clone(),
                 sink,
             });
         })
@@ -127,7 +125,7 @@ impl VerifyLayer {
     /// The verifier (to deny sessions or swap keys from elsewhere).
     #[must_use]
     pub fn verifier(&self) -> &Verifier {
-        &self.shared.verifier
+        &self.shared.finisher.verifier
     }
 
     /// The join URL in use.

@@ -69,19 +69,17 @@ where
 
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let shared = &*self.shared;
+        let verifier = &shared.finisher.verifier;
         // A token the room layer in front already checked for this request's session with this verifier (see
         // `crate::verified`): it stands for the request's credentials. The marker is taken out either way, so the
         // handler never sees it.
         let checked = req
             .extensions_mut()
             .remove::<Verified>()
-            .and_then(|v| shared.verifier.check_vouched(v))
+            .and_then(|v| verifier.check_vouched(v))
             .unwrap_or_else(|| {
-                credentials(req.headers(), &shared.cookie_names).and_then(|c| {
-                    shared
-                        .verifier
-                        .verify_for_session_shared(c.token, c.session_id)
-                })
+                credentials(req.headers(), &shared.cookie_names)
+                    .and_then(|c| verifier.verify_for_session_shared(c.token, c.session_id))
             });
         match checked {
             Ok(claims) => {
