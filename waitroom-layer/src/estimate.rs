@@ -177,7 +177,8 @@ pub(crate) fn eta(
     let (point, slow, fast, basis) = match pace {
         Some((p, s, f)) => (p, s * 0.9, f * 1.1, EtaBasis::Measured),
         None => {
-            let r = configured_per_minute.max(1.0);
+            // No floor of one a minute: a room of capacity 1 with 4-minute visits lets one in every 4 minutes.
+            let r = configured_per_minute.max(0.001);
             (r, r * 0.75, r * 1.25, EtaBasis::Configured)
         }
     };
@@ -216,4 +217,78 @@ pub fn reach(snap: &Snapshot) -> Option<u64> {
     let admissions = for_line / seats_per_admission.max(1e-9);
     let numbers = admissions / (1.0 - skip_share).max(0.05);
     Some(snap.served + numbers.round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Counters, Settings};
+
+    fn snap(capacity: u64, active: u64, served: u64, freed: u64) -> Snapshot {
+        Snapshot {
+            settings: Settings {
+                capacity,
+                admit_per_minute: None,
+                paused: false,
+                closed: false,
+                opens_at_ms: None,
+                random_draw: false,
+                inventory: None,
+            },
+            drawn: true,
+            prequeue: 0,
+            last_number: 1_000_000,
+            served,
+            active,
+            counters: Counters {
+                finished: freed,
+                ..Counters::default()
+            },
+        }
+    }
+
+    #[test]
+    fn configured_rate_below_one_a_minute_is_taken_as_it_is() {
+        // Capacity 1, visits of 4 minutes: one admission every 4 minutes. 41st in line, room full: 40 ahead, 160
+        // minutes (128 at a quarter faster, 213 at a quarter slower).
+        let e = eta(41, &snap(1, 1, 0, 0), None, 0.25);
+        assert_eq!(e.basis, EtaBasis::Configured);
+        assert_eq!(e.seconds, 160 * 60);
+        assert_eq!((e.low_seconds, e.high_seconds), (128 * 60, 12_800));
+    }
+
+    #[test]
+    fn free_places_ahead_are_no_wait_and_a_cap_fills_them_at_its_pace() {
+        // 10 free places: positions 1..=10 go in at the next tick.
+        assert_eq!(eta(10, &snap(100, 90, 0, 0), None, 25.0).seconds, 0);
+        // With a cap of 60 a minute, the 10th of 10 free places waits 10 s.
+        let mut s = snap(100, 90, 0, 0);
+        s.settings.admit_per_minute = Some(60);
+        assert_eq!(eta(10, &s, None, 25.0).seconds, 10);
+    }
+
+    #[test]
+    fn the_meter_measures_departures_and_moves_both_ways() {
+        let mut m = HeadMeter::default();
+        // The opening: the whole capacity goes in at once, nothing has left yet: no pace.
+        m.record(0, &snap(100, 0, 0, 0));
+        m.record(1_000, &snap(100, 100, 100, 0));
+        assert_eq!(m.pace(), None);
+        // Then 10 leave (and 10 are let in) every 10 s: 60 a minute.
+        for i in 1..=12u64 {
+            m.record(1_000 + i * 10_000, &snap(100, 100, 100 + i * 10, i * 10));
+        }
+        let (point, slow, fast) = m.pace().expect("two minutes of departures are a pace");
+        assert!((point - 60.0).abs() < 1.0, "{point}");
+        assert!(slow <= point && point <= fast);
+        // Payment slows down: 5 every 10 s for the next minute. The short window sees it first.
+        let base = 1_000 + 12 * 10_000;
+        for i in 1..=6u64 {
+            m.record(base + i * 10_000, &snap(100, 100, 220 + i * 5, 120 + i * 5));
+        }
+        let (slower, low, _) = m.pace().unwrap();
+        assert!(slower < point && low < 35.0, "{slower} {low}");
+        // Served counts every number that left the head over the last minute.
+        assert!((m.served_per_minute() - 30.0).abs() < 1.0, "{}", m.served_per_minute());
+    }
 }

@@ -108,10 +108,18 @@ impl WaitingRoomLayer {
     /// A stand-alone service answering the room's endpoints (`{base}/status`, `{base}/jwks.json`,
     /// `{base}/join`, `{base}/holding.js`), for apps that put the layer on a sub-router with `route_layer`:
     ///
-    /// ```ignore
-    /// let app = Router::new()
+    /// ```no_run
+    /// # async fn run(room: waitroom_layer::WaitingRoom) -> Result<(), Box<dyn std::error::Error>> {
+    /// use axum::{Router, routing::get};
+    /// use waitroom_layer::WaitingRoomLayer;
+    /// // No protected paths: every route the route layer wraps is protected.
+    /// let room_layer = WaitingRoomLayer::builder(room).build()?;
+    /// let protected = Router::new().route("/seats", get(|| async { "seat map" }));
+    /// let app: Router = Router::new()
+    ///     .route("/", get(|| async { "the event page, never queued" }))
     ///     .merge(protected.route_layer(room_layer.clone()))
     ///     .route_service("/waitroom/{*rest}", room_layer.endpoints());
+    /// # let _ = app; Ok(()) }
     /// ```
     ///
     /// It also answers `/status`, `/jwks.json`, `/join` and `/holding.js` when mounted with `nest_service` (which strips the
