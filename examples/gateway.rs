@@ -17,16 +17,12 @@
 mod flags;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use flags::{RoomFlags, init_tracing};
+use flags::{KeyFlags, RoomFlags, init_tracing};
 use waitroom::demo::gateway::{Upstream, router, spawn_inventory_poll};
-use waitroom::demo::{
-    build_room, load_or_create_cookie_secret, load_or_create_signing_key, room_layer,
-    serve_behind_room,
-};
+use waitroom::demo::{build_room, room_layer, serve_behind_room};
 
 #[derive(Debug, Parser)]
 #[command(about = "The waiting room in front of the order service")]
@@ -40,12 +36,8 @@ struct Args {
     /// The order service's base URL.
     #[arg(long, default_value = "http://127.0.0.1:3001")]
     upstream: String,
-    /// The token signing key (PKCS#8 PEM), shared by every gateway; created if missing.
-    #[arg(long, default_value = "waitroom-signing-key.pem")]
-    key_file: PathBuf,
-    /// The session-cookie secret, shared by every gateway; created if missing.
-    #[arg(long, default_value = "waitroom-cookie-secret")]
-    cookie_secret_file: PathBuf,
+    #[command(flatten)]
+    keys: KeyFlags,
     #[command(flatten)]
     room: RoomFlags,
     /// Milliseconds between reads of the order service's seat counts.
@@ -57,14 +49,7 @@ struct Args {
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     init_tracing();
     let args = Args::parse();
-    let key = load_or_create_signing_key(&args.key_file)
-        .map_err(|e| format!("--key-file {}: {e}", args.key_file.display()))?;
-    let secret = load_or_create_cookie_secret(&args.cookie_secret_file).map_err(|e| {
-        format!(
-            "--cookie-secret-file {}: {e}",
-            args.cookie_secret_file.display()
-        )
-    })?;
+    let (key, secret) = args.keys.load()?;
     let options = args.room.options();
     let kid = key.kid().to_owned();
     let room = build_room(&options, Some(key), Some(secret)).await?;
@@ -92,7 +77,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         } else {
             "this process"
         },
-        args.key_file.display()
+        args.keys.key_file.display()
     );
     serve_behind_room(listener, room_in_front, app).await?;
     Ok(())

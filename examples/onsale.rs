@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use flags::{FairnessFlag, RoomFlags, ShopFlags, init_tracing};
+use flags::{FairnessFlag, KeyFlags, RoomFlags, ShopFlags, init_tracing};
 use waitroom::demo::{build_room, room_layer, serve_behind_room};
 use waitroom::verify::VerifyLayer;
 
@@ -40,6 +40,9 @@ struct Args {
     room: RoomFlags,
     #[command(flatten)]
     shop: ShopFlags,
+    /// With `--redis`: the keys every instance over that Redis shares (read, or created on the first start).
+    #[command(flatten)]
+    keys: KeyFlags,
 }
 
 #[tokio::main]
@@ -48,7 +51,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let args = Args::parse();
     let options = args.room.options();
     let opens_at = options.opens_at();
-    let room = build_room(&options, None, None).await?;
+    // On the embedded store the room draws its own keys; instances sharing a Redis line share them through files.
+    let room = if options.redis.is_some() {
+        let (key, secret) = args.keys.load()?;
+        build_room(&options, Some(key), Some(secret)).await?
+    } else {
+        build_room(&options, None, None).await?
+    };
     let shop = args
         .shop
         .builder()

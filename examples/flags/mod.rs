@@ -1,10 +1,14 @@
 //! The flags the demo's examples share (`mod flags;` in each): the room's settings, the shop's, and logging.
 #![allow(dead_code)] // each example uses the part it needs
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use waitroom::demo::{RoomOptions, Shop, ShopBuilder};
+use waitroom::demo::{
+    RoomOptions, Shop, ShopBuilder, load_or_create_cookie_secret, load_or_create_signing_key,
+};
+use waitroom::verify::SigningKey;
 
 /// The order people leave the line in.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -27,7 +31,8 @@ pub struct RoomFlags {
     /// The order people leave the line in.
     #[arg(long, value_enum, default_value_t = FairnessFlag::Fifo)]
     pub fairness: FairnessFlag,
-    /// Keep the door shut this many seconds (a pre-queue; with `--fairness random` the draw runs then; default 30).
+    /// Keep the door shut this many seconds: a pre-queue, and with `--fairness random` the draw runs then.
+    /// Default: open at once with fifo, 30 s with random.
     #[arg(long)]
     pub opens_in: Option<u64>,
     /// Seconds an admitted session may idle before its place frees.
@@ -54,6 +59,32 @@ impl RoomFlags {
             redis: self.redis.clone(),
             ..RoomOptions::default()
         }
+    }
+}
+
+/// The keys room instances over one Redis share: a token from any of them passes on all.
+#[derive(Debug, clap::Args)]
+pub struct KeyFlags {
+    /// The token signing key (PKCS#8 PEM), shared by every instance; created if missing.
+    #[arg(long, default_value = "waitroom-signing-key.pem")]
+    pub key_file: PathBuf,
+    /// The session-cookie secret, shared by every instance; created if missing.
+    #[arg(long, default_value = "waitroom-cookie-secret")]
+    pub cookie_secret_file: PathBuf,
+}
+
+impl KeyFlags {
+    /// Reads both files, creating them (mode 0600) on the first start.
+    pub fn load(&self) -> Result<(SigningKey, Vec<u8>), String> {
+        let key = load_or_create_signing_key(&self.key_file)
+            .map_err(|e| format!("--key-file {}: {e}", self.key_file.display()))?;
+        let secret = load_or_create_cookie_secret(&self.cookie_secret_file).map_err(|e| {
+            format!(
+                "--cookie-secret-file {}: {e}",
+                self.cookie_secret_file.display()
+            )
+        })?;
+        Ok((key, secret))
     }
 }
 
