@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use http::StatusCode;
 use serde_json::Value;
 use waitroom::layer::{
-    Fairness, ManualClock, PageTemplate, STATE_HEADER, WaitingRoom, WaitingRoomLayer,
+    Fairness, Inventory, ManualClock, PageTemplate, STATE_HEADER, WaitingRoom, WaitingRoomLayer,
 };
 use waitroom::verify::{Admission, Clock, FINISH_HEADER, KeySet, Verifier, VerifyLayer};
 
@@ -577,7 +577,7 @@ async fn bypassed_paths_never_see_the_room_and_json_clients_get_json() {
 }
 
 #[tokio::test]
-async fn sold_out_closed_and_paused_are_told() {
+async fn paused_and_closed_are_told() {
     let s = site(1).await;
     let a = browser();
     let _ = a.get(s.at("/checkout")).send().await.unwrap();
@@ -594,6 +594,80 @@ async fn sold_out_closed_and_paused_are_told() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::GONE);
     assert_eq!(state(&res), "closed");
+}
+
+#[tokio::test]
+async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join() {
+    let clock_start = ManualClock::starting_now();
+    let opens_ms = clock_start.now_ms() + 60_000;
+    let opens_at = UNIX_EPOCH + Duration::from_millis(opens_ms);
+    let s = site_with(1, Fairness::RandomAtOpen { opens_at }).await;
+    // Close enough to the opening that nobody in the pre-queue counts as gone when the door opens.
+    s.clock.set_ms(opens_ms - 5_000);
+    s.room
+        .set_inventory(Inventory { total: 10, sold: 0, held: 0 })
+        .await
+        .unwrap();
+    // Two in the pre-queue; then the door opens and two more join behind the draw.
+    let early: Vec<_> = (0..2).map(|_| browser()).collect();
+    for b in &early {
+        let _ = b.get(s.at("/checkout")).send().await.unwrap();
+        assert_eq!(poll(b, &s).await["state"], "prequeue");
+    }
+    let prequeued = browser();
+    let _ = prequeued.get(s.at("/checkout")).send().await.unwrap();
+    s.clock.set_ms(opens_ms + 1);
+    s.room.tick_now().await.unwrap();
+    let late: Vec<_> = (0..2).map(|_| browser()).collect();
+    for b in &late {
+        let _ = b.get(s.at("/checkout")).send().await.unwrap();
+    }
+    s.room.tick_now().await.unwrap();
+    let joined = s.room.stats().counters.joined;
+    assert_eq!(joined, 5);
+    // The one place went to the draw's first; the other four wait.
+    let mut waiting = Vec::new();
+    for b in early.iter().chain(&late).chain([&prequeued]) {
+        match poll(b, &s).await["state"].as_str().unwrap() {
+            "admitted" => {}
+            other => {
+                assert_eq!(other, "waiting");
+                waiting.push(b);
+            }
+        }
+    }
+    assert_eq!(waiting.len(), 4);
+
+    s.room
+        .set_inventory(Inventory { total: 10, sold: 10, held: 0 })
+        .await
+        .unwrap();
+    s.room.tick_now().await.unwrap();
+    // Everyone in line hears it on the next poll, in JSON and on the page, with no place or wait to show.
+    for b in waiting {
+        let st = poll(b, &s).await;
+        assert_eq!(st["state"], "sold_out", "{st}");
+        assert!(st["eta_seconds"].is_null(), "{st}");
+        let res = b.get(s.at("/checkout")).send().await.unwrap();
+        assert_eq!(state(&res), "sold_out");
+        assert!(res.text().await.unwrap().contains("Every ticket has been sold"));
+    }
+    // A newcomer sees the sold-out answer without taking a place.
+    let newcomer = browser();
+    let res = newcomer
+        .get(s.at("/checkout"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::GONE);
+    assert_eq!(state(&res), "sold_out");
+    let res = newcomer.get(s.at("/checkout")).send().await.unwrap();
+    assert!(res.text().await.unwrap().contains("Every ticket has been sold"));
+    s.room.tick_now().await.unwrap();
+    let after = s.room.stats();
+    assert_eq!(after.counters.joined, joined, "no join after the sell-out");
+    assert_eq!(after.counters.admitted, 1, "the one let in before it, and nobody since");
 }
 
 #[tokio::test]

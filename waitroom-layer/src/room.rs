@@ -781,7 +781,12 @@ impl WaitingRoom {
             }
             _ => ViewState::NotInLine,
         };
-        if let (Some(SessionState::Waiting), Some(n)) = (state, placement.and_then(|p| p.number)) {
+        // A place and a wait mean something while the line can still move: not once the on-sale is sold out or
+        // closed (the page then says so, and nothing else).
+        let line_moves = matches!(st.state, ViewState::Waiting | ViewState::Paused);
+        if let (true, Some(SessionState::Waiting), Some(n)) =
+            (line_moves, state, placement.and_then(|p| p.number))
+        {
             let position = n.saturating_sub(snap.served).max(1);
             st.position = Some(position);
             let eta = self.eta_for(position, &snap);

@@ -427,8 +427,7 @@ async fn lifecycle_finish_expiry_no_show_and_abandon() {
         room.touch_active(&ids[2]);
         room.tick_now().await.unwrap();
     }
-    let r = room.tick_now().await.unwrap();
-    let _ = r;
+    room.tick_now().await.unwrap();
     let s = room.snapshot();
     assert_eq!(s.counters.expired, 2, "{:?}", s.counters);
     let p3 = room.locate(&ids[3], None).await.unwrap().unwrap();
