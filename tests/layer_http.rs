@@ -605,7 +605,11 @@ async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join()
     // Close enough to the opening that nobody in the pre-queue counts as gone when the door opens.
     s.clock.set_ms(opens_ms - 5_000);
     s.room
-        .set_inventory(Inventory { total: 10, sold: 0, held: 0 })
+        .set_inventory(Inventory {
+            total: 10,
+            sold: 0,
+            held: 0,
+        })
         .await
         .unwrap();
     // Two in the pre-queue; then the door opens and two more join behind the draw.
@@ -639,7 +643,11 @@ async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join()
     assert_eq!(waiting.len(), 4);
 
     s.room
-        .set_inventory(Inventory { total: 10, sold: 10, held: 0 })
+        .set_inventory(Inventory {
+            total: 10,
+            sold: 10,
+            held: 0,
+        })
         .await
         .unwrap();
     s.room.tick_now().await.unwrap();
@@ -650,7 +658,12 @@ async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join()
         assert!(st["eta_seconds"].is_null(), "{st}");
         let res = b.get(s.at("/checkout")).send().await.unwrap();
         assert_eq!(state(&res), "sold_out");
-        assert!(res.text().await.unwrap().contains("Every ticket has been sold"));
+        assert!(
+            res.text()
+                .await
+                .unwrap()
+                .contains("Every ticket has been sold")
+        );
     }
     // A newcomer sees the sold-out answer without taking a place.
     let newcomer = browser();
@@ -663,11 +676,19 @@ async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join()
     assert_eq!(res.status(), StatusCode::GONE);
     assert_eq!(state(&res), "sold_out");
     let res = newcomer.get(s.at("/checkout")).send().await.unwrap();
-    assert!(res.text().await.unwrap().contains("Every ticket has been sold"));
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("Every ticket has been sold")
+    );
     s.room.tick_now().await.unwrap();
     let after = s.room.stats();
     assert_eq!(after.counters.joined, joined, "no join after the sell-out");
-    assert_eq!(after.counters.admitted, 1, "the one let in before it, and nobody since");
+    assert_eq!(
+        after.counters.admitted, 1,
+        "the one let in before it, and nobody since"
+    );
 }
 
 #[tokio::test]

@@ -43,7 +43,31 @@ async fn full_room(rt_clock: &ManualClock) -> WaitingRoom {
     room
 }
 
+/// Which memory figure a child process measures (`WAITROOM_MEMORY_CASE`): each runs in a fresh process, so
+/// one figure's freed memory is not reused by the other's.
+const MEMORY_CASE: &str = "WAITROOM_MEMORY_CASE";
+
+/// Runs this binary twice more, once per figure, and passes on what they print.
 fn memory_per_session() {
+    let exe = std::env::current_exe().expect("the bench binary");
+    for case in ["store", "room"] {
+        let out = std::process::Command::new(&exe)
+            .env(MEMORY_CASE, case)
+            .output()
+            .expect("the bench binary runs again");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// `store`: the embedded store alone (what `Store::join` keeps). `room`: the room as shipped, every session
+/// joined through `WaitingRoom::join` with the default settings (the store, the room's cache of places, the
+/// liveness marks, flushed by a tick).
+fn measure_memory(case: &str) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -51,32 +75,49 @@ fn memory_per_session() {
     rt.block_on(async {
         let store = MemoryStore::new();
         let clock = ManualClock::new(1_800_000_000_000);
-        let room = WaitingRoom::builder("mem")
+        let mut builder = WaitingRoom::builder("mem")
             .clock(Arc::new(clock))
             .store(store.clone())
-            .session_cache_capacity(1)
-            .background(false)
-            .build()
-            .await
-            .unwrap();
+            .background(false);
+        if case == "store" {
+            builder = builder.session_cache_capacity(1);
+        }
+        let room = builder.build().await.unwrap();
         let before = rss_bytes();
         for i in 0..IN_LINE {
-            waitroom_layer::store::Store::join(
-                &store,
-                "mem",
-                &waitroom_layer::store::Join { session: sid(i), account: None, now_ms: 1, draw_key: i },
-            )
-            .await
-            .unwrap();
+            if case == "store" {
+                waitroom_layer::store::Store::join(
+                    &store,
+                    "mem",
+                    &waitroom_layer::store::Join {
+                        session: sid(i),
+                        account: None,
+                        now_ms: 1,
+                        draw_key: i,
+                    },
+                )
+                .await
+                .unwrap();
+            } else {
+                room.join(&sid(i), None).await.unwrap();
+            }
+        }
+        if case == "room" {
+            room.tick_now().await.unwrap();
         }
         let after = rss_bytes();
-        drop(room);
+        let what = if case == "store" {
+            "embedded store alone"
+        } else {
+            "room as shipped (defaults, joins through WaitingRoom::join)"
+        };
         println!(
-            "memory store: {} waiting sessions, RSS grew {} bytes = {:.0} bytes per waiting session",
+            "{what}: {} waiting sessions, RSS grew {} bytes = {:.0} bytes per waiting session",
             IN_LINE,
             after.saturating_sub(before),
             after.saturating_sub(before) as f64 / IN_LINE as f64
         );
+        drop(room);
     });
 }
 
@@ -174,6 +215,10 @@ fn core(c: &mut Criterion) {
 criterion_group!(benches, core);
 
 fn main() {
+    if let Ok(case) = std::env::var(MEMORY_CASE) {
+        measure_memory(&case);
+        return;
+    }
     memory_per_session();
     benches();
     Criterion::default().configure_from_args().final_summary();

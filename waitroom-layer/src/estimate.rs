@@ -289,6 +289,10 @@ mod tests {
         let (slower, low, _) = m.pace().unwrap();
         assert!(slower < point && low < 35.0, "{slower} {low}");
         // Served counts every number that left the head over the last minute.
-        assert!((m.served_per_minute() - 30.0).abs() < 1.0, "{}", m.served_per_minute());
+        assert!(
+            (m.served_per_minute() - 30.0).abs() < 1.0,
+            "{}",
+            m.served_per_minute()
+        );
     }
 }
