@@ -53,6 +53,14 @@
 //! The room's signing key and cookie secret default to fresh random values: fine for one process. Instances
 //! sharing a store must share both ([`RoomBuilder::signing_key`] from PEM, [`RoomBuilder::cookie_secret`]).
 //!
+//! # When the store is down
+//! While the store cannot be reached (a Redis outage), the room answers from its last snapshot: people in line
+//! keep their holding page, which says the status is temporarily unknown and keeps polling; admitted sessions keep
+//! passing on their tokens (checked locally); the door lets nobody in beyond what the store last allowed. A request
+//! without a valid token is held by default ([`StoreOutage::FailClosed`]). [`RoomBuilder::store_outage`] with
+//! [`StoreOutage::FailOpen`] lets such requests through to the inner service instead, which **unprotects the
+//! checkout for the outage**; it ends by itself when the store answers again.
+//!
 //! # A per-client cap on joins with `tower_governor`
 //! The room holds one place per session (and per account with [`WaitingRoomLayerBuilder::account_key`]), but a
 //! script can make many sessions. Put a rate limiter keyed by client address in front of the room, and only on
@@ -120,7 +128,7 @@ pub mod store;
 mod tokens;
 
 pub use body::RoomBody;
-pub use builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig};
+pub use builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
 pub use cookie::{SessionCookie, valid_session_id};
 pub use endpoints::RoomEndpoints;
 pub use error::{ConfigError, StoreError};

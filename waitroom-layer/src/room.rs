@@ -14,7 +14,7 @@ use serde::Serialize;
 use tracing::Instrument as _;
 use waitroom_verify::{SharedClock, fingerprint};
 
-use crate::builder::{RoomBuilder, RoomConfig};
+use crate::builder::{RoomBuilder, RoomConfig, StoreOutage};
 use crate::cookie::CookieCodec;
 use crate::error::{ConfigError, StoreError};
 use crate::estimate::{self, Eta, HeadMeter};
@@ -441,6 +441,12 @@ impl WaitingRoom {
         self.inner.store_ok.load(Ordering::Relaxed)
     }
 
+    /// Whether a protected request without a valid token passes now: the store could not be reached at the last
+    /// attempt and the room was built with [`StoreOutage::FailOpen`].
+    pub(crate) fn fails_open(&self) -> bool {
+        self.inner.config.store_outage == StoreOutage::FailOpen && !self.store_ok()
+    }
+
     fn note_store(&self, r: Result<(), &StoreError>) {
         match r {
             Ok(()) => {
@@ -467,7 +473,14 @@ impl WaitingRoom {
                         .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
                         .is_ok()
                 {
-                    tracing::warn!(event = %self.event(), error = %e, "store unavailable; answering from the last snapshot");
+                    match self.inner.config.store_outage {
+                        StoreOutage::FailClosed => {
+                            tracing::warn!(event = %self.event(), error = %e,
+                            "store unavailable; answering from the last snapshot, nobody new gets in")
+                        }
+                        StoreOutage::FailOpen => tracing::warn!(event = %self.event(), error = %e,
+                            "store unavailable; answering from the last snapshot, failing open: protected paths are unprotected until it answers"),
+                    }
                 }
             }
         }
