@@ -93,11 +93,15 @@
 //!   close, inventory. See [`admin`].
 //! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, abandonments and sold
 //!   out. See [`events`].
-//! - **Tracing**: joins and finishes are `DEBUG` spans (`waitroom.join`, `waitroom.finish`); admissions, token
-//!   issues and refusals `DEBUG` events; polls `TRACE`; operator changes and the draw `INFO`; store outages `WARN`.
-//!   Sessions appear only as a 6-hex-digit [`fingerprint`], never as the id or a token; the on-sale id is the
-//!   `event` field. `RUST_LOG=waitroom_layer=info` keeps a 30,000-poll-per-second room's log to operator actions
-//!   and outages.
+//! - **Tracing**: joins, admissions, token issues, refusals and finishes are `DEBUG` spans (`waitroom.join`,
+//!   `waitroom.admit`, `waitroom.token`, `waitroom.refusal`, `waitroom.finish`; expiries and abandonments
+//!   `waitroom.expire`, `waitroom.abandon`), each with the on-sale id as its `event` field and the session as its
+//!   `session` field, and each with one `DEBUG` event inside; polls are `TRACE` events; operator changes and the
+//!   draw `INFO`; store outages `WARN`. Sessions appear only as a 6-hex-digit [`fingerprint`], never as the id or
+//!   a token. A span's fields are computed only when `DEBUG` is enabled for the room, so at the default
+//!   `RUST_LOG=waitroom_layer=info` a 30,000-poll-per-second room logs nothing per request: only operator actions
+//!   and outages. The verify crate's `VerifyLayer` logs its refusals the same way (`waitroom.refusal`, with the
+//!   `audience` it expects in place of `event`, and the session's fingerprint when the request names one).
 //!
 //! # Parts
 //! [`WaitingRoom`] (the line; [`RoomBuilder`]), [`WaitingRoomLayer`] and [`WaitingRoomLayerBuilder`],

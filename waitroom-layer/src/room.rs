@@ -404,7 +404,8 @@ impl WaitingRoom {
     pub fn issue_token(&self, session: &str) -> Option<String> {
         let token = self.inner.tokens.issue(session)?;
         self.inner.metrics.tokens_issued.inc();
-        tracing::debug!(event = %self.event(), session = %fingerprint(session), "token issued");
+        tracing::debug_span!("waitroom.token", event = %self.event(), session = %fingerprint(session))
+            .in_scope(|| tracing::debug!("token issued"));
         Some(token)
     }
 
@@ -605,12 +606,13 @@ impl WaitingRoom {
     /// Counts a token refused on a protected path.
     pub(crate) fn note_refusal(&self, refusal: waitroom_verify::Refusal, session: &str) {
         self.inner.metrics.refused(refusal);
-        tracing::debug!(
+        tracing::debug_span!(
+            "waitroom.refusal",
             event = %self.event(),
             session = %fingerprint(session),
             reason = refusal.code(),
-            "token refused"
-        );
+        )
+        .in_scope(|| tracing::debug!("token refused"));
     }
 
     /// Counts a status poll.
@@ -1010,27 +1012,39 @@ impl WaitingRoom {
             "tick"
         );
         type Make = fn(String) -> RoomEventKind;
-        let kinds: [(&[String], Make, &str); 3] = [
+        // One `DEBUG` span per session (a span's name is fixed where it is made, hence one function per kind); the
+        // fields are only computed when the span is enabled.
+        type Log = fn(&str, &str);
+        let kinds: [(&[String], Make, Log); 3] = [
             (
                 &r.admitted,
                 |session| RoomEventKind::Admitted { session },
-                "admitted",
+                |event, s| {
+                    tracing::debug_span!("waitroom.admit", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("admitted"));
+                },
             ),
             (
                 &r.abandoned,
                 |session| RoomEventKind::Abandoned { session },
-                "abandoned",
+                |event, s| {
+                    tracing::debug_span!("waitroom.abandon", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("abandoned"));
+                },
             ),
             (
                 &r.expired,
                 |session| RoomEventKind::Expired { session },
-                "expired",
+                |event, s| {
+                    tracing::debug_span!("waitroom.expire", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("expired"));
+                },
             ),
         ];
         let listening = self.inner.events.receiver_count() > 0;
-        for (sessions, make, what) in kinds {
+        for (sessions, make, log) in kinds {
             for s in sessions {
-                tracing::debug!(event = %self.event(), session = %fingerprint(s), "{what}");
+                log(self.event(), s);
                 if listening {
                     self.emit(make(s.clone()));
                 }
