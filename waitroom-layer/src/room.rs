@@ -247,6 +247,9 @@ pub struct Stats {
     pub closed: bool,
     /// Every seat is sold.
     pub sold_out: bool,
+    /// When the door opens (and the draw happens), RFC 3339, while that is in the future; `None` once it is open
+    /// (at the scheduled time, or earlier by an operator's open now) or when no opening was scheduled.
+    pub opens_at: Option<String>,
     /// The store answered lately.
     pub store_ok: bool,
 }
@@ -852,6 +855,11 @@ impl WaitingRoom {
             paused: snap.settings.paused,
             closed: snap.settings.closed,
             sold_out: snap.settings.sold_out(),
+            opens_at: snap
+                .settings
+                .opens_at_ms
+                .filter(|&t| t > self.now_ms())
+                .map(rfc3339),
             store_ok: self.store_ok(),
         }
     }
