@@ -1,11 +1,12 @@
-//! Operating a live on-sale over real HTTP: the metrics endpoint scraped during a small sale and checked against the
-//! room's own figures, and the admin API with a wrong, missing and right token.
+//! Operating a live on-sale over real HTTP: the metrics endpoint scraped during a small sale (finishes, expiries,
+//! abandonments, the measured head rate) and checked against the room's own figures, and the admin API with a
+//! wrong, missing and right token (on a room that has not opened yet, so that a refused "open now" would show).
 //!
 //! Rooms use a manual clock and no background task; the door moves with `room.tick_now()`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::routing::get;
@@ -39,17 +40,29 @@ async fn site(
         waitroom::layer::WaitingRoomLayerBuilder,
     ) -> waitroom::layer::WaitingRoomLayerBuilder,
 ) -> Site {
-    let clock = ManualClock::starting_now();
-    let room = WaitingRoom::builder("tour-2026")
+    site_with(capacity, None, ManualClock::starting_now(), configure).await
+}
+
+/// [`site`] with the door shut until `opens_at` (when given), on `clock`.
+async fn site_with(
+    capacity: u64,
+    opens_at: Option<SystemTime>,
+    clock: ManualClock,
+    configure: impl FnOnce(
+        waitroom::layer::WaitingRoomLayerBuilder,
+    ) -> waitroom::layer::WaitingRoomLayerBuilder,
+) -> Site {
+    let mut builder = WaitingRoom::builder("tour-2026")
         .capacity(capacity)
         .idle_timeout(Duration::from_secs(60))
         .poll_interval(Duration::from_secs(5))
         .clock(Arc::new(clock))
         .background(false)
-        .secure_cookies(false)
-        .build()
-        .await
-        .unwrap();
+        .secure_cookies(false);
+    if let Some(at) = opens_at {
+        builder = builder.opens_at(at);
+    }
+    let room = builder.build().await.unwrap();
     let layer = configure(WaitingRoomLayer::builder(room.clone()).protect_prefix("/checkout"))
         .build()
         .unwrap();
@@ -107,7 +120,11 @@ fn sample(m: &HashMap<String, f64>, name: &str) -> f64 {
 
 #[tokio::test]
 async fn metrics_scraped_during_a_sale_match_the_room() {
-    let s = site(2, |b| b.metrics(true).admin_token(ADMIN)).await;
+    let clock = ManualClock::starting_now();
+    let s = site_with(2, None, clock.clone(), |b| {
+        b.metrics(true).admin_token(ADMIN)
+    })
+    .await;
     let people: Vec<reqwest::Client> = (0..5).map(|_| browser()).collect();
     let mut session_cookies = Vec::new();
     for b in &people {
@@ -157,6 +174,9 @@ async fn metrics_scraped_during_a_sale_match_the_room() {
     let m = scrape(&s).await;
     let st = s.room.stats();
     assert_eq!(st.active, 2, "{st:?}");
+    // Not measured yet: no series.
+    assert_eq!(st.head_rate_per_minute, None);
+    assert!(!m.keys().any(|k| k.contains("head_rate_per_minute")));
     assert_eq!(sample(&m, "waiting"), st.waiting as f64);
     assert_eq!(sample(&m, "prequeue"), st.prequeue as f64);
     assert_eq!(sample(&m, "active"), st.active as f64);
@@ -194,6 +214,36 @@ async fn metrics_scraped_during_a_sale_match_the_room() {
         0.0
     );
     assert!(!m.keys().any(|k| k.contains("admit_per_minute")));
+
+    // A minute passes. Number 2 keeps using its pass and number 5 keeps polling; number 3, let in at the last
+    // tick, never comes for its pass (it expires after the one-minute arrival window), and number 4 stops polling
+    // (when its turn comes it has been unseen for longer than the 15 s grace: skipped as abandoned).
+    for _ in 0..14 {
+        clock.advance(Duration::from_secs(5));
+        let res = people[1].get(s.at("/checkout")).send().await.unwrap();
+        assert_eq!(res.text().await.unwrap(), "seat map");
+        poll(&people[4], &s).await;
+        s.room.tick_now().await.unwrap();
+    }
+    let st = s.room.stats();
+    assert_eq!(
+        (st.counters.expired, st.counters.abandoned, st.active),
+        (1, 1, 2),
+        "{st:?}"
+    );
+    assert_eq!(poll(&people[4], &s).await["state"], "admitted");
+    let rate = st
+        .head_rate_per_minute
+        .expect("a minute of finishes, expiries and abandonments measures the head");
+    let m = scrape(&s).await;
+    assert_eq!(sample(&m, "expired_total"), 1.0);
+    assert_eq!(sample(&m, "abandoned_total"), 1.0);
+    assert_eq!(sample(&m, "admitted_total"), st.counters.admitted as f64);
+    assert_eq!(sample(&m, "served_total"), st.served as f64);
+    assert_eq!(sample(&m, "active"), 2.0);
+    assert_eq!(sample(&m, "waiting"), 0.0);
+    assert_eq!(sample(&m, "head_rate_per_minute"), rate);
+    assert_eq!(sample(&m, "served_per_minute"), st.served_per_minute);
 }
 
 #[tokio::test]
@@ -268,9 +318,14 @@ async fn a_metrics_token_guards_the_metrics() {
 
 #[tokio::test]
 async fn admin_calls_without_the_right_token_are_refused_and_change_nothing() {
-    let s = site(2, |b| b.admin_token(ADMIN)).await;
+    // The door opens in an hour: a refused "open now" would show in the stats.
+    let clock = ManualClock::starting_now();
+    let opens_at = SystemTime::now() + Duration::from_secs(3600);
+    let s = site_with(2, Some(opens_at), clock, |b| b.admin_token(ADMIN)).await;
     let client = reqwest::Client::new();
     let before = s.room.stats();
+    assert!(before.opens_at.is_some(), "{before:?}");
+    assert!(!before.paused && !before.closed && before.inventory.is_none());
     let calls: [(&str, Value); 8] = [
         ("capacity", json!({"capacity": 900})),
         ("admit-per-minute", json!({"per_minute": 5})),
@@ -310,6 +365,31 @@ async fn admin_calls_without_the_right_token_are_refused_and_change_nothing() {
     }
     s.room.refresh().await.unwrap();
     assert_eq!(s.room.stats(), before, "nothing changed");
+    // A newcomer still waits for the opening.
+    let res = browser().get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(res.headers()[STATE_HEADER], "waiting");
+    let res = client
+        .get(s.at("/waitroom/admin/stats"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["opens_at"],
+        json!(before.opens_at)
+    );
+
+    // The right token opens the door at once, and the newcomer is let in at the next tick.
+    let res = client
+        .post(s.at("/waitroom/admin/open-now"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.json::<Value>().await.unwrap()["opens_at"], Value::Null);
+    assert_eq!(s.room.stats().opens_at, None);
+    assert_eq!(s.room.tick_now().await.unwrap().admitted.len(), 1);
 }
 
 #[tokio::test]

@@ -1,8 +1,12 @@
-//! What the room writes to the log: with everything at TRACE, a whole visit (join, polls, admission, token issue,
-//! a refused token, a finish, an operator action) never shows a session id or a token, only short fingerprints.
+//! What the room writes to the log.
 //!
-//! The test runs on a current-thread runtime, so the server, the client and the room all log to the subscriber
-//! installed for this thread.
+//! - `logs_never_show_a_session_id_or_a_token`: with everything at TRACE, a whole visit (join, polls, admission,
+//!   token issue, a refused token in the room and in a verify layer, a finish, an operator action) shows the
+//!   `DEBUG` spans with the on-sale id and the session's short fingerprint, never a session id or a token.
+//! - `at_info_thousands_of_joins_and_polls_log_nothing`: at the default level the per-request work is silent.
+//!
+//! The tests run on current-thread runtimes, so the server, the client and the room all log to the subscriber
+//! installed for the test's thread.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -15,6 +19,7 @@ use serde_json::Value;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 use waitroom::layer::{FINISH_HEADER, ManualClock, WaitingRoom, WaitingRoomLayer, fingerprint};
+use waitroom::verify::VerifyLayer;
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);
@@ -81,6 +86,11 @@ async fn logs_never_show_a_session_id_or_a_token() {
             "/checkout/buy",
             get(|| async { ([(FINISH_HEADER, "finish; seats=2")], "bought") }),
         )
+        .merge(
+            Router::new()
+                .route("/api/order", get(|| async { "ordered" }))
+                .layer(VerifyLayer::new(room.verifier().clone())),
+        )
         .layer(layer);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -145,6 +155,20 @@ async fn logs_never_show_a_session_id_or_a_token() {
         .await
         .unwrap();
     assert_ne!(res.text().await.unwrap(), "seat map");
+    // The order service's verify layer refuses the other session, which has no pass.
+    let res = reqwest::Client::new()
+        .get(at("/api/order"))
+        .header(
+            "cookie",
+            format!(
+                "waitroom_session={}",
+                cookie(&second, "waitroom_session").unwrap()
+            ),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
     // Buy (finish), an operator raises the capacity, the line moves on.
     assert_eq!(
         b.get(at("/checkout/buy"))
@@ -193,6 +217,27 @@ async fn logs_never_show_a_session_id_or_a_token() {
         assert!(text.contains(what), "no `{what}` in the log:\n{text}");
     }
     assert!(text.contains(&fingerprint(&session).to_string()));
+    // Join, admission, token issue, refusal and finish are DEBUG spans, each with the on-sale id and the session's
+    // fingerprint (the verify layer's refusal with the audience it expects).
+    let me = fingerprint(&session).to_string();
+    let other = fingerprint(&other_session).to_string();
+    for (span, on_sale, who) in [
+        ("waitroom.join{", "event=tour-2026", &me),
+        ("waitroom.admit{", "event=tour-2026", &me),
+        ("waitroom.token{", "event=tour-2026", &me),
+        ("waitroom.refusal{", "event=tour-2026", &other),
+        ("waitroom.finish{", "event=tour-2026", &me),
+        ("waitroom.refusal{", "audience=tour-2026", &other),
+    ] {
+        let session = format!("session={who}");
+        assert!(
+            text.lines().any(|l| l.contains(" DEBUG ")
+                && l.contains(span)
+                && l.contains(on_sale)
+                && l.contains(&session)),
+            "no DEBUG `{span}` with `{on_sale}` and `{session}` in the log:\n{text}"
+        );
+    }
     // ...without a session id, a token, a piece of one, or the admin secret.
     for secret in [
         session.as_str(),
@@ -208,4 +253,119 @@ async fn logs_never_show_a_session_id_or_a_token() {
             "`{secret}` appears in the log:\n{text}"
         );
     }
+}
+
+#[tokio::test]
+async fn at_info_thousands_of_joins_and_polls_log_nothing() {
+    use tower::{Service, ServiceExt};
+
+    let logs = Buffer::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::new("info"))
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder("tour-2026")
+        .capacity(100)
+        .idle_timeout(Duration::from_secs(60))
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .secure_cookies(false)
+        .build()
+        .await
+        .unwrap();
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/checkout")
+        .build()
+        .unwrap();
+    let mut svc = tower::ServiceBuilder::new()
+        .layer(layer)
+        .service(tower::service_fn(|req: http::Request<String>| async move {
+            let mut res = http::Response::new(String::from("seat map"));
+            if req.uri().path() == "/checkout/buy" {
+                res.headers_mut()
+                    .insert(FINISH_HEADER, http::HeaderValue::from_static("finish"));
+            }
+            Ok::<_, std::convert::Infallible>(res)
+        }));
+    let request = |path: &str, cookies: &[String]| {
+        let mut req = http::Request::get(path).body(String::new()).unwrap();
+        if !cookies.is_empty() {
+            req.headers_mut().insert(
+                "cookie",
+                http::HeaderValue::try_from(cookies.join("; ")).unwrap(),
+            );
+        }
+        req
+    };
+    let set_cookies = |res: &http::Response<_>| -> Vec<String> {
+        res.headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
+            .collect()
+    };
+
+    // 2,000 people join; each polls twice.
+    let mut jars = Vec::new();
+    for _ in 0..2_000 {
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(request("/checkout", &[]))
+            .await
+            .unwrap();
+        jars.push(set_cookies(&res));
+    }
+    for _ in 0..2 {
+        for jar in &jars {
+            let res = svc
+                .ready()
+                .await
+                .unwrap()
+                .call(request("/waitroom/status", jar))
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+        }
+    }
+    // The first hundred are let in, get their pass, use it and buy; a forged pass is refused.
+    room.tick_now().await.unwrap();
+    for jar in jars.iter_mut().take(100) {
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(request("/waitroom/status", jar))
+            .await
+            .unwrap();
+        jar.extend(set_cookies(&res));
+        assert!(jar.iter().any(|c| c.starts_with("waitroom_token=")));
+        let res = svc
+            .clone()
+            .oneshot(request("/checkout/buy", jar))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    let forged = vec![
+        jars[500][0].clone(),
+        "waitroom_token=e30.e30.e30".to_owned(),
+    ];
+    svc.ready()
+        .await
+        .unwrap()
+        .call(request("/checkout", &forged))
+        .await
+        .unwrap();
+    room.tick_now().await.unwrap();
+    assert_eq!(room.stats().counters.finished, 100);
+
+    drop(_guard);
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(text.is_empty(), "logged at INFO:\n{text:.2000}");
 }

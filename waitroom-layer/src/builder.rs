@@ -24,6 +24,26 @@ pub enum Fairness {
     },
 }
 
+/// What the room does on a protected path while its store cannot be reached (a Redis outage). Whichever is
+/// chosen, people already admitted keep passing on their tokens (checked locally), people in line keep their
+/// holding page, which says the status is temporarily unknown and keeps polling, and the door lets nobody new in
+/// from the line: the store holds the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreOutage {
+    /// A request without a valid token is held (the default): a newcomer gets the holding page (a JSON client a
+    /// `503` with `store_ok: false`), and nobody gets in beyond what the store last allowed. The checkout sees no
+    /// more people than its capacity, at the price of a stalled line for the outage.
+    #[default]
+    FailClosed,
+    /// A request without a valid token passes to the inner service as if no room were there, as commercial
+    /// rooms' "fail open" does. **This unprotects the checkout for the outage**: anyone, in line or not, reaches
+    /// it, however many they are, and gets no token (no [`Verified`](waitroom_verify::Verified) marker, so a
+    /// [`VerifyLayer`](waitroom_verify::VerifyLayer) further in, or an order service behind one, still refuses
+    /// them). Their finishes are ignored. It ends by itself: once the store answers again (the background task
+    /// tries it every tick), requests without a token are held and queued as before.
+    FailOpen,
+}
+
 /// The room's fixed configuration (the shared, changeable part lives in the store's [`Settings`]).
 #[derive(Debug, Clone)]
 pub struct RoomConfig {
@@ -51,6 +71,8 @@ pub struct RoomConfig {
     pub session_cache_capacity: u64,
     /// How many lifecycle events the room buffers for slow subscribers (see [`WaitingRoom::subscribe`]).
     pub event_buffer: usize,
+    /// What protected paths do while the store cannot be reached.
+    pub store_outage: StoreOutage,
 }
 
 /// Builds a [`WaitingRoom`]. Start from [`WaitingRoom::builder`].
@@ -117,6 +139,7 @@ impl RoomBuilder {
                 max_scan_per_tick: 20_000,
                 session_cache_capacity: 1_000_000,
                 event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
+                store_outage: StoreOutage::FailClosed,
             },
             capacity: 8_000,
             admit_per_minute: None,
@@ -290,6 +313,14 @@ impl RoomBuilder {
     /// subscriber that falls further behind loses the oldest ones.
     pub fn event_buffer(mut self, events: usize) -> Self {
         self.config.event_buffer = events;
+        self
+    }
+
+    /// What protected paths do while the store cannot be reached (default [`StoreOutage::FailClosed`]: nobody
+    /// without a token gets past the room). [`StoreOutage::FailOpen`] lets every request through for as long as
+    /// the store is down, which unprotects the checkout for that time; see [`StoreOutage`].
+    pub fn store_outage(mut self, policy: StoreOutage) -> Self {
+        self.config.store_outage = policy;
         self
     }
 

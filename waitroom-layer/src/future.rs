@@ -145,6 +145,17 @@ where
                 StateProj::Check { fut, inner, body } => {
                     let next = match ready!(fut.as_mut().poll(cx)) {
                         Decision::Reply(reply) => State::Reply { reply: Some(reply) },
+                        Decision::PassOpen { parts } => {
+                            let (Some(mut inner), Some(body)) = (inner.take(), body.take()) else {
+                                unreachable!(
+                                    "the check state is left once, and a reply-only check never passes"
+                                );
+                            };
+                            State::Call {
+                                fut: inner.call(Request::from_parts(parts, body)),
+                                after: After::Strip,
+                            }
+                        }
                         Decision::Pass {
                             parts,
                             session,

@@ -24,6 +24,9 @@ pub(crate) enum Decision {
         session: String,
         cookies: Vec<HeaderValue>,
     },
+    /// Let the request through untracked: the store cannot be reached and the room fails open
+    /// ([`StoreOutage::FailOpen`](crate::StoreOutage::FailOpen)); a finish command in the response is dropped.
+    PassOpen { parts: Parts },
     /// Answer with the room's own response.
     Reply(Reply),
 }
@@ -246,6 +249,9 @@ pub(crate) async fn hold(
             session: placed.session,
             cookies: placed.cookies,
         };
+    }
+    if !placed.store_ok && shared.room.fails_open() {
+        return Decision::PassOpen { parts };
     }
     let next = asked_for(&parts);
     Decision::Reply(held_reply(&shared, &parts, placed, &next))

@@ -53,6 +53,14 @@
 //! The room's signing key and cookie secret default to fresh random values: fine for one process. Instances
 //! sharing a store must share both ([`RoomBuilder::signing_key`] from PEM, [`RoomBuilder::cookie_secret`]).
 //!
+//! # When the store is down
+//! While the store cannot be reached (a Redis outage), the room answers from its last snapshot: people in line
+//! keep their holding page, which says the status is temporarily unknown and keeps polling; admitted sessions keep
+//! passing on their tokens (checked locally); the door lets nobody in beyond what the store last allowed. A request
+//! without a valid token is held by default ([`StoreOutage::FailClosed`]). [`RoomBuilder::store_outage`] with
+//! [`StoreOutage::FailOpen`] lets such requests through to the inner service instead, which **unprotects the
+//! checkout for the outage**; it ends by itself when the store answers again.
+//!
 //! # A per-client cap on joins with `tower_governor`
 //! The room holds one place per session (and per account with [`WaitingRoomLayerBuilder::account_key`]), but a
 //! script can make many sessions. Put a rate limiter keyed by client address in front of the room, and only on
@@ -85,11 +93,15 @@
 //!   close, inventory. See [`admin`].
 //! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, abandonments and sold
 //!   out. See [`events`].
-//! - **Tracing**: joins and finishes are `DEBUG` spans (`waitroom.join`, `waitroom.finish`); admissions, token
-//!   issues and refusals `DEBUG` events; polls `TRACE`; operator changes and the draw `INFO`; store outages `WARN`.
-//!   Sessions appear only as a 6-hex-digit [`fingerprint`], never as the id or a token; the on-sale id is the
-//!   `event` field. `RUST_LOG=waitroom_layer=info` keeps a 30,000-poll-per-second room's log to operator actions
-//!   and outages.
+//! - **Tracing**: joins, admissions, token issues, refusals and finishes are `DEBUG` spans (`waitroom.join`,
+//!   `waitroom.admit`, `waitroom.token`, `waitroom.refusal`, `waitroom.finish`; expiries and abandonments
+//!   `waitroom.expire`, `waitroom.abandon`), each with the on-sale id as its `event` field and the session as its
+//!   `session` field, and each with one `DEBUG` event inside; polls are `TRACE` events; operator changes and the
+//!   draw `INFO`; store outages `WARN`. Sessions appear only as a 6-hex-digit [`fingerprint`], never as the id or
+//!   a token. A span's fields are computed only when `DEBUG` is enabled for the room, so at the default
+//!   `RUST_LOG=waitroom_layer=info` a 30,000-poll-per-second room logs nothing per request: only operator actions
+//!   and outages. The verify crate's `VerifyLayer` logs its refusals the same way (`waitroom.refusal`, with the
+//!   `audience` it expects in place of `event`, and the session's fingerprint when the request names one).
 //!
 //! # Parts
 //! [`WaitingRoom`] (the line; [`RoomBuilder`]), [`WaitingRoomLayer`] and [`WaitingRoomLayerBuilder`],
@@ -120,7 +132,7 @@ pub mod store;
 mod tokens;
 
 pub use body::RoomBody;
-pub use builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig};
+pub use builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
 pub use cookie::{SessionCookie, valid_session_id};
 pub use endpoints::RoomEndpoints;
 pub use error::{ConfigError, StoreError};

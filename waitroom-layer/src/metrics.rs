@@ -275,6 +275,7 @@ mod tests {
             paused: false,
             closed: false,
             sold_out: false,
+            opens_at: None,
             store_ok: true,
         };
         m.polls.inc();

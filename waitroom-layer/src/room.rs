@@ -14,7 +14,7 @@ use serde::Serialize;
 use tracing::Instrument as _;
 use waitroom_verify::{SharedClock, fingerprint};
 
-use crate::builder::{RoomBuilder, RoomConfig};
+use crate::builder::{RoomBuilder, RoomConfig, StoreOutage};
 use crate::cookie::CookieCodec;
 use crate::error::{ConfigError, StoreError};
 use crate::estimate::{self, Eta, HeadMeter};
@@ -247,6 +247,9 @@ pub struct Stats {
     pub closed: bool,
     /// Every seat is sold.
     pub sold_out: bool,
+    /// When the door opens (and the draw happens), RFC 3339, while that is in the future; `None` once it is open
+    /// (at the scheduled time, or earlier by an operator's open now) or when no opening was scheduled.
+    pub opens_at: Option<String>,
     /// The store answered lately.
     pub store_ok: bool,
 }
@@ -404,7 +407,8 @@ impl WaitingRoom {
     pub fn issue_token(&self, session: &str) -> Option<String> {
         let token = self.inner.tokens.issue(session)?;
         self.inner.metrics.tokens_issued.inc();
-        tracing::debug!(event = %self.event(), session = %fingerprint(session), "token issued");
+        tracing::debug_span!("waitroom.token", event = %self.event(), session = %fingerprint(session))
+            .in_scope(|| tracing::debug!("token issued"));
         Some(token)
     }
 
@@ -441,6 +445,12 @@ impl WaitingRoom {
         self.inner.store_ok.load(Ordering::Relaxed)
     }
 
+    /// Whether a protected request without a valid token passes now: the store could not be reached at the last
+    /// attempt and the room was built with [`StoreOutage::FailOpen`].
+    pub(crate) fn fails_open(&self) -> bool {
+        self.inner.config.store_outage == StoreOutage::FailOpen && !self.store_ok()
+    }
+
     fn note_store(&self, r: Result<(), &StoreError>) {
         match r {
             Ok(()) => {
@@ -467,7 +477,14 @@ impl WaitingRoom {
                         .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
                         .is_ok()
                 {
-                    tracing::warn!(event = %self.event(), error = %e, "store unavailable; answering from the last snapshot");
+                    match self.inner.config.store_outage {
+                        StoreOutage::FailClosed => {
+                            tracing::warn!(event = %self.event(), error = %e,
+                            "store unavailable; answering from the last snapshot, nobody new gets in")
+                        }
+                        StoreOutage::FailOpen => tracing::warn!(event = %self.event(), error = %e,
+                            "store unavailable; answering from the last snapshot, failing open: protected paths are unprotected until it answers"),
+                    }
                 }
             }
         }
@@ -592,12 +609,13 @@ impl WaitingRoom {
     /// Counts a token refused on a protected path.
     pub(crate) fn note_refusal(&self, refusal: waitroom_verify::Refusal, session: &str) {
         self.inner.metrics.refused(refusal);
-        tracing::debug!(
+        tracing::debug_span!(
+            "waitroom.refusal",
             event = %self.event(),
             session = %fingerprint(session),
             reason = refusal.code(),
-            "token refused"
-        );
+        )
+        .in_scope(|| tracing::debug!("token refused"));
     }
 
     /// Counts a status poll.
@@ -842,6 +860,11 @@ impl WaitingRoom {
             paused: snap.settings.paused,
             closed: snap.settings.closed,
             sold_out: snap.settings.sold_out(),
+            opens_at: snap
+                .settings
+                .opens_at_ms
+                .filter(|&t| t > self.now_ms())
+                .map(rfc3339),
             store_ok: self.store_ok(),
         }
     }
@@ -1002,27 +1025,39 @@ impl WaitingRoom {
             "tick"
         );
         type Make = fn(String) -> RoomEventKind;
-        let kinds: [(&[String], Make, &str); 3] = [
+        // One `DEBUG` span per session (a span's name is fixed where it is made, hence one function per kind); the
+        // fields are only computed when the span is enabled.
+        type Log = fn(&str, &str);
+        let kinds: [(&[String], Make, Log); 3] = [
             (
                 &r.admitted,
                 |session| RoomEventKind::Admitted { session },
-                "admitted",
+                |event, s| {
+                    tracing::debug_span!("waitroom.admit", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("admitted"));
+                },
             ),
             (
                 &r.abandoned,
                 |session| RoomEventKind::Abandoned { session },
-                "abandoned",
+                |event, s| {
+                    tracing::debug_span!("waitroom.abandon", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("abandoned"));
+                },
             ),
             (
                 &r.expired,
                 |session| RoomEventKind::Expired { session },
-                "expired",
+                |event, s| {
+                    tracing::debug_span!("waitroom.expire", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("expired"));
+                },
             ),
         ];
         let listening = self.inner.events.receiver_count() > 0;
-        for (sessions, make, what) in kinds {
+        for (sessions, make, log) in kinds {
             for s in sessions {
-                tracing::debug!(event = %self.event(), session = %fingerprint(s), "{what}");
+                log(self.event(), s);
                 if listening {
                     self.emit(make(s.clone()));
                 }

@@ -113,17 +113,24 @@ where
                 {
                     return admit(shared, &mut self.inner, parts, body, verified);
                 }
-                let Some(session) = room.cookies().session(&jar) else {
-                    let fut = Box::pin(gate::hold(shared.clone(), parts, None));
-                    return ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body);
-                };
-                match room.tokens().check(jar.tokens.as_slice(), session.id) {
-                    Ok(verified) => return admit(shared, &mut self.inner, parts, body, verified),
-                    Err(Some(refusal)) => room.note_refusal(refusal, session.id),
-                    Err(None) => {}
+                let session = room.cookies().session(&jar);
+                if let Some(session) = session {
+                    match room.tokens().check(jar.tokens.as_slice(), session.id) {
+                        Ok(verified) => {
+                            return admit(shared, &mut self.inner, parts, body, verified);
+                        }
+                        Err(Some(refusal)) => room.note_refusal(refusal, session.id),
+                        Err(None) => {}
+                    }
                 }
-                let session = session.owned();
-                let fut = Box::pin(gate::hold(shared.clone(), parts, Some(session)));
+                if room.fails_open() {
+                    // No valid token, the store is down and the room fails open (`StoreOutage::FailOpen`): through,
+                    // with no store call and no token; a finish command is dropped.
+                    let fut = self.inner.call(Request::from_parts(parts, body));
+                    return ResponseFuture::call(shared, fut, After::Strip);
+                }
+                let session = session.map(|s| s.owned());
+                let fut = Box::pin(gate::hold(shared.clone(), parts, session));
                 ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body)
             }
         }

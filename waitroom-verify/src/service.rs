@@ -12,7 +12,7 @@ use crate::admission::Admission;
 use crate::future::ResponseFuture;
 use crate::layer::Shared;
 use crate::response::refusal_response;
-use crate::session::credentials;
+use crate::session::{credentials, fingerprint, session_from_headers};
 use crate::verified::Verified;
 
 /// Checks each request's token and session, then either calls the inner service with an
@@ -89,11 +89,22 @@ where
                 ResponseFuture::call(self.inner.call(req), cell)
             }
             Err(refusal) => {
-                tracing::debug!(
+                // A `DEBUG` span with the on-sale id(s) this verifier expects and the fingerprint of the request's
+                // session when it names one (never the id or the token); nothing is computed when it is disabled.
+                let span = tracing::debug_span!(
+                    "waitroom.refusal",
+                    audience = %verifier.audiences().join(","),
+                    session = tracing::field::Empty,
                     reason = refusal.code(),
-                    path = req.uri().path(),
-                    "waitroom: request refused"
                 );
+                if !span.is_disabled()
+                    && let Ok(id) = session_from_headers(req.headers(), &shared.cookie_names)
+                {
+                    span.record("session", tracing::field::display(fingerprint(id)));
+                }
+                span.in_scope(|| {
+                    tracing::debug!(path = req.uri().path(), "waitroom: request refused");
+                });
                 ResponseFuture::reply(refusal_response(
                     refusal,
                     req.headers(),

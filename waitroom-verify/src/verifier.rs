@@ -750,6 +750,12 @@ impl Verifier {
         Arc::clone(&self.inner.keys.read().unwrap_or_else(|e| e.into_inner()).0)
     }
 
+    /// The accepted audiences (`aud`, the on-sale ids).
+    #[must_use]
+    pub fn audiences(&self) -> &[String] {
+        &self.inner.audiences
+    }
+
     /// The verifier's clock.
     #[must_use]
     pub fn clock(&self) -> &SharedClock {
