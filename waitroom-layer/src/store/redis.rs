@@ -316,6 +316,15 @@ redis.call('XADD', KF, 'MAXLEN', '~', ARGV[4], '*', 's', sid, 'n', fmt(seats), '
 return 1
 "#;
 
+/// ARGV: lookback (ms), most entries. The finishes of the last `lookback` ms on Redis's clock (which dated the
+/// entries' ids), oldest first, after the window's start as a cursor (for an empty window).
+const FINISHED_RECENT: &str = r#"
+local t = redis.call('TIME')
+local from = math.max(int(t[1]) * 1000 + math.floor(int(t[2]) / 1000) - int(ARGV[1]), 0)
+local start = fmt(from) .. '-0'
+return {start, redis.call('XRANGE', KF, start, '+', 'COUNT', ARGV[2])}
+"#;
+
 /// No ARGV.
 const SNAPSHOT: &str = r#"
 local m = meta()
@@ -369,6 +378,7 @@ struct Scripts {
     touch: Lua,
     tick: Lua,
     finish: Lua,
+    finished_recent: Lua,
     snapshot: Lua,
     update: Lua,
 }
@@ -383,12 +393,13 @@ impl Scripts {
             touch: Lua::new(TOUCH),
             tick: Lua::new(TICK),
             finish: Lua::new(FINISH),
+            finished_recent: Lua::new(FINISHED_RECENT),
             snapshot: Lua::new(SNAPSHOT),
             update: Lua::new(UPDATE),
         }
     }
 
-    fn all(&self) -> [&Lua; 9] {
+    fn all(&self) -> [&Lua; 10] {
         [
             &self.init,
             &self.join,
@@ -397,6 +408,7 @@ impl Scripts {
             &self.touch,
             &self.tick,
             &self.finish,
+            &self.finished_recent,
             &self.snapshot,
             &self.update,
         ]
@@ -514,7 +526,9 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// - Every room instance reads the stream after its own cursor each tick ([`Store::finished_since`]) and remembers
 ///   the sessions ([`WaitingRoom::finished_recently`](crate::WaitingRoom::finished_recently)); verifier replicas
 ///   read it the same way (`XRANGE key (<last id> + COUNT n`, `waitroom_verify::redis::RedisFinishListener`) to
-///   deny those tokens.
+///   deny those tokens. An instance that starts (or restarts) reads back over its tokens' longest life first
+///   (`XRANGE key <now - deny TTL>-0 + COUNT n`, `now` by Redis's clock), before its first request, so it refuses
+///   the sessions finished before it started too.
 ///
 /// # Several instances: one key set, one cookie secret
 ///
@@ -1101,37 +1115,38 @@ impl Store for RedisStore {
         &self,
         event: &str,
         cursor: &str,
+        _now_ms: u64,
+        lookback_ms: u64,
     ) -> Result<(Vec<String>, String), StoreError> {
-        let key = self.keys(event)?[8].clone();
-        let cmd = if cursor.is_empty() {
-            let mut c = ::redis::cmd("XREVRANGE");
-            c.arg(&key).arg("+").arg("-").arg("COUNT").arg(1);
-            c
+        // An empty cursor reads back over the lookback on Redis's clock (the stream's ids are `<ms>-<seq>` of that
+        // clock, whatever the room's clock says): `XRANGE key <now - lookback>-0 + COUNT n`, in a script for the
+        // time. Later calls continue after the cursor.
+        let (mut last, entries) = if cursor.is_empty() {
+            let mut cmd = self.evalsha(&self.scripts.finished_recent, event)?;
+            cmd.arg(lookback_ms).arg(FINISHED_BATCH);
+            let mut a = array(self.run(&self.scripts.finished_recent, &cmd).await?)?.into_iter();
+            match (a.next(), a.next(), a.next()) {
+                (Some(start), Some(entries), None) => (text(&start)?, entries),
+                _ => return Err(corrupt("a finished read of the wrong length")),
+            }
         } else {
-            let mut c = ::redis::cmd("XRANGE");
-            c.arg(&key)
+            let key = self.keys(event)?[8].clone();
+            let mut cmd = ::redis::cmd("XRANGE");
+            cmd.arg(&key)
                 .arg(format!("({cursor}"))
                 .arg("+")
                 .arg("COUNT")
                 .arg(FINISHED_BATCH);
-            c
+            let v = self.send(&cmd).await.map_err(store_error)?;
+            (cursor.to_owned(), v)
         };
-        let v = self.send(&cmd).await.map_err(store_error)?;
         let mut ids = Vec::new();
-        let mut last = if cursor.is_empty() {
-            "0-0".to_owned()
-        } else {
-            cursor.to_owned()
-        };
-        for entry in array(v)? {
+        for entry in array(entries)? {
             let mut e = array(entry)?.into_iter();
             let (Some(id), Some(fields), None) = (e.next(), e.next(), e.next()) else {
                 return Err(corrupt("a stream entry of the wrong shape"));
             };
             last = text(&id)?;
-            if cursor.is_empty() {
-                continue;
-            }
             let fields = array(fields)?;
             for pair in fields.chunks(2) {
                 if let [k, v] = pair
