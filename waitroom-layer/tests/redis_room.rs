@@ -502,9 +502,10 @@ async fn redis_figures() {
     );
 }
 
-/// Finishing across processes: a finish recorded on one instance, or written straight to the `finished` stream by a
-/// verifier's finish sink (`XADD wr:{ev}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`), reaches every
-/// instance at its next tick, and the active count drops at the first tick of any instance.
+/// Finishing across processes: a finish recorded on one instance, or written straight to the `finished` stream as a
+/// bare entry by a writer without the verify crate (`XADD wr:{ev}:finished MAXLEN ~ 100000 * s <session> n <seats>
+/// t <ms>`), reaches every instance at its next tick, and the bare entry's session leaves the active count at the
+/// first tick of any instance.
 #[tokio::test(flavor = "current_thread")]
 async fn a_finish_reaches_every_instance_within_a_tick() {
     let server = RedisServer::from_env_or_start();
