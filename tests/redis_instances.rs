@@ -2,8 +2,10 @@
 //! ports, real `reqwest` clients with cookie stores, one `RedisStore` per instance, one on-sale, one signing key
 //! (from a PEM, as every instance would load it from a key file) and one cookie secret.
 //!
-//! - `a_finish_through_the_redis_sink_frees_the_place_at_the_next_tick`: the verify crate's `RedisFinishSink`
+//! - `a_finish_through_the_redis_sink_frees_the_place_at_once`: the verify crate's `RedisFinishSink`
 //!   reaches a room over `RedisStore`.
+//! - `an_instance_started_mid_sale_refuses_the_tokens_of_sessions_finished_before`: a room instance built after
+//!   finishes (the room's own and a `RedisFinishSink`'s) refuses those sessions' tokens from its first request.
 //! - `three_instances_one_line_thousands_of_sessions`: 2,000 sessions join, poll, get in, use their token and
 //!   buy, on the three instances at random; the active count never exceeds the capacity; a line number is the
 //!   same whichever instance tells it; no 5xx.
@@ -30,7 +32,7 @@ use waitroom::layer::{
     ManualClock, RedisStore, STATE_HEADER, SessionState, SigningKey, WaitingRoom, WaitingRoomLayer,
 };
 use waitroom::verify::redis::RedisFinishSink;
-use waitroom::verify::{Admission, Clock, Refusal, SystemClock, Verifier, VerifyLayer};
+use waitroom::verify::{Admission, Clock, Finish, Refusal, SystemClock, Verifier, VerifyLayer};
 
 const SECRET: [u8; 32] = *b"a-cookie-secret-shared-by-all-3!";
 
@@ -185,7 +187,7 @@ impl Rng {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_finish_through_the_redis_sink_frees_the_place_at_the_next_tick() {
+async fn a_finish_through_the_redis_sink_frees_the_place_at_once() {
     let server = RedisServer::from_env_or_start();
     let ev = event("sink");
     let clock = ManualClock::starting_now();
@@ -242,12 +244,25 @@ async fn a_finish_through_the_redis_sink_frees_the_place_at_the_next_tick() {
     assert_eq!(res.status(), 200);
     assert_eq!(sink.recorded(), 1);
 
-    // The sink only appended to the stream: nothing changed in the line yet.
+    // The sink finished the session in the store at once, in one script with its stream entry: the place is free
+    // (the active count drops) and the seats count before any tick.
     room.refresh().await.unwrap();
-    assert_eq!(room.stats().active, 1);
+    let stats = room.stats();
+    assert_eq!(
+        (
+            stats.active,
+            stats.counters.finished,
+            stats.counters.seats_bought
+        ),
+        (0, 1, 2)
+    );
+    assert_eq!(
+        room.store().lookup(&ev, &a).await.unwrap().unwrap().state,
+        SessionState::Finished
+    );
+    // The room's own deny list learns it from the stream at its next tick; that tick does not apply the finish a
+    // second time (the counters stay), and the token is refused by the room too.
     assert!(!room.finished_recently(&a));
-    // The next tick applies it: the place is free (the active count drops), the seats count, the token is
-    // refused by the room too; the next person gets in.
     clock.advance(Duration::from_millis(250));
     assert!(room.tick_now().await.unwrap().admitted.is_empty());
     let stats = room.stats();
@@ -268,6 +283,89 @@ async fn a_finish_through_the_redis_sink_frees_the_place_at_the_next_tick() {
     room.join(&b, None).await.unwrap();
     clock.advance(Duration::from_millis(250));
     assert_eq!(room.tick_now().await.unwrap().admitted, vec![b]);
+}
+
+/// An instance started (or restarted) mid-sale refuses the token of a session finished before it started, whether
+/// the room finished it or a verifier's Redis finish sink did: it reads the finish stream back over the tokens'
+/// life when it is built, before its first request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_started_mid_sale_refuses_the_tokens_of_sessions_finished_before() {
+    let server = RedisServer::from_env_or_start();
+    let ev = event("late");
+    let keys = Keys::new();
+    let setup = Setup {
+        redis_url: server.url(),
+        event: &ev,
+        keys: &keys,
+        capacity: 5,
+        background: false, // the door moves when the test ticks it
+    };
+    let first = instance(&setup).await;
+
+    // Three people get in on the first instance; their tokens open the protected page.
+    let mut people = Vec::new();
+    for _ in 0..3 {
+        let b = browser();
+        let res = b.get(first.at("/checkout")).send().await.unwrap();
+        assert_eq!(state(&res), "waiting");
+        let session = session_of(&res).unwrap();
+        people.push(Person {
+            b,
+            session,
+            number: 0,
+        });
+    }
+    assert_eq!(first.room.tick_now().await.unwrap().admitted.len(), 3);
+    for p in &people {
+        let (_, json) = poll_json(p, &first).await;
+        assert_eq!(json["state"], "admitted");
+        assert!(passes(p, &first).await);
+    }
+
+    // The first finishes through the room, the second through the order service's Redis finish sink (a process
+    // without a room); the third keeps shopping.
+    assert!(first.room.finish(&people[0].session, 1).await.unwrap());
+    let sink = RedisFinishSink::connect(server.url()).await.unwrap();
+    // Redis forgets the scripts (as after a restart): the sink loads its own again on `NOSCRIPT`.
+    server.command(&["SCRIPT", "FLUSH"]);
+    sink.record(&Finish {
+        session_id: people[1].session.clone(),
+        event: ev.clone(),
+        seats: 2,
+        at_ms: SystemClock.now_ms(),
+    })
+    .await
+    .unwrap();
+
+    assert_eq!((sink.recorded(), sink.failed()), (1, 0));
+    first.room.refresh().await.unwrap();
+    assert_eq!(
+        first.room.stats().active,
+        1,
+        "the sink's finish counts at once"
+    );
+
+    // A new instance over the same Redis (same key, same cookie secret), as after a restart or a scale-up.
+    let second = instance(&setup).await;
+    for p in &people[..2] {
+        assert!(second.room.finished_recently(&p.session));
+        assert!(
+            !passes(p, &second).await,
+            "a finished session's token passed"
+        );
+    }
+    assert!(!second.room.finished_recently(&people[2].session));
+    assert!(passes(&people[2], &second).await);
+    // The first instance knows them too once it has read the stream (its own finish at once). (No HTTP here: the
+    // refused browsers were put back in line under new sessions, which this tick may let in.)
+    assert!(first.room.finished_recently(&people[0].session));
+    first.room.tick_now().await.unwrap();
+    assert!(
+        people[..2]
+            .iter()
+            .all(|p| first.room.finished_recently(&p.session))
+    );
+    assert!(!first.room.finished_recently(&people[2].session));
 }
 
 /// What every poll told, per session.

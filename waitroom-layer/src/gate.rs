@@ -76,6 +76,14 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
             }
         }
     }
+    // A session in the deny list finished, whatever the store says yet (a finish written as a bare stream entry
+    // reaches the store's records at the next tick, the deny list possibly before): it gets no new token.
+    if let Some(p) = placed.placement.as_mut()
+        && p.state.is_active()
+        && room.finished_recently(&p.session)
+    {
+        p.state = SessionState::Finished;
+    }
     let snap = room.snapshot();
     let door_shut_for_good = snap.settings.closed || snap.settings.sold_out();
     let needs_join = placed.store_ok

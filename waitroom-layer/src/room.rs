@@ -116,6 +116,8 @@ fn lock_pending(shard: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
 /// store is down every session's mark (each failed flush puts them back one per session) plus one window's polls.
 /// Beyond it, new marks are dropped until a flush succeeds.
 const MAX_PENDING: usize = 2_000_000;
+/// Most `finished_since` calls at build (each returns a batch of finishes; the rest are read by the ticks).
+const MAX_FINISHED_READS_AT_START: usize = 16;
 /// Shards of the liveness marks.
 const PENDING_SHARDS: usize = 8;
 /// Bound per shard.
@@ -354,6 +356,18 @@ impl WaitingRoom {
             finished_cursor: Mutex::new(String::new()),
         });
         let room = Self { inner };
+        // Before the first request: the sessions finished while their tokens may still be valid (by other
+        // instances, or before a restart) are refused from the start, not a tick later. A backlog bigger than one
+        // read takes a few reads (the ticks read whatever is left beyond MAX_FINISHED_READS_AT_START).
+        for _ in 0..MAX_FINISHED_READS_AT_START {
+            let read = room
+                .read_finished()
+                .await
+                .map_err(|e| ConfigError::Store(e.to_string()))?;
+            if read == 0 {
+                break;
+            }
+        }
         room.record_snapshot();
         if b.spawn_background && tokio::runtime::Handle::try_current().is_ok() {
             room.spawn();
@@ -740,15 +754,24 @@ impl WaitingRoom {
         self.inner.tokens.verifier.is_denied(session)
     }
 
-    async fn read_finished(&self) -> Result<(), StoreError> {
+    /// Reads the finishes recorded since this instance's cursor into the token deny list; returns how many it read.
+    /// The first read (empty cursor) reaches back over the deny TTL (the tokens' longest life plus twice the
+    /// leeway), so an instance started mid-sale refuses the tokens of sessions finished before it started.
+    async fn read_finished(&self) -> Result<usize, StoreError> {
         let cursor = self
             .inner
             .finished_cursor
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let (ids, next) =
-            self.observe(self.inner.store.finished_since(self.event(), &cursor).await)?;
+        let lookback_ms = self.inner.tokens.verifier.deny_ttl().as_millis() as u64;
+        let (ids, next) = self.observe(
+            self.inner
+                .store
+                .finished_since(self.event(), &cursor, self.now_ms(), lookback_ms)
+                .await,
+        )?;
+        let read = ids.len();
         for s in ids {
             self.inner.cache.invalidate(&s);
             self.inner.tokens.deny(&s);
@@ -758,7 +781,7 @@ impl WaitingRoom {
             .finished_cursor
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = next;
-        Ok(())
+        Ok(read)
     }
 
     /// What to tell the holder of `placement` (`None`: not in line). Local: no store call.

@@ -1,5 +1,6 @@
 //! The room over a real redis-server: what a poll costs in Redis commands, what happens when Redis goes away and
-//! comes back, and (ignored by default) the figures for BENCHMARKS.md.
+//! comes back, finishes and an inventory shared by several instances, and (ignored by default) the figures for
+//! BENCHMARKS.md.
 #![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
@@ -13,7 +14,8 @@ use std::time::{Duration, Instant};
 use redis_server::RedisServer;
 use waitroom_layer::store::{Join, Store};
 use waitroom_layer::{
-    ManualClock, MemoryStore, Placement, RedisStore, SessionState, ViewState, WaitingRoom,
+    Inventory, ManualClock, MemoryStore, Placement, RedisStore, SessionState, ViewState,
+    WaitingRoom,
 };
 
 fn event(tag: &str) -> String {
@@ -502,9 +504,10 @@ async fn redis_figures() {
     );
 }
 
-/// Finishing across processes: a finish recorded on one instance, or written straight to the `finished` stream by a
-/// verifier's finish sink (`XADD wr:{ev}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`), reaches every
-/// instance at its next tick, and the active count drops at the first tick of any instance.
+/// Finishing across processes: a finish recorded on one instance, or written straight to the `finished` stream as a
+/// bare entry by a writer without the verify crate (`XADD wr:{ev}:finished MAXLEN ~ 100000 * s <session> n <seats>
+/// t <ms>`), reaches every instance at its next tick, and the bare entry's session leaves the active count at the
+/// first tick of any instance.
 #[tokio::test(flavor = "current_thread")]
 async fn a_finish_reaches_every_instance_within_a_tick() {
     let server = RedisServer::from_env_or_start();
@@ -587,4 +590,101 @@ async fn a_finish_reaches_every_instance_within_a_tick() {
     }
     // A finish of a session that was not inside changes nothing and counts nothing.
     assert!(!rooms[0].finish(&sids[5], 1).await.unwrap());
+}
+
+/// The seats through the Redis store: one instance reports the inventory, the other's door follows it. No seat
+/// available shuts the door; seats coming back open it (no more people let in within a minute than there are seats
+/// available); a finish with seats moves them from held to sold, whichever instance (or a verifier's Redis finish
+/// sink) records it; sold out reported by one instance lets nobody in on the other.
+#[tokio::test(flavor = "current_thread")]
+async fn an_inventory_set_on_one_instance_steers_the_door_of_another() {
+    let server = RedisServer::from_env_or_start();
+    let clock = ManualClock::new(1_800_000_000_000);
+    let ev = event("inventory");
+    let mut rooms = Vec::new();
+    for _ in 0..2 {
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        rooms.push(
+            WaitingRoom::builder(&ev)
+                .capacity(10)
+                .clock(Arc::new(clock.clone()))
+                .store(store)
+                .background(false)
+                .build()
+                .await
+                .unwrap(),
+        );
+    }
+    let (reporter, door) = (&rooms[0], &rooms[1]);
+    let sids: Vec<String> = (0..8).map(|_| WaitingRoom::new_session_id()).collect();
+    for (i, s) in sids.iter().enumerate() {
+        rooms[i % 2].join(s, None).await.unwrap();
+    }
+    let inv = |total, sold, held| Inventory { total, sold, held };
+
+    // Every seat held at checkout: nobody is let in, and the line is told it is paused.
+    reporter.set_inventory(inv(10, 0, 10)).await.unwrap();
+    clock.advance(Duration::from_secs(1));
+    assert!(door.tick_now().await.unwrap().admitted.is_empty());
+    assert_eq!(door.snapshot().settings.inventory, Some(inv(10, 0, 10)));
+    let waiting = door.locate(&sids[0], None).await.unwrap();
+    assert_eq!(door.status(waiting.as_ref()).state, ViewState::Paused);
+
+    // Two seats come back: two people get in, and no more within the minute, whatever the capacity.
+    reporter.set_inventory(inv(10, 0, 8)).await.unwrap();
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(door.tick_now().await.unwrap().admitted, sids[..2].to_vec());
+    clock.advance(Duration::from_secs(1));
+    assert!(door.tick_now().await.unwrap().admitted.is_empty());
+    assert!(reporter.tick_now().await.unwrap().admitted.is_empty());
+
+    // They buy: two seats on the door's instance, one through a verifier's Redis finish sink. The seats move from
+    // held to sold, as the reporting instance reads them.
+    for s in &sids[..2] {
+        door.claim(s).await.unwrap();
+    }
+    assert!(door.finish(&sids[0], 2).await.unwrap());
+    let sink = waitroom_verify::redis::RedisFinishSink::connect(server.url())
+        .await
+        .unwrap();
+    sink.record(&waitroom_verify::Finish {
+        session_id: sids[1].clone(),
+        event: ev.clone(),
+        seats: 1,
+        at_ms: waitroom_verify::Clock::now_ms(&clock),
+    })
+    .await
+    .unwrap();
+    reporter.refresh().await.unwrap();
+    let snap = reporter.snapshot();
+    assert_eq!(snap.settings.inventory, Some(inv(10, 3, 5)));
+    assert_eq!(
+        (
+            snap.active,
+            snap.counters.finished,
+            snap.counters.orders,
+            snap.counters.seats_bought
+        ),
+        (0, 2, 2, 3)
+    );
+    assert_eq!(reporter.stats().active, 0);
+
+    // A minute later the two available seats let two more in, on either instance.
+    clock.advance(Duration::from_secs(61));
+    let mut let_in = door.tick_now().await.unwrap().admitted;
+    let_in.extend(reporter.tick_now().await.unwrap().admitted);
+    assert_eq!(let_in, sids[2..4].to_vec());
+
+    // Sold out, reported by one instance: the other lets nobody in, ever, and tells the line so.
+    reporter.set_inventory(inv(10, 10, 0)).await.unwrap();
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(61));
+        assert!(door.tick_now().await.unwrap().admitted.is_empty());
+        assert!(reporter.tick_now().await.unwrap().admitted.is_empty());
+    }
+    assert!(door.snapshot().settings.sold_out());
+    let waiting = door.locate(&sids[7], None).await.unwrap();
+    assert_eq!(waiting.as_ref().unwrap().state, SessionState::Waiting);
+    assert_eq!(door.status(waiting.as_ref()).state, ViewState::SoldOut);
+    assert_eq!(door.snapshot().counters.admitted, 4);
 }

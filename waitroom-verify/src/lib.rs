@@ -70,8 +70,8 @@
 //! - [`clock`]: where time comes from.
 //!
 //! # Features
-//! - `redis`: the `redis` module. `redis::RedisFinishSink` records finishes in the room's Redis finish stream (the
-//!   room frees the place at its next tick and refuses the token), and `redis::RedisFinishListener` lets every
+//! - `redis`: the `redis` module. `redis::RedisFinishSink` finishes sessions in the room's Redis store (the place
+//!   frees at once; the room refuses the token from its next tick), and `redis::RedisFinishListener` lets every
 //!   verifier replica refuse a session finished on another one. Needs a Tokio runtime.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

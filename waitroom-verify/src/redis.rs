@@ -3,19 +3,25 @@
 //! another replica.
 //!
 //! # The contract with the room
-//! This crate does not depend on the room. The two meet on one Redis stream per on-sale, the one the room's
-//! `RedisStore` keeps (see its docs, "Finishing across processes"):
+//! This crate does not depend on the room. The two meet on the Redis keys of one on-sale, the ones the room's
+//! `RedisStore` keeps (see its docs, "Finishing across processes"): `<prefix>:{<event>}:<part>`, where `<prefix>`
+//! is the store's key prefix (default `wr`) and `<event>` the on-sale id, which is the tokens' audience (`aud`), so
+//! the sink takes it from each [`Finish`]. The hash tag `{<event>}` keeps them in one cluster slot.
+//!
+//! The sink finishes the session exactly as the room's own finish does, in one script (`EVALSHA`, loaded when the
+//! sink connects and again if Redis forgot it): when the session is admitted or active in the store it turns
+//! finished, leaves the active count, and its seats count (orders, seats bought, the inventory's held seats move
+//! to sold), so the active count drops at once and the next tick of any room instance may let the next person in.
+//! Either way the script appends the finish to the on-sale's finish stream:
 //!
 //! ```text
-//! XADD <prefix>:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>
+//! XADD <prefix>:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms> a 1
 //! ```
 //!
-//! `<prefix>` is the store's key prefix (default `wr`), `<event>` the on-sale id, which is the tokens' audience
-//! (`aud`), so the sink takes it from each [`Finish`]. The hash tag `{<event>}` keeps the stream in the cluster slot
-//! of the on-sale's other keys. The next admission tick of any room instance (every 250 ms by default) applies the
-//! entries it has not applied yet: the session leaves the active count, its seats count, and the same tick may let
-//! the next person in. Every room instance also reads the stream into its token deny list, so a finished session's
-//! token stops passing the room layer too.
+//! (`a 1`: applied already; a writer without this crate may append the entry without `a`, and the next room tick
+//! applies it.) Every room instance reads the stream into its token deny list at its next tick, so a finished
+//! session's token stops passing the room layer too, and [`RedisFinishListener`]s read it on the verifier
+//! replicas. The script's Lua is the room store's ([`FINISH_LUA`], one definition for both).
 //!
 //! # Wiring
 //! ```no_run
@@ -34,9 +40,11 @@
 //!
 //! # When Redis is down
 //! The session is denied on the replica that finished it at once, whatever Redis does ([`Admission::finish`]
-//! does that before the sink is called). The sink's write is bounded by its timeout (default 1 s); when it fails
-//! the failure is counted ([`RedisFinishSink::failed`]) and logged at most once per 10 s, the response still
-//! leaves, and the room learns nothing: the session's place is freed when its token's idle deadline passes instead.
+//! does that before the sink is called). The sink's write (the script, a reload included) is bounded by its
+//! timeout (default 1 s); when it fails the failure is counted ([`RedisFinishSink::failed`]) and logged at most
+//! once per 10 s, the response still leaves, and the room learns nothing: the session's place is freed when its
+//! token's idle deadline passes instead. The script is atomic: the finish is applied and appended together, or not
+//! at all.
 //! The listener keeps reading where it stopped once Redis is back, and a listener that starts (or restarts) reads
 //! back over the verifier's deny TTL, so it also refuses the sessions finished shortly before it started.
 //!
@@ -48,7 +56,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use ::redis::{RedisError, Value};
+use ::redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 use http::HeaderMap;
 
 use crate::admission::{Finish, FinishFuture, FinishSink};
@@ -62,6 +70,87 @@ pub const FINISHED_STREAM_CAP: u64 = 100_000;
 
 /// Most entries the listener reads in one call.
 const READ_BATCH: u64 = 10_000;
+
+/// The parts of the room store's key names (`<prefix>:{<event>}:<part>`) that a finish touches, in the order the
+/// sink's script takes them as `KEYS` (bound to the Lua locals `KM`, `KS`, `KA`, `KF`): the on-sale's meta hash
+/// (settings and counters), its session records, its active sessions (sorted by idle deadline) and its finish
+/// stream. The room's `RedisStore` names its keys from these, so the two cannot drift apart.
+#[doc(hidden)]
+pub const FINISH_KEY_PARTS: [&str; 4] = ["meta", "sessions", "active", "finished"];
+
+/// The Lua both the sink's script and the room store's scripts run to finish a session: the one definition of a
+/// finish in Redis. It expects the locals `KM`, `KS`, `KA`, `KF` (the keys of [`FINISH_KEY_PARTS`]) in scope and
+/// defines:
+///
+/// - `int(x)`, `fmt(n)`: a number from a reply (0 when none), an integer as text;
+/// - `meta()`: the on-sale's meta hash as a table, `nil` when the on-sale was not initialised;
+/// - `rec(sid)` / `put(sid, st, n, t)`: a session record (`<state><number>:<time>`) read and written;
+/// - `inv(m)`: the inventory (total, sold, held), `nil` when none was reported;
+/// - `finish(m, sid, seats)`: finishes an admitted or active session (it leaves the active count, the counters
+///   and the inventory take its seats); `false` when it was neither;
+/// - `announce(sid, seats, t, cap)`: appends the finish to the stream
+///   (`XADD KF MAXLEN ~ cap * s sid n seats t t a 1`); `a 1` says the store has applied it already, so no tick
+///   applies it again (an entry without `a`, from a bare `XADD`, is applied by the room's next tick).
+#[doc(hidden)]
+pub const FINISH_LUA: &str = r#"
+local function int(x) return tonumber(x) or 0 end
+local function fmt(n) return string.format('%d', n) end
+local function meta()
+  local r = redis.call('HGETALL', KM)
+  if #r == 0 then return nil end
+  local m = {}
+  for i = 1, #r, 2 do m[r[i]] = r[i + 1] end
+  return m
+end
+local function rec(sid)
+  local v = redis.call('HGET', KS, sid)
+  if not v then return nil end
+  local c = string.find(v, ':', 2, true)
+  if not c then return nil end
+  return string.sub(v, 1, 1), int(string.sub(v, 2, c - 1)), int(string.sub(v, c + 1))
+end
+local function put(sid, st, n, t) redis.call('HSET', KS, sid, st .. fmt(n) .. ':' .. fmt(t)) end
+local function inv(m)
+  if m.inv == nil or m.inv == '' then return nil end
+  local t, s, h = string.match(m.inv, '^(%d+):(%d+):(%d+)$')
+  return int(t), int(s), int(h)
+end
+-- Finishes an admitted or active session; false when it was neither.
+local function finish(m, sid, seats)
+  local st, n = rec(sid)
+  if st ~= 'a' and st ~= 'A' then return false end
+  put(sid, 'f', n, 0)
+  redis.call('ZREM', KA, sid)
+  redis.call('HINCRBY', KM, 'finished', 1)
+  if seats > 0 then
+    redis.call('HINCRBY', KM, 'orders', 1)
+    redis.call('HINCRBY', KM, 'seats', seats)
+    local total, sold, held = inv(m)
+    if total then
+      sold = math.min(sold + seats, total)
+      held = math.max(held - seats, 0)
+      m.inv = fmt(total) .. ':' .. fmt(sold) .. ':' .. fmt(held)
+      redis.call('HSET', KM, 'inv', m.inv)
+    end
+  end
+  return true
+end
+-- Tells every room instance and verifier replica; `a 1`: applied to the store already.
+local function announce(sid, seats, t, cap)
+  redis.call('XADD', KF, 'MAXLEN', '~', cap, '*', 's', sid, 'n', fmt(seats), 't', t, 'a', '1')
+end
+"#;
+
+/// The sink's script. ARGV: session, seats, when (ms), stream cap. Returns 1 when the session was admitted or
+/// active (the store applied the finish), else 0; the entry is appended either way, for the verifier replicas.
+const SINK_BODY: &str = r#"
+local sid, seats = ARGV[1], int(ARGV[2])
+local m = meta()
+local applied = m ~= nil and finish(m, sid, seats)
+announce(sid, seats, ARGV[3], ARGV[4])
+if applied then return 1 end
+return 0
+"#;
 
 /// How often a failing Redis is logged, at most.
 const LOG_EVERY_MS: u64 = 10_000;
@@ -83,6 +172,12 @@ pub fn finished_stream_key(prefix: &str, event: &str) -> Result<String, RedisFin
         }
     }
     Ok(format!("{prefix}:{{{event}}}:finished"))
+}
+
+/// The keys of [`FINISH_KEY_PARTS`] for `event` under `prefix`.
+fn finish_keys(prefix: &str, event: &str) -> Result<[String; 4], RedisFinishError> {
+    finished_stream_key(prefix, event)?;
+    Ok(FINISH_KEY_PARTS.map(|part| format!("{prefix}:{{{event}}}:{part}")))
 }
 
 /// What can go wrong setting up or using the Redis finish sink or listener.
@@ -194,9 +289,10 @@ async fn send(
 
 // ---- The sink ----
 
-/// A [`FinishSink`] that records every finish in the on-sale's Redis finish stream (see the module docs for the
-/// exact command), so the room instances sharing that Redis free the place at their next tick and refuse the
-/// session's token, and so [`RedisFinishListener`]s on other verifier replicas refuse it too.
+/// A [`FinishSink`] that finishes the session in the room's Redis store and records it in the on-sale's finish
+/// stream, in one script (see the module docs): the place is free and the seats count at once, the room instances
+/// sharing that Redis refuse the session's token from their next tick, and [`RedisFinishListener`]s on other
+/// verifier replicas refuse it too.
 ///
 /// Cheap to clone: clones share the connection (multiplexed, reconnecting) and the counters. It adds no response
 /// header; the write starts inside [`FinishSink::finish`] on the current Tokio runtime, and the response waits for
@@ -207,6 +303,24 @@ pub struct RedisFinishSink {
     prefix: Arc<str>,
     timeout: Duration,
     counts: Arc<SinkCounts>,
+    script: Arc<SinkScript>,
+}
+
+/// The sink's script: its code (for `SCRIPT LOAD`) and SHA1 (for `EVALSHA`).
+#[derive(Debug)]
+struct SinkScript {
+    code: String,
+    sha: String,
+}
+
+impl SinkScript {
+    fn new() -> Self {
+        let code = format!(
+            "local KM, KS, KA, KF = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n{FINISH_LUA}\n{SINK_BODY}"
+        );
+        let sha = Script::new(&code).get_hash().to_owned();
+        Self { code, sha }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -273,11 +387,17 @@ impl RedisFinishSinkBuilder {
     pub async fn connect(self) -> Result<RedisFinishSink, RedisFinishError> {
         let client = self.conn.check()?;
         let conn = self.conn.connect(client).await?;
+        let script = SinkScript::new();
+        // Loaded once here; a Redis that forgets it (a restart) gets it again on the first `NOSCRIPT`.
+        let mut load = ::redis::cmd("SCRIPT");
+        load.arg("LOAD").arg(&script.code);
+        send(&conn, &load, self.conn.timeout).await?;
         Ok(RedisFinishSink {
             conn,
             prefix: self.conn.key_prefix.into(),
             timeout: self.conn.timeout,
             counts: Arc::default(),
+            script: Arc::new(script),
         })
     }
 }
@@ -316,9 +436,11 @@ impl RedisFinishSink {
         self.counts.failed.load(Ordering::Relaxed)
     }
 
-    /// Writes one finish now: `XADD <prefix>:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`,
-    /// with `<event>` the finish's on-sale. [`FinishSink::finish`] calls this; call it directly to record a finish
-    /// made outside the verify layer.
+    /// Writes one finish now, with `<event>` the finish's on-sale: in one script, the session (when admitted or
+    /// active in the store) turns finished, leaves the active count and its seats count, and the finish is
+    /// appended to the stream (`XADD <prefix>:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>
+    /// a 1`). [`FinishSink::finish`] calls this; call it directly to record a finish made outside the verify
+    /// layer.
     ///
     /// # Errors
     /// [`RedisFinishError::Invalid`] when the event id contains a brace; [`RedisFinishError::Unavailable`] when
@@ -342,20 +464,36 @@ impl RedisFinishSink {
     }
 
     async fn write(&self, finish: &Finish) -> Result<(), RedisFinishError> {
-        let key = finished_stream_key(&self.prefix, &finish.event)?;
-        let mut cmd = ::redis::cmd("XADD");
-        cmd.arg(key)
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(FINISHED_STREAM_CAP)
-            .arg("*")
-            .arg("s")
-            .arg(&finish.session_id)
-            .arg("n")
+        let keys = finish_keys(&self.prefix, &finish.event)?;
+        let mut cmd = ::redis::cmd("EVALSHA");
+        cmd.arg(&self.script.sha).arg(keys.len());
+        for k in &keys {
+            cmd.arg(k);
+        }
+        cmd.arg(&finish.session_id)
             .arg(finish.seats)
-            .arg("t")
-            .arg(finish.at_ms);
-        send(&self.conn, &cmd, self.timeout).await.map(|_| ())
+            .arg(finish.at_ms)
+            .arg(FINISHED_STREAM_CAP);
+        let run = async {
+            let mut conn = self.conn.clone();
+            match cmd.query_async::<Value>(&mut conn).await {
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    let mut load = ::redis::cmd("SCRIPT");
+                    load.arg("LOAD").arg(&self.script.code);
+                    load.query_async::<Value>(&mut conn).await?;
+                    cmd.query_async::<Value>(&mut conn).await
+                }
+                r => r,
+            }
+        };
+        // One bound for the whole write, a reload included.
+        match tokio::time::timeout(self.timeout, run).await {
+            Ok(r) => r.map(|_| ()).map_err(unavailable),
+            Err(_) => Err(RedisFinishError::Unavailable(format!(
+                "Redis did not answer within {:?}",
+                self.timeout
+            ))),
+        }
     }
 }
 

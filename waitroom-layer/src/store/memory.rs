@@ -69,8 +69,8 @@ struct Event {
     /// (second, admissions in that second) over the last minute.
     recent_admits: VecDeque<(u64, u64)>,
     counters: Counters,
-    /// (sequence, session) of the last finishes, for [`Store::finished_since`].
-    finished_log: VecDeque<(u64, Arc<str>)>,
+    /// (sequence, when on the room's clock, session) of the last finishes, for [`Store::finished_since`].
+    finished_log: VecDeque<(u64, u64, Arc<str>)>,
     finished_seq: u64,
 }
 
@@ -337,7 +337,7 @@ impl Store for MemoryStore {
         event: &str,
         session: &str,
         seats: u32,
-        _now_ms: u64,
+        now_ms: u64,
     ) -> Result<bool, StoreError> {
         self.with_event(event, |ev| {
             let Some(r) = ev.sessions.get_mut(session) else {
@@ -354,7 +354,7 @@ impl Store for MemoryStore {
                 ev.finished_log.pop_front();
             }
             let seq = ev.finished_seq;
-            ev.finished_log.push_back((seq, Arc::from(session)));
+            ev.finished_log.push_back((seq, now_ms, Arc::from(session)));
             if seats > 0 {
                 ev.counters.orders += 1;
                 ev.counters.seats_bought += u64::from(seats);
@@ -382,18 +382,27 @@ impl Store for MemoryStore {
         &self,
         event: &str,
         cursor: &str,
+        now_ms: u64,
+        lookback_ms: u64,
     ) -> Result<(Vec<String>, String), StoreError> {
         self.with_event(event, |ev| {
-            let Ok(after) = cursor.parse::<u64>() else {
-                // Empty (or foreign) cursor: from now on.
-                return (Vec::new(), ev.finished_seq.to_string());
+            let (ids, after) = match cursor.parse::<u64>() {
+                Ok(after) => {
+                    let start = ev.finished_log.partition_point(|(seq, _, _)| *seq <= after);
+                    let ids = ev
+                        .finished_log
+                        .range(start..)
+                        .map(|(_, _, s)| s.to_string());
+                    (ids.collect(), after)
+                }
+                // Empty (or foreign) cursor: all it remembers of the lookback window (filtered rather than
+                // searched: rooms sharing this store in one process may run on different clocks).
+                Err(_) => {
+                    let since = now_ms.saturating_sub(lookback_ms);
+                    let ids = ev.finished_log.iter().filter(|(_, at, _)| *at >= since);
+                    (ids.map(|(_, _, s)| s.to_string()).collect(), 0)
+                }
             };
-            let start = ev.finished_log.partition_point(|(seq, _)| *seq <= after);
-            let ids = ev
-                .finished_log
-                .range(start..)
-                .map(|(_, s)| s.to_string())
-                .collect();
             (ids, ev.finished_seq.max(after).to_string())
         })
     }
@@ -417,7 +426,7 @@ mod tests {
             inventory: None,
         };
         store.init("ev", &settings).await.unwrap();
-        let (none, start) = store.finished_since("ev", "").await.unwrap();
+        let (none, start) = store.finished_since("ev", "", 0, 60_000).await.unwrap();
         assert!(none.is_empty());
         for s in ["a", "b", "c"] {
             let join = Join {
@@ -437,12 +446,25 @@ mod tests {
         store.tick("ev", &tick).await.unwrap();
         assert!(store.finish("ev", "a", 1, 3).await.unwrap());
         assert!(store.finish("ev", "b", 0, 3).await.unwrap());
-        let (ids, next) = store.finished_since("ev", &start).await.unwrap();
+        let (ids, next) = store.finished_since("ev", &start, 3, 60_000).await.unwrap();
         assert_eq!(ids, ["a", "b"]);
         assert!(store.finish("ev", "c", 0, 4).await.unwrap());
-        let (ids, last) = store.finished_since("ev", &next).await.unwrap();
+        let (ids, last) = store.finished_since("ev", &next, 4, 60_000).await.unwrap();
         assert_eq!(ids, ["c"]);
-        let (ids, _) = store.finished_since("ev", &last).await.unwrap();
+        let (ids, _) = store.finished_since("ev", &last, 4, 60_000).await.unwrap();
         assert!(ids.is_empty());
+        // A reader that starts now (an instance started mid-sale) gets the finishes of the lookback window.
+        let (ids, from) = store.finished_since("ev", "", 4, 60_000).await.unwrap();
+        assert_eq!(
+            (ids, from),
+            (vec!["a".to_owned(), "b".into(), "c".into()], last.clone())
+        );
+        let (ids, _) = store.finished_since("ev", "", 4, 0).await.unwrap();
+        assert_eq!(ids, ["c"]);
+        let (ids, _) = store
+            .finished_since("ev", "", 60_004, 60_000)
+            .await
+            .unwrap();
+        assert_eq!(ids, ["c"]);
     }
 }

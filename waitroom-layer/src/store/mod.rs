@@ -380,11 +380,18 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Changes the settings; returns the settings in force after the change.
     async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError>;
 
-    /// Sessions finished since `cursor`, oldest first, and the cursor to pass next time. An empty `cursor` means
-    /// "from now on": it returns no sessions, only the current cursor. Each room instance calls this every tick, so
-    /// a finish recorded anywhere (another instance, a verifier's finish sink writing to the store) reaches every
-    /// instance within a tick or two. A reader that falls far behind may miss old finishes (stores keep a bounded
-    /// log); finished sessions are also `Finished` in [`lookup`](Store::lookup).
+    /// Sessions finished since `cursor`, oldest first, and the cursor to pass next time. Each room instance calls
+    /// this every tick, so a finish recorded anywhere (another instance, a verifier's finish sink writing to the
+    /// store) reaches every instance within a tick or two. A reader that falls far behind may miss old finishes
+    /// (stores keep a bounded log); finished sessions are also `Finished` in [`lookup`](Store::lookup).
+    ///
+    /// An empty `cursor` (an instance that just started, or restarted mid-sale) reads back over the last
+    /// `lookback_ms` before `now_ms`: the room passes its tokens' longest life (the idle timeout plus twice the
+    /// leeway), so a new instance refuses the token of every session finished while such a token could still be
+    /// valid. A store whose log is dated by another clock may measure the window on that clock (`RedisStore` uses
+    /// Redis's time, which dates its stream entries); a store may return more than the window (never less of what
+    /// it remembers within it). When there are more finishes than one call returns, the cursor continues from the
+    /// last one returned.
     ///
     /// The default returns nothing: right for a store only one process writes to, where the room sees every finish
     /// itself.
@@ -392,8 +399,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         &self,
         event: &str,
         cursor: &str,
+        now_ms: u64,
+        lookback_ms: u64,
     ) -> Result<(Vec<String>, String), StoreError> {
-        let _ = event;
+        let _ = (event, now_ms, lookback_ms);
         Ok((Vec::new(), cursor.to_owned()))
     }
 }

@@ -14,6 +14,7 @@ use super::{
     Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
+use waitroom_verify::redis::{FINISH_KEY_PARTS, FINISH_LUA};
 
 /// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
 /// batch is split so no single command holds Redis for long.
@@ -26,27 +27,15 @@ const FINISHED_CAP: u64 = 100_000;
 /// Most finishes one [`Store::finished_since`] call returns.
 const FINISHED_BATCH: u64 = 10_000;
 
-/// The code shared by every script: key names, record packing, the lazy numbering of the drawn segment.
+/// The key names every script starts with (`KEYS` in the order of [`KEY_PARTS`]).
+const KEYS_LUA: &str = "local KM, KS, KL, KD, KA, KC, KR, KP, KF, KN, KQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], \
+    KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]";
+
+/// The code shared by every script, after the keys and the finish (`int`, `fmt`, `meta`, `rec`, `put`, `inv`,
+/// `finish`, `announce`: `waitroom_verify::redis::FINISH_LUA`, one definition for the room and the verifier's
+/// finish sink): record packing, the lazy numbering of the drawn segment, the draw.
 const PRELUDE: &str = r#"
-local KM, KS, KL, KD, KA, KC, KR, KP, KF, KN, KQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
-local function int(x) return tonumber(x) or 0 end
-local function fmt(n) return string.format('%d', n) end
-local function meta()
-  local r = redis.call('HGETALL', KM)
-  if #r == 0 then return nil end
-  local m = {}
-  for i = 1, #r, 2 do m[r[i]] = r[i + 1] end
-  return m
-end
 local NOEVENT = 'WRNOEVENT the on-sale was not initialised'
-local function rec(sid)
-  local v = redis.call('HGET', KS, sid)
-  if not v then return nil end
-  local c = string.find(v, ':', 2, true)
-  if not c then return nil end
-  return string.sub(v, 1, 1), int(string.sub(v, 2, c - 1)), int(string.sub(v, c + 1))
-end
-local function put(sid, st, n, t) redis.call('HSET', KS, sid, st .. fmt(n) .. ':' .. fmt(t)) end
 -- A pre-queued session's record holds its draw bucket where others hold their number. After the draw its number
 -- is implicit: where its bucket starts in the drawn segment, plus how many of the bucket already left the head,
 -- plus its rank in what is left.
@@ -89,31 +78,6 @@ local function draw(m, now)
   redis.call('HSET', KM, 'drawn', '1', 'dbase', m.dbase, 'dcount', m.dcount, 'last', m.last, 'dfloor', m.dfloor)
 end
 local function settings(m) return {m.cap, m.apm, m.paused, m.closed, m.opens, m.random, m.inv} end
-local function inv(m)
-  if m.inv == nil or m.inv == '' then return nil end
-  local t, s, h = string.match(m.inv, '^(%d+):(%d+):(%d+)$')
-  return int(t), int(s), int(h)
-end
--- Finishes an admitted or active session; false when it was neither.
-local function finish(m, sid, seats)
-  local st, n = rec(sid)
-  if st ~= 'a' and st ~= 'A' then return false end
-  put(sid, 'f', n, 0)
-  redis.call('ZREM', KA, sid)
-  redis.call('HINCRBY', KM, 'finished', 1)
-  if seats > 0 then
-    redis.call('HINCRBY', KM, 'orders', 1)
-    redis.call('HINCRBY', KM, 'seats', seats)
-    local total, sold, held = inv(m)
-    if total then
-      sold = math.min(sold + seats, total)
-      held = math.max(held - seats, 0)
-      m.inv = fmt(total) .. ':' .. fmt(sold) .. ':' .. fmt(held)
-      redis.call('HSET', KM, 'inv', m.inv)
-    end
-  end
-  return true
-end
 "#;
 
 /// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits.
@@ -217,14 +181,15 @@ local function seen(sid, n)
 end
 local drew = 0
 if draw_due(m, now) then draw(m, now); drew = 1 end
--- Finishes recorded by others (a verifier's finish sink) since the last tick: they leave the active count now.
+-- Finishes recorded by others as bare stream entries since the last tick: they leave the active count now.
 local fcur = m.fcur or '0-0'
 local fin = redis.call('XRANGE', KF, '(' .. fcur, '+', 'COUNT', 1000)
 if #fin > 0 then
   for _, e in ipairs(fin) do
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
-    if f.s then finish(m, f.s, int(f.n)) end
+    -- `a 1`: the writer applied it already (the room's finish, the verifier's sink script).
+    if f.s and f.a ~= '1' then finish(m, f.s, int(f.n)) end
   end
   redis.call('HSET', KM, 'fcur', fin[#fin][1])
 end
@@ -312,8 +277,17 @@ if not m then return redis.error_reply(NOEVENT) end
 local sid, seats = ARGV[1], int(ARGV[2])
 if not finish(m, sid, seats) then return 0 end
 -- Tell every room instance and verifier replica (see "Finishing across processes").
-redis.call('XADD', KF, 'MAXLEN', '~', ARGV[4], '*', 's', sid, 'n', fmt(seats), 't', ARGV[3])
+announce(sid, seats, ARGV[3], ARGV[4])
 return 1
+"#;
+
+/// ARGV: lookback (ms), most entries. The finishes of the last `lookback` ms on Redis's clock (which dated the
+/// entries' ids), oldest first, after the window's start as a cursor (for an empty window).
+const FINISHED_RECENT: &str = r#"
+local t = redis.call('TIME')
+local from = math.max(int(t[1]) * 1000 + math.floor(int(t[2]) / 1000) - int(ARGV[1]), 0)
+local start = fmt(from) .. '-0'
+return {start, redis.call('XRANGE', KF, start, '+', 'COUNT', ARGV[2])}
 "#;
 
 /// No ARGV.
@@ -354,7 +328,7 @@ struct Lua {
 
 impl Lua {
     fn new(body: &str) -> Self {
-        let code = format!("{PRELUDE}\n{body}");
+        let code = format!("{KEYS_LUA}\n{FINISH_LUA}\n{PRELUDE}\n{body}");
         let script = Script::new(&code);
         Self { code, script }
     }
@@ -369,6 +343,7 @@ struct Scripts {
     touch: Lua,
     tick: Lua,
     finish: Lua,
+    finished_recent: Lua,
     snapshot: Lua,
     update: Lua,
 }
@@ -383,12 +358,13 @@ impl Scripts {
             touch: Lua::new(TOUCH),
             tick: Lua::new(TICK),
             finish: Lua::new(FINISH),
+            finished_recent: Lua::new(FINISHED_RECENT),
             snapshot: Lua::new(SNAPSHOT),
             update: Lua::new(UPDATE),
         }
     }
 
-    fn all(&self) -> [&Lua; 9] {
+    fn all(&self) -> [&Lua; 10] {
         [
             &self.init,
             &self.join,
@@ -397,6 +373,7 @@ impl Scripts {
             &self.touch,
             &self.tick,
             &self.finish,
+            &self.finished_recent,
             &self.snapshot,
             &self.update,
         ]
@@ -404,9 +381,20 @@ impl Scripts {
 }
 
 /// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=11]`).
+/// The parts a finish touches are the verifier's ([`FINISH_KEY_PARTS`]: meta, sessions, active, finished), so the
+/// room and the verifier's finish sink name the same keys.
 const KEY_PARTS: [&str; 11] = [
-    "meta", "sessions", "line", "draw", "active", "accounts", "admits", "drawidx", "finished",
-    "seen", "pseen",
+    FINISH_KEY_PARTS[0],
+    FINISH_KEY_PARTS[1],
+    "line",
+    "draw",
+    FINISH_KEY_PARTS[2],
+    "accounts",
+    "admits",
+    "drawidx",
+    FINISH_KEY_PARTS[3],
+    "seen",
+    "pseen",
 ];
 
 /// Length of one liveness slot: a numbered waiting session's poll sets its bit in `wr:{ev}:seen:<now / slot>`;
@@ -506,15 +494,20 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// - [`Store::finish`] (the room's own finish, for instance from the `Waitroom-Command` response header) marks the
 ///   session finished and appends an entry, in one script.
 /// - A verifier's Redis finish sink (`waitroom_verify::redis::RedisFinishSink`, feature `redis` of the verify
-///   crate) appends an entry itself:
+///   crate) does the same in its own script, built from the same Lua (`waitroom_verify::redis::FINISH_LUA`, which
+///   these scripts include, and the key names of `FINISH_KEY_PARTS`): the session leaves the active count and its
+///   seats count at once. Both mark their entries `a 1` (applied).
+/// - A writer without that crate may append a bare entry:
 ///   `XADD wr:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`. The next admission tick of any
-///   instance (every 250 ms by default) applies the entries it has not applied yet (`meta.fcur` is the shared
-///   cursor, so each applies once): the session leaves the active count, its seats count, and the same tick may let
-///   the next person in.
+///   instance (every 250 ms by default) applies the entries without `a` it has not applied yet (`meta.fcur` is the
+///   shared cursor, so each applies once): the session leaves the active count, its seats count, and the same tick
+///   may let the next person in.
 /// - Every room instance reads the stream after its own cursor each tick ([`Store::finished_since`]) and remembers
 ///   the sessions ([`WaitingRoom::finished_recently`](crate::WaitingRoom::finished_recently)); verifier replicas
 ///   read it the same way (`XRANGE key (<last id> + COUNT n`, `waitroom_verify::redis::RedisFinishListener`) to
-///   deny those tokens.
+///   deny those tokens. An instance that starts (or restarts) reads back over its tokens' longest life first
+///   (`XRANGE key <now - deny TTL>-0 + COUNT n`, `now` by Redis's clock), before its first request, so it refuses
+///   the sessions finished before it started too.
 ///
 /// # Several instances: one key set, one cookie secret
 ///
@@ -1101,37 +1094,38 @@ impl Store for RedisStore {
         &self,
         event: &str,
         cursor: &str,
+        _now_ms: u64,
+        lookback_ms: u64,
     ) -> Result<(Vec<String>, String), StoreError> {
-        let key = self.keys(event)?[8].clone();
-        let cmd = if cursor.is_empty() {
-            let mut c = ::redis::cmd("XREVRANGE");
-            c.arg(&key).arg("+").arg("-").arg("COUNT").arg(1);
-            c
+        // An empty cursor reads back over the lookback on Redis's clock (the stream's ids are `<ms>-<seq>` of that
+        // clock, whatever the room's clock says): `XRANGE key <now - lookback>-0 + COUNT n`, in a script for the
+        // time. Later calls continue after the cursor.
+        let (mut last, entries) = if cursor.is_empty() {
+            let mut cmd = self.evalsha(&self.scripts.finished_recent, event)?;
+            cmd.arg(lookback_ms).arg(FINISHED_BATCH);
+            let mut a = array(self.run(&self.scripts.finished_recent, &cmd).await?)?.into_iter();
+            match (a.next(), a.next(), a.next()) {
+                (Some(start), Some(entries), None) => (text(&start)?, entries),
+                _ => return Err(corrupt("a finished read of the wrong length")),
+            }
         } else {
-            let mut c = ::redis::cmd("XRANGE");
-            c.arg(&key)
+            let key = self.keys(event)?[8].clone();
+            let mut cmd = ::redis::cmd("XRANGE");
+            cmd.arg(&key)
                 .arg(format!("({cursor}"))
                 .arg("+")
                 .arg("COUNT")
                 .arg(FINISHED_BATCH);
-            c
+            let v = self.send(&cmd).await.map_err(store_error)?;
+            (cursor.to_owned(), v)
         };
-        let v = self.send(&cmd).await.map_err(store_error)?;
         let mut ids = Vec::new();
-        let mut last = if cursor.is_empty() {
-            "0-0".to_owned()
-        } else {
-            cursor.to_owned()
-        };
-        for entry in array(v)? {
+        for entry in array(entries)? {
             let mut e = array(entry)?.into_iter();
             let (Some(id), Some(fields), None) = (e.next(), e.next(), e.next()) else {
                 return Err(corrupt("a stream entry of the wrong shape"));
             };
             last = text(&id)?;
-            if cursor.is_empty() {
-                continue;
-            }
             let fields = array(fields)?;
             for pair in fields.chunks(2) {
                 if let [k, v] = pair
