@@ -52,7 +52,7 @@ struct Args {
     /// Shares of orders of 1, 2, 3 and 4 seats, comma-separated (taken relative to their sum).
     #[arg(long, default_value = "0.10,0.15,0.40,0.35", value_parser = order_sizes)]
     order_sizes: OrderSizes,
-    /// Share of admitted people who do not buy but hold seats anyway (their holds expire).
+    /// Share of the non-buyers (admitted people who do not buy) who hold seats before leaving (the holds expire).
     #[arg(long, default_value_t = 0.5)]
     non_buyer_hold_share: f64,
     /// Seconds into a visit at which seats are held.
