@@ -18,7 +18,8 @@ struct Args {
     /// People who come for the on-sale.
     #[arg(long, default_value_t = 600_000)]
     crowd: u64,
-    /// Multiplies the crowd, the seats and the capacity.
+    /// Multiplies the crowd, the seats, the capacity and --admit-per-minute together (not the crowd alone): the
+    /// ratios and the minutes stay those of the unscaled sale. To grow only the crowd, use --crowd.
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
     /// Seats on sale.
@@ -48,6 +49,15 @@ struct Args {
     /// Share of admitted people who buy.
     #[arg(long, default_value_t = 0.9)]
     buy_share: f64,
+    /// Shares of orders of 1, 2, 3 and 4 seats, comma-separated (taken relative to their sum).
+    #[arg(long, default_value = "0.10,0.15,0.40,0.35", value_parser = order_sizes)]
+    order_sizes: OrderSizes,
+    /// Share of the non-buyers (admitted people who do not buy) who hold seats before leaving (the holds expire).
+    #[arg(long, default_value_t = 0.5)]
+    non_buyer_hold_share: f64,
+    /// Seconds into a visit at which seats are held.
+    #[arg(long, default_value_t = 60)]
+    hold_after_seconds: u64,
     /// Share of admitted people who close the tab (they idle out).
     #[arg(long, default_value_t = 0.02)]
     tab_close_share: f64,
@@ -60,6 +70,9 @@ struct Args {
     /// Idle timeout, minutes.
     #[arg(long, default_value_t = 10.0)]
     idle_minutes: f64,
+    /// Stop this many minutes after the opening at the latest.
+    #[arg(long, default_value_t = 45)]
+    max_minutes_after_open: u64,
     /// Random seed.
     #[arg(long, default_value_t = 2026)]
     seed: u64,
@@ -72,6 +85,23 @@ struct Args {
     /// Where to write the chart.
     #[arg(long, default_value = ".")]
     out: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OrderSizes([f64; 4]);
+
+fn order_sizes(s: &str) -> Result<OrderSizes, String> {
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|x| x.trim().parse::<f64>().map_err(|e| format!("`{x}`: {e}")))
+        .collect::<Result<_, _>>()?;
+    let shares: [f64; 4] = v
+        .try_into()
+        .map_err(|_| "four shares: orders of 1, 2, 3 and 4 seats".to_owned())?;
+    if shares.iter().any(|x| !x.is_finite() || *x < 0.0) || shares.iter().sum::<f64>() <= 0.0 {
+        return Err("shares are non-negative and not all zero".into());
+    }
+    Ok(OrderSizes(shares))
 }
 
 type Series = (&'static str, RGBColor, fn(&Minute) -> u64);
@@ -143,6 +173,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         visit_minutes: a.visit_minutes,
         admit_per_minute: a.admit_per_minute,
         buy_share: a.buy_share,
+        order_sizes: a.order_sizes.0,
+        non_buyer_hold_share: a.non_buyer_hold_share,
+        hold_after_seconds: a.hold_after_seconds,
+        max_minutes_after_open: a.max_minutes_after_open,
         tab_close_share: a.tab_close_share,
         give_up_per_minute: a.give_up_per_minute,
         poll_seconds: a.poll_seconds,
@@ -222,12 +256,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         r.steady_orders_per_minute, r.orders
     );
     println!(
-        "wait estimates:            median error {:.0} s, 90th percentile {:.0} s, median relative {:.0}% ({} followed, {:.0}% measured)",
+        "wait estimate at join:     median error {:.0} s, 90th percentile {:.0} s ({} followed; {:.0}% measured, {:.0}% configured)",
+        r.eta_join_median_abs_error_seconds,
+        r.eta_join_p90_abs_error_seconds,
+        r.eta_join_checked,
+        r.eta_join_measured_share * 100.0,
+        (1.0 - r.eta_join_measured_share) * 100.0
+    );
+    println!(
+        "                           (the first estimate each followed person saw: at join, or for the pre-queue at the first poll after the draw)"
+    );
+    println!(
+        "all wait estimates:        median error {:.0} s, 90th percentile {:.0} s, median relative {:.0}% ({} checked: at join and every 2 minutes after; {:.0}% measured, {:.0}% configured)",
         r.eta_median_abs_error_seconds,
         r.eta_p90_abs_error_seconds,
         r.eta_median_rel_error * 100.0,
         r.eta_checked,
-        r.eta_measured_share * 100.0
+        r.eta_measured_share * 100.0,
+        (1.0 - r.eta_measured_share) * 100.0
     );
     println!(
         "fairness:                  correlation of pre-queue arrival time with getting a ticket = {:+.3}",
@@ -235,10 +281,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     match (r.sold_out_told_within_seconds, r.sold_out_after_seconds) {
         (Some(t), _) => println!(
-            "sold out told to the line: within {t} s of the last seat (every person checked)"
+            "sold out told to the line: {t} s after the last seat, the last person still in line heard it at their own poll"
         ),
         (None, Some(_)) => {
-            println!("sold out told to the line: NOT to everyone: the room told someone otherwise")
+            println!(
+                "sold out told to the line: NOT to everyone: a poll was answered otherwise, or the run ended first"
+            )
         }
         (None, None) => {}
     }

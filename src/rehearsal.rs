@@ -10,8 +10,10 @@
 //! What is simplified, and why it changes nothing the room decides: a waiting session's poll only matters to the
 //! room through its liveness mark, which is read when the session reaches the head. So the rehearsal sends the polls
 //! of sessions within a window ahead of the head (larger than the head moves in an abandon grace period) through
-//! `WaitingRoom::locate`, and skips the polls of people further back. The cost of a poll itself is measured by the
-//! benchmarks, not here.
+//! `WaitingRoom::locate`, and skips the polls of people further back. Two kinds of poll are sent wherever the person
+//! is: a followed person's polls until the page first shows them an estimate (the estimate at join), and, once the
+//! room is sold out, every poll of everyone still in line until each has heard it. The cost of a poll itself is
+//! measured by the benchmarks, not here.
 
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -26,7 +28,8 @@ use waitroom_layer::{
 pub struct Params {
     /// People who come for the on-sale (before `scale`).
     pub crowd: u64,
-    /// Multiplies the crowd, the seats and the capacity.
+    /// Multiplies the crowd, the seats, the capacity and `admit_per_minute` together, so the ratios (people per
+    /// seat, seats per place inside) and the minutes (when seats run out) stay those of the unscaled sale.
     pub scale: f64,
     /// Seats on sale.
     pub seats: u64,
@@ -47,6 +50,9 @@ pub struct Params {
     pub visit_minutes: f64,
     /// Share of admitted people who buy.
     pub buy_share: f64,
+    /// Shares of orders of 1, 2, 3 and 4 seats (they need not add up to one: they are taken relative to their
+    /// sum). The seed's: 10%, 15%, 40%, 35%, three seats an order on average.
+    pub order_sizes: [f64; 4],
     /// Share of admitted people who close the tab without finishing (they idle out after `idle_minutes`).
     pub tab_close_share: f64,
     /// Share of non-buyers who hold seats before leaving (the holds expire).
@@ -81,6 +87,7 @@ impl Default for Params {
             random_draw: true,
             visit_minutes: 4.0,
             buy_share: 0.9,
+            order_sizes: [0.10, 0.15, 0.40, 0.35],
             tab_close_share: 0.02,
             non_buyer_hold_share: 0.5,
             hold_after_seconds: 60,
@@ -150,10 +157,25 @@ pub struct Report {
     pub eta_median_rel_error: f64,
     /// Share of those estimates that came from measurements (the rest from configuration).
     pub eta_measured_share: f64,
+    /// Estimates checked at join: the first estimate each followed session was shown, against the whole wait it
+    /// then had until admission. For a session that joined after the line had numbers (after the opening, or any
+    /// time in FIFO without a scheduled opening) it is the estimate its join answered; for a pre-queued session it
+    /// is the estimate at its first poll that returned a place in line (after the draw, or after the opening in
+    /// FIFO), up to one poll interval after the draw. Unlike the figures above, no later re-estimate is counted.
+    pub eta_join_checked: u64,
+    /// Median absolute error of the estimates shown at join, in seconds.
+    pub eta_join_median_abs_error_seconds: f64,
+    /// 90th percentile of that error, in seconds.
+    pub eta_join_p90_abs_error_seconds: f64,
+    /// Share of the estimates shown at join that came from measurements (the rest from configuration: capacity
+    /// over the expected visit, before the head's pace is measured).
+    pub eta_join_measured_share: f64,
     /// Pearson correlation between pre-queue arrival time and getting a ticket (0: arrival time did not matter).
     pub fairness_arrival_vs_ticket: f64,
-    /// Seconds from the last seat sold until every session still in line had been told "sold out" (max); `None`
-    /// when the room's answer to any of them was something else.
+    /// Seconds from the last seat sold until the last person still in line then had been told "sold out" by
+    /// their own next poll through the room (each simulated page polls every `poll_seconds` from its arrival;
+    /// people who give up before their next poll are no longer in line). `None` when a poll after the room
+    /// turned sold out was answered with anything else, or the run ended before everyone had polled.
     pub sold_out_told_within_seconds: Option<u64>,
     /// The reach estimate halfway through the seats, as a line number, and the last line number that bought.
     pub reach_halfway: Option<(u64, u64)>,
@@ -206,6 +228,8 @@ struct Person {
     held: u64,
     /// Estimates shown to a followed person: (when, seconds, basis).
     followed: Vec<(u64, u64, EtaBasis)>,
+    /// The first estimate a followed person was shown (at join, or at the first poll with a place in line).
+    first_shown: Option<(u64, u64, EtaBasis)>,
 }
 
 fn pearson(x: &[f64], y: &[f64]) -> f64 {
@@ -248,7 +272,8 @@ pub async fn run(p: &Params) -> Result<Report, StoreError> {
 /// Runs a rehearsal on `store` (an on-sale id `event` not used before in that store).
 ///
 /// # Errors
-/// When the store fails.
+/// When the store fails; also (as [`StoreError::Unavailable`], naming the reason) when the parameters make no room
+/// or no order size.
 pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Report, StoreError> {
     let mut rng = Rng::new(p.seed);
     let crowd = (p.crowd as f64 * p.scale).round() as u64;
@@ -291,6 +316,14 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     .await?;
 
     // The crowd.
+    let order_total: f64 = p.order_sizes.iter().map(|s| s.max(0.0)).sum();
+    if !(order_total > 0.0 && order_total.is_finite()) {
+        return Err(StoreError::Unavailable(
+            "the order sizes' shares must add up to more than zero".into(),
+        ));
+    }
+    let order_cumulative: [f64; 3] =
+        std::array::from_fn(|k| p.order_sizes[..=k].iter().map(|s| s.max(0.0)).sum::<f64>());
     let mut people: Vec<Person> = (0..crowd)
         .map(|i| {
             let arrive_s = if rng.unit() < p.early_share {
@@ -303,17 +336,9 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
             } else {
                 f64::MAX
             };
-            // Orders of 1 to 4, three on average.
-            let u = rng.unit();
-            let qty = if u < 0.10 {
-                1
-            } else if u < 0.25 {
-                2
-            } else if u < 0.65 {
-                3
-            } else {
-                4
-            };
+            // Orders of 1 to 4 seats (the seed's: three on average).
+            let u = rng.unit() * order_total;
+            let qty = 1 + order_cumulative.iter().filter(|&&c| u >= c).count() as u64;
             let buys = rng.unit() < p.buy_share;
             Person {
                 sid: format!("r{i:021}"),
@@ -333,6 +358,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                 bought: 0,
                 held: 0,
                 followed: Vec::new(),
+                first_shown: None,
             }
         })
         .collect();
@@ -356,7 +382,15 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     let mut no_seat_at: Option<u64> = None;
     let mut most_sold_at: Option<u64> = None;
     let mut told_within: Option<u64> = None;
-    let mut sold_out_checked = false;
+    // From the moment the room turns sold out: the people then still in line who have not yet polled since, and
+    // whether every poll since was answered "sold out".
+    let mut sold_out_line: Option<Vec<usize>> = None;
+    let mut last_told = 0u64;
+    let mut everyone_told = true;
+    // Followed people not yet shown an estimate.
+    let mut unshown: Vec<usize> = (0..people.len())
+        .filter(|&i| (i as u64).is_multiple_of(p.sample_every))
+        .collect();
     let mut reach_halfway: Option<u64> = None;
     let mut last_admitted_minute = 0u64;
     let mut last_orders_minute = 0u64;
@@ -383,6 +417,9 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                     let st = room.status(Some(&pl));
                     if let (Some(e), Some(b)) = (st.eta_seconds, st.eta_basis) {
                         people[i].followed.push((t, e, b));
+                        if st.state == ViewState::Waiting {
+                            people[i].first_shown = Some((t, e, b));
+                        }
                     }
                 }
             }
@@ -409,6 +446,58 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
                 if t < q.give_up_s && t >= q.arrive_s && (t - q.arrive_s).is_multiple_of(poll) {
                     room.locate(&q.sid, Some(q.number)).await?;
                 }
+            }
+        }
+        // The first estimate a followed person is shown, at their first poll with a place in line (joins that got
+        // one are recorded above). Only the followed people poll here, so this adds one liveness mark or two for
+        // one person in `sample_every`, who would poll anyway.
+        if drawn {
+            let mut still = Vec::with_capacity(unshown.len());
+            for &i in &unshown {
+                let q = &people[i];
+                if q.first_shown.is_some() || q.admitted_s.is_some() || t >= q.give_up_s {
+                    continue;
+                }
+                if t <= q.arrive_s || !(t - q.arrive_s).is_multiple_of(poll) {
+                    still.push(i);
+                    continue;
+                }
+                let pl = room
+                    .locate(&q.sid, (q.number > 0).then_some(q.number))
+                    .await?;
+                let st = room.status(pl.as_ref());
+                match (st.state, st.eta_seconds, st.eta_basis) {
+                    (ViewState::Waiting, Some(e), Some(b)) => {
+                        people[i].first_shown = Some((t, e, b))
+                    }
+                    _ => still.push(i),
+                }
+            }
+            unshown = still;
+        }
+        // Once the room is sold out, each person still in line hears it at their own next poll.
+        if let (Some(line), Some(so)) = (sold_out_line.as_mut(), sold_out_at)
+            && !line.is_empty()
+        {
+            let mut still = Vec::with_capacity(line.len());
+            for &i in line.iter() {
+                let q = &people[i];
+                if t >= q.give_up_s {
+                    continue; // gave up before hearing it: no longer in line
+                }
+                if !(t - q.arrive_s).is_multiple_of(poll) {
+                    still.push(i);
+                    continue;
+                }
+                let pl = room
+                    .locate(&q.sid, (q.number > 0).then_some(q.number))
+                    .await?;
+                everyone_told &= room.status(pl.as_ref()).state == ViewState::SoldOut;
+                last_told = t;
+            }
+            *line = still;
+            if line.is_empty() {
+                told_within = everyone_told.then_some(last_told.max(so) - so);
             }
         }
         // Seats: holds and ends of visits due now.
@@ -520,28 +609,19 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
         }
         let snap = room.snapshot();
         max_active = max_active.max(snap.active);
-        if let Some(so) = sold_out_at
-            && !sold_out_checked
-            && snap.settings.sold_out()
-        {
-            // From this snapshot on, each person still in line hears "sold out" at their next poll: ask the room
-            // what every one of them is told now, then take the latest next poll among them.
-            sold_out_checked = true;
-            let mut latest = t;
-            let mut everyone_told = true;
-            for q in people
-                .iter()
-                .filter(|q| q.admitted_s.is_none() && q.arrive_s <= t && t < q.give_up_s)
-            {
-                let since = t - q.arrive_s;
-                let next_poll = t + (poll - since % poll) % poll;
-                latest = latest.max(next_poll);
-                let pl = room
-                    .locate(&q.sid, (q.number > 0).then_some(q.number))
-                    .await?;
-                everyone_told &= room.status(pl.as_ref()).state == ViewState::SoldOut;
+        if sold_out_at.is_some() && sold_out_line.is_none() && snap.settings.sold_out() {
+            // From this snapshot on, the room answers "sold out": who is still in line to hear it (their polls
+            // from the next second on, above, tell them).
+            let line: Vec<usize> = (0..people.len())
+                .filter(|&i| {
+                    let q = &people[i];
+                    q.admitted_s.is_none() && q.arrive_s <= t && t < q.give_up_s
+                })
+                .collect();
+            if line.is_empty() {
+                told_within = Some(t - sold_out_at.unwrap_or(t));
             }
-            told_within = everyone_told.then_some(latest - so);
+            sold_out_line = Some(line);
         }
         if t % 60 == 59 {
             let c = snap.counters;
@@ -558,7 +638,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
             last_admitted_minute = c.admitted;
             last_orders_minute = orders;
         }
-        if sold_out_at.is_some() && sold_out_checked && snap.active == 0 {
+        if sold_out_line.as_ref().is_some_and(Vec::is_empty) && snap.active == 0 {
             break;
         }
     }
@@ -593,6 +673,17 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
         }
     }
     let eta_checked = abs_err.len() as u64;
+    let mut join_err = Vec::new();
+    let mut join_measured = 0u64;
+    for q in &people {
+        if let (Some(adm), Some((at, est, basis))) = (q.admitted_s, q.first_shown)
+            && at < adm
+        {
+            join_err.push((est as f64 - (adm - at) as f64).abs());
+            join_measured += u64::from(basis == EtaBasis::Measured);
+        }
+    }
+    let eta_join_checked = join_err.len() as u64;
     // Fairness among the pre-queue.
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for (i, q) in people.iter().enumerate() {
@@ -627,6 +718,14 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
             0.0
         } else {
             measured as f64 / eta_checked as f64
+        },
+        eta_join_checked,
+        eta_join_median_abs_error_seconds: percentile(&mut join_err.clone(), 0.5),
+        eta_join_p90_abs_error_seconds: percentile(&mut join_err, 0.9),
+        eta_join_measured_share: if eta_join_checked == 0 {
+            0.0
+        } else {
+            join_measured as f64 / eta_join_checked as f64
         },
         fairness_arrival_vs_ticket: pearson(&xs, &ys),
         sold_out_told_within_seconds: told_within,

@@ -1,5 +1,6 @@
 //! Honest numbers through the real room (issue 6): wait estimates checked against the waits people had in a
-//! simulated sale, estimates that move both ways, and the reach of the remaining seats.
+//! simulated sale, estimates that move both ways, the reach of the remaining seats, "sold out" heard within a poll,
+//! and the default sale's arithmetic at a tenth of its size (issue 8).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,27 +19,45 @@ fn small_sale(random_draw: bool) -> Params {
     }
 }
 
-/// Every followed session's estimate, shown when it got its position and every two minutes after, against the wait
-/// it then had until admission. The bound, a median absolute error under one minute: the estimate is the position
-/// over the measured pace of the head, or capacity over the expected visit before anything is measured and, during
-/// the first visit after the opening, while departures are still ramping up and the measured rate is below it. What
-/// it cannot foresee is a change of pace after it was shown (the slow tail when seats run short), which shows in the
-/// 90th percentile, printed here with the relative errors: in this small sale most waits are a few minutes, where a
-/// few seconds' bias is a large share.
+/// Every followed session's estimate against the wait it then had until admission. Two figures: the estimate shown
+/// at join, and all estimates (at join and every two minutes after, which are closer to admission and flatter the
+/// median). The bound is on the estimate shown at join.
 ///
-/// FIFO is the same run every time (the crowd is seeded): median 5 s, bound one minute. With the draw, the order
-/// comes from the room's secret random draw, different in every run, and 85% of the line gets its number at one
-/// instant, before anything is measured: which of the followed people land in the slow tail changes with each
-/// draw, and so does the median. Over 34 runs on 2026-11-30 (17 of commit 8191212, 17 of the current code) it
-/// ranged 7–65 s, p90 84–182 s: the bound is a minute and a half, so the test fails on a broken estimate, not
-/// on an unlucky draw.
+/// "At join": for a session that joined once the line had numbers (after the opening, or from the start in FIFO
+/// without a scheduled opening) the estimate its join answered; for a pre-queued session the estimate its page got
+/// at its first poll with a place in line, up to one poll interval (20 s) after the draw (see
+/// `Report::eta_join_checked`).
+///
+/// The estimate is the position over the measured pace of the head, or capacity over the expected visit before
+/// anything is measured and, during the first visit after the opening, while departures are still ramping up and
+/// the measured rate is below it. What it cannot foresee is a change of pace after it was shown (the slow tail when
+/// seats run short), which shows in the 90th percentile. FIFO is the same run every time (the crowd is seeded).
+/// With the draw the order comes from the room's secret random draw, different in every run, and 85% of the line
+/// gets its number at one instant, before anything is measured: which of the followed people land in the slow tail
+/// changes with each draw, and so does the median.
+///
+/// At join, the bound is a median under two minutes, for FIFO and the draw alike. In every run the estimate shown
+/// at join came from configuration (0% measured): most of the line gets its place before anything is measured, and
+/// through the first visit after the opening the configured rate is used. That rate, capacity over the expected
+/// visit, ignores that departures lag the opening: with visits of shape-4 gamma length, places free a cumulative
+/// 3/8 of a visit (90 s of 4 minutes) behind it, so the estimate shown at join runs short by up to about 90 s.
+/// Observed on 2026-11-30 (this code): FIFO 76 s median, 88 s p90 (the same every run); the draw, over 17 runs,
+/// median 66–88 s, p90 76–100 s. A broken estimate (wrong rate, the time until the opening lost) is off by
+/// minutes; a fix of the configured rate's lag should bring the median down, and this bound with it.
+/// All estimates together keep the bounds they had (one minute FIFO, a minute and a half with the draw: over 34
+/// runs the draw's ranged 7–65 s; 10–56 s over the 17 runs above).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_match_the_waits_people_had() {
     for random in [false, true] {
         let r = run(&small_sale(random)).await.unwrap();
         println!(
-            "{}: {} followed, median |error| {:.0} s, p90 {:.0} s, median relative {:.0}%, {:.0}% measured",
+            "{}: at join: {} followed, median |error| {:.0} s, p90 {:.0} s, {:.0}% measured; \
+             all estimates: {} checked, median |error| {:.0} s, p90 {:.0} s, median relative {:.0}%, {:.0}% measured",
             if random { "random draw" } else { "fifo" },
+            r.eta_join_checked,
+            r.eta_join_median_abs_error_seconds,
+            r.eta_join_p90_abs_error_seconds,
+            r.eta_join_measured_share * 100.0,
             r.eta_checked,
             r.eta_median_abs_error_seconds,
             r.eta_p90_abs_error_seconds,
@@ -46,18 +65,82 @@ async fn estimates_match_the_waits_people_had() {
             r.eta_measured_share * 100.0
         );
         assert!(
-            r.eta_checked >= 50,
+            r.eta_join_checked >= 50,
             "too few followed sessions: {}",
-            r.eta_checked
+            r.eta_join_checked
         );
+        assert!(
+            r.eta_join_median_abs_error_seconds < 120.0,
+            "median error at join {:.0} s (bound 120 s)",
+            r.eta_join_median_abs_error_seconds
+        );
+        // All estimates, re-estimates included (the bound from 34 runs before the join figure was kept apart).
         let bound = if random { 90.0 } else { 60.0 };
         assert!(
             r.eta_median_abs_error_seconds < bound,
-            "median error {:.0} s (bound {bound} s)",
+            "median error of all estimates {:.0} s (bound {bound} s)",
             r.eta_median_abs_error_seconds
         );
         assert!(r.max_active <= r.capacity);
+        // "Within one poll": after the room turns sold out, each person still in line hears it at their page's
+        // next poll. The simulated pages poll exactly every 20 s; a real page waits 0.8 to 1.2 intervals (jitter),
+        // so the bound is one interval and a fifth, plus the simulation's one-second step.
+        let poll = small_sale(random).poll_seconds;
+        let told = r
+            .sold_out_told_within_seconds
+            .expect("everyone still in line was told sold out, by their own polls");
+        println!("sold out told to the last person in line {told} s after the last seat");
+        assert!(told <= poll + poll / 5 + 1, "sold out told after {told} s");
     }
+}
+
+/// The default rehearsal's arithmetic (issue 8), at a tenth of its size: `scale` multiplies the crowd, the seats and
+/// the capacity together (60,000 people, 4,800 seats, capacity 800), so the ratios and the minutes are the full
+/// sale's. The run stops 12 minutes after the opening (the seats are gone by then; the slow tail of resold holds is
+/// not what is checked here), which keeps it near 2 s in release and within CI's time in debug.
+///
+/// - Admissions settle near capacity over the mean visit (200 a minute here, 2,000 at full scale), within 10%.
+///   Over 12 runs (2026-11-30, this code) the steady figure ranged 185–203 a minute, 194 on average: slightly
+///   under 200 because the 2% who close the tab keep their place for the 10-minute idle timeout instead of a
+///   4-minute visit (0.98 × 4 + 0.02 × 10 = 4.12 minutes a place: 194 a minute). The full-scale default run gives
+///   1,975–1,987.
+/// - Active never exceeds the capacity.
+/// - The seats run out (all sold or held) 6 to 9 minutes after the opening. Observed: 7.2–7.6 minutes over those
+///   12 runs, 7.0–7.9 over 15 runs at a twentieth, 7.4 at full scale. Sooner than the seed's "8 to 10 minutes"
+///   (16,000 orders at 2,000 a minute from a standing start): the room lets the whole capacity in at the opening,
+///   and a held seat is gone from the count, non-buyers' holds included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_sale_at_a_tenth_keeps_its_arithmetic() {
+    let p = Params {
+        scale: 0.1,
+        max_minutes_after_open: 12,
+        ..Params::default()
+    };
+    let r = run(&p).await.unwrap();
+    let expected = r.capacity as f64 / p.visit_minutes;
+    let seats_out = r.no_seat_available_after_seconds.map(|s| s as f64 / 60.0);
+    println!(
+        "a tenth of the default sale: {:.1} admissions a minute in the steady state (capacity over the visit: \
+         {expected:.0}), highest active {} / {}, seats out after {seats_out:.1?} minutes",
+        r.steady_admissions_per_minute, r.max_active, r.capacity
+    );
+    assert_eq!(r.capacity, 800);
+    assert!(
+        (r.steady_admissions_per_minute - expected).abs() <= expected * 0.10,
+        "steady admissions {:.1} a minute, expected {expected:.0} ± 10%",
+        r.steady_admissions_per_minute
+    );
+    assert!(
+        r.max_active <= r.capacity,
+        "{} > {}",
+        r.max_active,
+        r.capacity
+    );
+    let out = seats_out.expect("the seats ran out within the run");
+    assert!(
+        (6.0..=9.0).contains(&out),
+        "seats out after {out:.1} minutes"
+    );
 }
 
 /// The reach estimate made when half the seats are sold lands within 25% of the last line number that actually got

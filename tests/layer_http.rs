@@ -837,3 +837,122 @@ async fn a_custom_template_is_served_with_the_policy_it_was_given_and_none_other
             .is_err()
     );
 }
+
+/// Reach on the surface (issue 6): with an inventory, a session far back in line is told, in the status JSON
+/// (`beyond_reach`) and in the sentence on the holding page, that the seats left are likely to run out before its
+/// turn; a session near the front is not. (The page's script rewrites the same sentence from each poll's JSON; a
+/// page without script re-renders it at its meta refresh, which is this GET.)
+#[tokio::test]
+async fn far_back_in_a_sale_hears_the_seats_may_run_out_first_and_the_front_does_not() {
+    let s = site(10).await;
+    let sentence = "The tickets left may run out before your turn.";
+    s.room
+        .set_inventory(Inventory {
+            total: 200,
+            sold: 0,
+            held: 0,
+        })
+        .await
+        .unwrap();
+    // Thirty people have been through and bought four seats each: the room has measured what an admission buys.
+    let mut sold = 0;
+    for round in 0..3 {
+        let ids: Vec<String> = (0..10)
+            .map(|i| format!("reach-{round}-{i:02}-aaaaaaaaaaaaaaaa"))
+            .collect();
+        for id in &ids {
+            s.room.join(id, None).await.unwrap();
+        }
+        let admitted = s.room.tick_now().await.unwrap().admitted;
+        assert_eq!(admitted.len(), 10);
+        for id in &admitted {
+            s.room.claim(id).await.unwrap();
+            assert!(s.room.finish(id, 4).await.unwrap());
+            sold += 4;
+        }
+    }
+    // Ten more are inside (forty seats' worth) and 80 seats are left: about ten more admissions' worth.
+    for i in 0..10 {
+        s.room
+            .join(&format!("reach-inside-{i:02}-aaaaaaaaaaaaaaaa"), None)
+            .await
+            .unwrap();
+    }
+    for id in s.room.tick_now().await.unwrap().admitted {
+        s.room.claim(&id).await.unwrap();
+    }
+    s.room
+        .set_inventory(Inventory {
+            total: 200,
+            sold,
+            held: 0,
+        })
+        .await
+        .unwrap();
+    // One person joins at the front of the line, then thirty others, then one far back.
+    let near = browser();
+    let far = browser();
+    assert_eq!(
+        state(&near.get(s.at("/checkout")).send().await.unwrap()),
+        "waiting"
+    );
+    for i in 0..30 {
+        s.room
+            .join(&format!("reach-line-{i:02}-aaaaaaaaaaaaaaaa"), None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        state(&far.get(s.at("/checkout")).send().await.unwrap()),
+        "waiting"
+    );
+    s.room.tick_now().await.unwrap();
+
+    let (jn, jf) = (poll(&near, &s).await, poll(&far, &s).await);
+    println!("near: {jn}\nfar: {jf}");
+    assert_eq!(
+        (jn["state"].as_str(), jf["state"].as_str()),
+        (Some("waiting"), Some("waiting"))
+    );
+    assert_eq!(
+        (jn["position"].as_u64(), jf["position"].as_u64()),
+        (Some(1), Some(32))
+    );
+    let reach = jf["reach_position"]
+        .as_u64()
+        .expect("a reach once purchases are measured");
+    assert!((1..32).contains(&reach), "reach position {reach}");
+    assert_eq!(jn["beyond_reach"], false);
+    assert_eq!(jf["beyond_reach"], true);
+
+    let page = |c: reqwest::Client| {
+        let url = s.at("/checkout");
+        async move {
+            c.get(url)
+                .header("accept", "text/html")
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let (near_page, far_page) = (page(near.clone()).await, page(far.clone()).await);
+    assert!(near_page.contains("You are next."), "{near_page}");
+    assert!(!near_page.contains(sentence), "{near_page}");
+    assert!(
+        far_page.contains(&format!("There are 31 people ahead of you. {sentence}")),
+        "{far_page}"
+    );
+    // The page's script shows or hides the sentence from each poll's `beyond_reach`, in the same words.
+    let script = far
+        .get(s.at("/waitroom/holding.js"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(script.contains("j.beyond_reach") && script.contains(sentence));
+}

@@ -84,7 +84,9 @@ pub const DEFAULT_CSP: &str = "default-src 'none'; script-src 'self'; connect-sr
 img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// The default page's script: reads the status embedded in the page, polls the status endpoint with jitter, keeps
-/// the position, estimate and progress current, and moves on when the person is let in.
+/// the position, estimate, progress and message current (the message says how many people are ahead and, from the
+/// status's `beyond_reach`, whether the seats left are likely to run out first: [`REACH_SENTENCE`], the same words
+/// the page is rendered with), and moves on when the person is let in.
 pub(crate) const HOLDING_SCRIPT: &str = r#"(function(){
 var d=JSON.parse(document.getElementById("wr-data").textContent),$=function(i){return document.getElementById(i)};
 var m=document.querySelector("main"),w=d.state==="waiting";
@@ -100,7 +102,8 @@ function poll(){fetch(d.status_url,{credentials:"same-origin",cache:"no-store",h
 if(j.state==="admitted"&&j.next){location.replace(j.next);return}
 if(j.state!==d.state){location.reload();return}
 if(j.position!=null){$("wr-position").textContent=j.position;$("wr-eta").textContent=eta(j.eta_low_seconds,j.eta_high_seconds);
-var p=$("wr-progress");if(j.number){p.max=j.number;p.value=j.number-j.position}}
+var p=$("wr-progress");if(j.number){p.max=j.number;p.value=j.number-j.position}
+var g=$("wr-message");if(g)g.textContent=(j.position===1?"You are next.":"There are "+(j.position-1)+" people ahead of you.")+(j.beyond_reach?" The tickets left may run out before your turn.":"")}
 n.hidden=j.store_ok;if(!j.store_ok)n.textContent="Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
 $("wr-updated").textContent=t(j.updated_at);again(j.refresh_seconds)}).catch(function(){n.hidden=false;n.textContent="Status temporarily unknown: this page keeps trying.";again()})}
 again();
@@ -368,6 +371,11 @@ fn headline(s: &Status) -> &'static str {
     }
 }
 
+/// The sentence a waiting person's message ends with when the seats left are likely to run out before their turn
+/// (`beyond_reach`). The page's script writes the same words when a poll says so, and removes them when it no
+/// longer does.
+pub(crate) const REACH_SENTENCE: &str = "The tickets left may run out before your turn.";
+
 fn message(s: &Status) -> String {
     match s.state {
         ViewState::Prequeue => {
@@ -384,7 +392,8 @@ fn message(s: &Status) -> String {
                 None => "You have a place in line.".to_owned(),
             };
             if s.beyond_reach {
-                m.push_str(" The tickets left may run out before your turn.");
+                m.push(' ');
+                m.push_str(REACH_SENTENCE);
             }
             m
         }
@@ -517,6 +526,23 @@ mod tests {
         let mut c = ctx(ViewState::Waiting);
         c.status.store_ok = false;
         assert!(t.render(&c).contains("Status temporarily unknown"));
+    }
+
+    #[test]
+    fn the_reach_sentence_is_rendered_and_the_script_writes_the_same_words() {
+        let t = PageTemplate::default();
+        let mut c = ctx(ViewState::Waiting);
+        assert!(!t.render(&c).contains(REACH_SENTENCE));
+        c.status.beyond_reach = true;
+        assert!(t.render(&c).contains(&format!(
+            "There are 2 people ahead of you. {REACH_SENTENCE}"
+        )));
+        // The script rewrites the message from each poll: the same words as the page it updates.
+        assert!(HOLDING_SCRIPT.contains(&format!("\" {REACH_SENTENCE}\"")));
+        assert!(HOLDING_SCRIPT.contains("\"You are next.\""));
+        assert!(HOLDING_SCRIPT.contains("\"There are \"+(j.position-1)+\" people ahead of you.\""));
+        c.status.position = Some(1);
+        assert!(t.render(&c).contains("You are next."));
     }
 
     #[test]
