@@ -703,6 +703,16 @@ async fn pre_queue_then_the_draw_orders_the_line() {
     for b in &browsers {
         let res = b.get(s.at("/checkout")).send().await.unwrap();
         assert_eq!(state(&res), "prequeue");
+        // The signed cookie says "pre-queue": its polls before the draw are answered from memory.
+        let cookie = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .find(|v| v.starts_with("waitroom_session="))
+            .expect("a session cookie")
+            .to_owned();
+        assert!(cookie.contains(".p."), "{cookie}");
         let html = res.text().await.unwrap();
         assert!(html.contains("The draw happens at"), "{html}");
         assert!(html.contains("arriving earlier or later before then makes no difference"));

@@ -1,7 +1,9 @@
 //! The session cookie: a random session id, the line number once assigned, and an HMAC-SHA256 tag over both.
 //!
-//! Value: `<session_id>.<number>.<tag>` where `number` is `0` until the session has a line number, and `tag` is
-//! the base64url (no padding) HMAC-SHA256 of `event NUL session_id NUL number` under the room's cookie secret. The
+//! Value: `<session_id>.<mark>.<tag>` where `mark` is the line number once the session has one, `p` while it waits
+//! in the pre-queue for the draw, `0` otherwise, and `tag` is the base64url (no padding) HMAC-SHA256 of
+//! `event NUL session_id NUL mark` under the room's cookie secret. So a waiting session's poll is answered from
+//! the cookie and the shared counters, with nothing kept per session in the instance's memory. The
 //! verify crate reads the session id as everything before the first `.`, so the same cookie binds the admission
 //! token to the browser.
 //!
@@ -39,6 +41,8 @@ pub struct SessionCookie {
     pub id: String,
     /// The line number the room gave this session, if any.
     pub number: Option<u64>,
+    /// The room put this session in the pre-queue (it waits for the draw, with no number yet).
+    pub prequeue: bool,
 }
 
 /// A session cookie whose tag verified, borrowed from the request's headers (the hot paths read it without
@@ -49,6 +53,8 @@ pub(crate) struct SessionRef<'h> {
     pub id: &'h str,
     /// The line number the room gave this session, if any.
     pub number: Option<u64>,
+    /// The room put this session in the pre-queue.
+    pub prequeue: bool,
 }
 
 impl SessionRef<'_> {
@@ -57,6 +63,7 @@ impl SessionRef<'_> {
         SessionCookie {
             id: self.id.to_owned(),
             number: self.number,
+            prequeue: self.prequeue,
         }
     }
 }
@@ -140,22 +147,25 @@ impl CookieCodec {
         }
     }
 
-    fn tag(&self, id: &str, number: u64) -> Hmac<Sha256> {
+    fn tag(&self, id: &str, mark: &str) -> Hmac<Sha256> {
         let mut mac = self.mac.clone();
         mac.update(self.event.as_bytes());
         mac.update(&[0]);
         mac.update(id.as_bytes());
         mac.update(&[0]);
-        // In decimal, without allocating (the tag is computed on every poll).
-        mac.update(itoa::Buffer::new().format(number).as_bytes());
+        mac.update(mark.as_bytes());
         mac
     }
 
-    /// The cookie value for `id` with `number`.
-    pub(crate) fn seal(&self, id: &str, number: Option<u64>) -> String {
-        let n = number.unwrap_or(0);
-        let tag = URL_SAFE_NO_PAD.encode(self.tag(id, n).finalize().into_bytes());
-        format!("{id}.{n}.{tag}")
+    /// The cookie value for `id` with its line number, or its place in the pre-queue.
+    pub(crate) fn seal(&self, id: &str, number: Option<u64>, prequeue: bool) -> String {
+        let mark = match (number, prequeue) {
+            (Some(n), _) => itoa::Buffer::new().format(n).to_owned(),
+            (None, true) => "p".to_owned(),
+            (None, false) => "0".to_owned(),
+        };
+        let tag = URL_SAFE_NO_PAD.encode(self.tag(id, &mark).finalize().into_bytes());
+        format!("{id}.{mark}.{tag}")
     }
 
     /// Opens a cookie value; `None` unless it is well formed and its tag verifies.
@@ -166,22 +176,24 @@ impl CookieCodec {
         let value = value.trim_matches('"');
         let (id, rest) = value.split_once('.')?;
         let (n, tag) = rest.split_once('.')?;
+        let prequeue = n == "p";
         if !valid_session_id(id)
-            || n.is_empty()
-            || n.len() > 20
-            || !n.bytes().all(|b| b.is_ascii_digit())
-            || (n.len() > 1 && n.starts_with('0'))
+            || !(prequeue
+                || (!n.is_empty()
+                    && n.len() <= 20
+                    && n.bytes().all(|b| b.is_ascii_digit())
+                    && !(n.len() > 1 && n.starts_with('0'))))
             || tag.len() != TAG_LEN
         {
             return None;
         }
-        let number: u64 = n.parse().ok()?;
+        let number: u64 = if prequeue { 0 } else { n.parse().ok()? };
         // The expected tag is encoded (on the stack: this runs on every protected request) and compared in
         // constant time with the text. Encoding is canonical, so this accepts what decoding and comparing the
         // bytes would, for less work.
         let mut expected = [0u8; TAG_LEN];
         URL_SAFE_NO_PAD
-            .encode_slice(self.tag(id, number).finalize().into_bytes(), &mut expected)
+            .encode_slice(self.tag(id, n).finalize().into_bytes(), &mut expected)
             .ok()?;
         let tag: &[u8; TAG_LEN] = tag.as_bytes().try_into().ok()?;
         if !constant_time_eq::constant_time_eq_n(&expected, tag) {
@@ -190,6 +202,7 @@ impl CookieCodec {
         Some(SessionRef {
             id,
             number: (number > 0).then_some(number),
+            prequeue,
         })
     }
 
@@ -247,11 +260,11 @@ impl CookieCodec {
     }
 
     /// `Set-Cookie` for the session cookie.
-    pub(crate) fn set_session(&self, id: &str, number: Option<u64>) -> HeaderValue {
+    pub(crate) fn set_session(&self, id: &str, number: Option<u64>, prequeue: bool) -> HeaderValue {
         let v = format!(
             "{}={}{}",
             self.names.session,
-            self.seal(id, number),
+            self.seal(id, number, prequeue),
             self.attributes(self.session_max_age.as_secs())
         );
         HeaderValue::try_from(v).expect("cookie names are validated tokens and values are ASCII")
@@ -295,23 +308,39 @@ mod tests {
     #[test]
     fn seal_and_open_round_trip() {
         let c = codec();
-        let v = c.seal(SID, Some(42));
+        let v = c.seal(SID, Some(42), false);
         assert_eq!(
             c.open(&v),
             Some(SessionRef {
                 id: SID,
-                number: Some(42)
+                number: Some(42),
+                prequeue: false
             })
         );
-        let v = c.seal(SID, None);
+        let v = c.seal(SID, None, false);
         assert!(v.starts_with(&format!("{SID}.0.")));
         assert_eq!(c.open(&v).unwrap().number, None);
+        let v = c.seal(SID, None, true);
+        assert!(v.starts_with(&format!("{SID}.p.")));
+        assert_eq!(
+            c.open(&v),
+            Some(SessionRef {
+                id: SID,
+                number: None,
+                prequeue: true
+            })
+        );
+        // The pre-queue mark is under the tag too: neither can pass for the other.
+        assert_eq!(c.open(&v.replacen(".p.", ".0.", 1)), None);
+        let none = c.seal(SID, None, false);
+        assert_eq!(c.open(&none.replacen(".0.", ".p.", 1)), None);
+        assert_eq!(c.open(&v.replacen(".p.", ".P.", 1)), None);
     }
 
     #[test]
     fn forged_and_garbled_cookies_are_no_cookie() {
         let c = codec();
-        let good = c.seal(SID, Some(42));
+        let good = c.seal(SID, Some(42), false);
         // Another number under the same tag.
         assert_eq!(c.open(&good.replacen(".42.", ".1.", 1)), None);
         // Leading zeros would give a second spelling of the same number.
@@ -370,7 +399,7 @@ mod tests {
     #[test]
     fn reads_cookies_from_several_lines_and_bearer() {
         let c = codec();
-        let good = c.seal(SID, Some(7));
+        let good = c.seal(SID, Some(7), false);
         let mut h = HeaderMap::new();
         h.append(
             COOKIE,
@@ -393,7 +422,7 @@ mod tests {
     #[test]
     fn reads_a_cookie_sent_as_one_header_among_many_as_http2_clients_do() {
         let c = codec();
-        let good = c.seal(SID, Some(9));
+        let good = c.seal(SID, Some(9), false);
         let mut h = HeaderMap::new();
         for i in 0..30 {
             h.append(
@@ -414,7 +443,7 @@ mod tests {
     #[test]
     fn set_cookie_lines_carry_the_attributes() {
         let c = codec();
-        let v = c.set_session(SID, Some(3));
+        let v = c.set_session(SID, Some(3), false);
         let v = v.to_str().unwrap();
         assert!(v.starts_with("waitroom_session="));
         for attr in [

@@ -52,8 +52,8 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
     let room = &shared.room;
     let cookies_codec = room.cookies();
     let (mut session, hint, fresh) = match cookie {
-        Some(c) => (c.id, c.number, false),
-        None => (WaitingRoom::new_session_id(), None, true),
+        Some(c) => (c.id, (c.number, c.prequeue), false),
+        None => (WaitingRoom::new_session_id(), (None, false), true),
     };
     let original = session.clone();
     let mut placed = Placed {
@@ -64,15 +64,24 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
         admitted: false,
     };
     if !fresh {
-        match room.locate(&session, hint).await {
+        match room.locate_marked(&session, hint.0, hint.1).await {
             Ok(p) => placed.placement = p,
             Err(_) => {
+                // The store is out of reach: the cookie's word for the place stands.
                 placed.store_ok = false;
-                placed.placement = hint.map(|n| Placement {
-                    session: session.clone(),
-                    state: SessionState::Waiting,
-                    number: Some(n),
-                });
+                placed.placement = match hint {
+                    (Some(n), _) => Some(Placement {
+                        session: session.clone(),
+                        state: SessionState::Waiting,
+                        number: Some(n),
+                    }),
+                    (None, true) => Some(Placement {
+                        session: session.clone(),
+                        state: SessionState::PreQueue,
+                        number: None,
+                    }),
+                    (None, false) => None,
+                };
             }
         }
     }
@@ -121,14 +130,20 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
             }
         }
     }
-    let number = placed.placement.as_ref().and_then(|p| p.number);
+    // What the cookie says of the place: the line number, or the pre-queue mark.
+    let mark = placed.placement.as_ref().map_or((None, false), |p| {
+        (
+            p.number,
+            p.number.is_none() && p.state == SessionState::PreQueue,
+        )
+    });
     if (fresh && join)
         || session != original
-        || ((joined || !fresh) && number != hint && placed.placement.is_some())
+        || ((joined || !fresh) && mark != hint && placed.placement.is_some())
     {
         placed
             .cookies
-            .push(cookies_codec.set_session(&session, number));
+            .push(cookies_codec.set_session(&session, mark.0, mark.1));
     }
     if placed
         .placement
@@ -312,7 +327,7 @@ fn status_now(shared: &Shared, parts: &Parts, cookie: SessionRef<'_>) -> Option<
         return None;
     }
     let room = &shared.room;
-    let (state, number) = room.locate_local(cookie.id, cookie.number)?;
+    let (state, number) = room.locate_local(cookie.id, cookie.number, cookie.prequeue)?;
     // The status does not read the session (an empty string does not allocate).
     let placement = Placement {
         session: String::new(),
@@ -324,11 +339,15 @@ fn status_now(shared: &Shared, parts: &Parts, cookie: SessionRef<'_>) -> Option<
         return None;
     }
     room.note_poll(Some(cookie.id));
-    // As in `place`: the cookie learns the line number the room knows.
-    let cookies = if placement.number == cookie.number {
+    // As in `place`: the cookie learns the line number (or the pre-queue mark) the room knows.
+    let prequeue = placement.number.is_none() && state == SessionState::PreQueue;
+    let cookies = if (placement.number, prequeue) == (cookie.number, cookie.prequeue) {
         Vec::new()
     } else {
-        vec![room.cookies().set_session(cookie.id, placement.number)]
+        vec![
+            room.cookies()
+                .set_session(cookie.id, placement.number, prequeue),
+        ]
     };
     Some(respond::status_json(StatusCode::OK, &status, None, cookies))
 }

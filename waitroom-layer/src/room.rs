@@ -327,8 +327,11 @@ impl WaitingRoom {
             pass.secure_cookies,
             pass.session_cookie_max_age,
         );
+        // A place nobody asks about for the abandon grace is dropped: a session that polls no more is skipped at
+        // the head anyway, and one that moved on to carrying its number in its cookie no longer reads it.
         let cache = moka::sync::Cache::builder()
             .max_capacity(b.config.session_cache_capacity)
+            .time_to_idle(b.config.abandon_after.max(Duration::from_secs(60)))
             .build();
         let (events, _) = tokio::sync::broadcast::channel(b.config.event_buffer.max(1));
         let sold_out = snap.settings.sold_out();
@@ -547,11 +550,16 @@ impl WaitingRoom {
         lock_pending(&self.inner.pending[pending_shard()])
     }
 
-    fn remember(&self, p: &Placement) {
+    /// Records a waiting session's liveness and, when `cache`, its place in the local cache; forgets the place of
+    /// a session that is not waiting. Joins do not fill the cache: a browser carries its place in its signed
+    /// cookie (its number, or the pre-queue mark), so the cache only holds what a caller without it looked up.
+    fn remember(&self, p: &Placement, cache: bool) {
         if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
-            self.inner
-                .cache
-                .insert(p.session.clone(), (p.state, p.number));
+            if cache {
+                self.inner
+                    .cache
+                    .insert(p.session.clone(), (p.state, p.number));
+            }
             self.mark_waiting(&p.session, p.number, &self.inner.snap.load());
         } else {
             self.inner.cache.invalidate(&p.session);
@@ -578,7 +586,7 @@ impl WaitingRoom {
                 draw_key: rand::random(),
             };
             let p = self.observe(self.inner.store.join(self.event(), &join).await)?;
-            self.remember(&p);
+            self.remember(&p, false);
             tracing::debug!(
                 holder = %fingerprint(&p.session),
                 state = ?p.state,
@@ -651,7 +659,17 @@ impl WaitingRoom {
         session: &str,
         number_hint: Option<u64>,
     ) -> Result<Option<Placement>, StoreError> {
-        if let Some((state, number)) = self.locate_local(session, number_hint) {
+        self.locate_marked(session, number_hint, false).await
+    }
+
+    /// [`locate`](Self::locate) with the session cookie's pre-queue mark.
+    pub(crate) async fn locate_marked(
+        &self,
+        session: &str,
+        number_hint: Option<u64>,
+        prequeue_hint: bool,
+    ) -> Result<Option<Placement>, StoreError> {
+        if let Some((state, number)) = self.locate_local(session, number_hint, prequeue_hint) {
             return Ok(Some(Placement {
                 session: session.to_owned(),
                 state,
@@ -660,18 +678,20 @@ impl WaitingRoom {
         }
         let p = self.observe(self.inner.store.lookup(self.event(), session).await)?;
         if let Some(p) = &p {
-            self.remember(p);
+            self.remember(p, true);
         }
         Ok(p)
     }
 
     /// [`locate`](Self::locate)'s answer when local memory has it, as (state, line number): a session waiting behind
-    /// the head (its line number from `number_hint` or the local cache) or in the pre-queue before the draw; its
-    /// liveness is recorded for the next batch. `None`: only the store knows.
+    /// the head (its line number from `number_hint` or the local cache) or in the pre-queue before the draw
+    /// (`prequeue_hint`, from its signed cookie, or the local cache); its liveness is recorded for the next batch.
+    /// `None`: only the store knows.
     pub(crate) fn locate_local(
         &self,
         session: &str,
         number_hint: Option<u64>,
+        prequeue_hint: bool,
     ) -> Option<(SessionState, Option<u64>)> {
         let snap = self.inner.snap.load();
         if let Some(n) = number_hint
@@ -679,6 +699,10 @@ impl WaitingRoom {
         {
             self.mark_waiting(session, Some(n), &snap);
             return Some((SessionState::Waiting, Some(n)));
+        }
+        if prequeue_hint && !snap.drawn {
+            self.mark_waiting(session, None, &snap);
+            return Some((SessionState::PreQueue, None));
         }
         let (state, number) = self.inner.cache.get(session)?;
         let fresh = match state {

@@ -262,6 +262,17 @@ async fn a_waiting_poll_needs_no_store_call() {
         );
     }
     room.tick_now().await.unwrap();
+    // A caller without the number (no cookie to carry it) asks the store once; the place is cached from then on.
+    // A join itself fills no cache: a browser's cookie carries its number.
+    let before = store.calls.load(Ordering::SeqCst);
+    for p in &placed[1..] {
+        room.locate(&p.session, None).await.unwrap().unwrap();
+    }
+    assert_eq!(
+        store.calls.load(Ordering::SeqCst),
+        before + placed.len() as u64 - 1,
+        "one lookup each"
+    );
     let before = store.calls.load(Ordering::SeqCst);
     for _ in 0..10 {
         for p in &placed[1..] {
