@@ -56,6 +56,53 @@ async fn a_poll_costs_under_a_twentieth_of_a_redis_command() {
     assert!(per_poll < 0.05, "{per_poll} commands per poll");
 }
 
+/// The same at a real crowd's pace rather than flat out: 1,000 waiting sessions each polling once a second (the
+/// seed's 30,000 polls a second spread over 30 instances; a tenth of what one instance of three takes in the
+/// seed). The room's own traffic (ticks, refreshes, the liveness flush) is a fixed cost per second, so this is
+/// where the per-poll share is largest; it must still stay under a twentieth of a command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_a_real_pace_a_poll_costs_under_a_twentieth_of_a_redis_command() {
+    let server = RedisServer::from_env_or_start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let room = WaitingRoom::builder(event("paced"))
+        .capacity(5)
+        .store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    let mut line: Vec<(String, u64)> = Vec::new();
+    for _ in 0..1_000 {
+        let sid = WaitingRoom::new_session_id();
+        let p = room.join(&sid, None).await.unwrap();
+        line.push((sid, p.number.unwrap()));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let c0 = store.commands_sent();
+    let t0 = Instant::now();
+    let mut polls = 0u64;
+    for second in 1..=6u32 {
+        for (sid, n) in &line {
+            let p = room.locate(sid, Some(*n)).await.unwrap();
+            let _ = room.status(p.as_ref());
+            polls += 1;
+        }
+        // The next round starts on the next whole second.
+        let next = t0 + Duration::from_secs(second.into());
+        tokio::time::sleep(next.saturating_duration_since(Instant::now())).await;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let commands = store.commands_sent() - c0;
+    let per_poll = commands as f64 / polls as f64;
+    println!(
+        "redis commands at 1,000 polls/s: {commands} in {secs:.1} s = {:.1}/s; per poll {commands} / {polls} = \
+         {per_poll:.4}",
+        commands as f64 / secs
+    );
+    assert_eq!(polls, 6_000);
+    assert!(commands > 0, "the background task must have ticked");
+    assert!(per_poll < 0.05, "{per_poll} commands per poll");
+}
+
 /// Every session in `line` polls (locate with its number, then status) in rounds for `how_long`; sessions let in
 /// claim their place once and stop polling. Returns (polls, Redis commands sent meanwhile).
 async fn poll_for(
