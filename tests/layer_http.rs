@@ -93,6 +93,15 @@ async fn site_with(capacity: u64, fairness: Fairness) -> Site {
         )
         .route("/checkout/health", get(|| async { "ok" }))
         .route("/checkout", get(|| async { "seat map" }))
+        .route(
+            "/checkout/cached",
+            get(|| async {
+                (
+                    [("cache-control", "public, max-age=60")],
+                    "a cacheable seat map",
+                )
+            }),
+        )
         .route("/checkout/seats/{id}", get(|| async { "a seat" }))
         .route(
             "/checkout/buy",
@@ -577,6 +586,39 @@ async fn bypassed_paths_never_see_the_room_and_json_clients_get_json() {
 }
 
 #[tokio::test]
+async fn without_javascript_the_refresh_lets_the_admitted_in_and_a_pass_is_never_cacheable() {
+    let s = site(1).await;
+    let b = browser();
+    // The holding page's own refresh (the `<noscript>` meta refresh) reloads the protected URL itself.
+    let res = b.get(s.at("/checkout/cached")).send().await.unwrap();
+    assert_eq!(state(&res), "waiting");
+    let html = res.text().await.unwrap();
+    assert!(
+        html.contains(r#"<meta http-equiv="refresh" content="5">"#),
+        "{html}"
+    );
+    s.room.tick_now().await.unwrap();
+    // The reload after the door let this person in: the page itself, with the pass set on the app's response,
+    // which the room makes `no-store` whatever the app said (a shared cache must not hand a pass to anyone).
+    let res = b.get(s.at("/checkout/cached")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        res.headers()
+            .get_all("set-cookie")
+            .iter()
+            .any(|v| v.to_str().unwrap().starts_with("waitroom_token=")),
+        "the pass is set"
+    );
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    assert_eq!(res.text().await.unwrap(), "a cacheable seat map");
+    // Later requests with the pass set no cookie: the app's caching stands.
+    let res = b.get(s.at("/checkout/cached")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers().get("set-cookie").is_none());
+    assert_eq!(res.headers()["cache-control"], "public, max-age=60");
+}
+
+#[tokio::test]
 async fn paused_and_closed_are_told() {
     let s = site(1).await;
     let a = browser();
@@ -815,6 +857,15 @@ async fn a_custom_template_is_served_with_the_policy_it_was_given_and_none_other
             .unwrap();
         let app = Router::new()
             .route("/checkout", get(|| async { "seat map" }))
+            .route(
+                "/checkout/cached",
+                get(|| async {
+                    (
+                        [("cache-control", "public, max-age=60")],
+                        "a cacheable seat map",
+                    )
+                }),
+            )
             .layer(layer);
         let s = Site {
             url: serve(app).await,

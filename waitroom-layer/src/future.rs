@@ -192,17 +192,14 @@ where
                                 if command.is_some() {
                                     tracing::debug!("ignored a malformed finish command");
                                 }
-                                for c in cookies {
-                                    res.headers_mut().append(SET_COOKIE, c);
-                                }
+                                set_cookies(res.headers_mut(), cookies);
                                 return Poll::Ready(Ok(res.map(RoomBody::inner)));
                             };
                             // Finished: no renewed token; the token cookie goes, and the room and its verifier
                             // learn of it before the response leaves.
                             let room = this.shared.room.clone();
                             room.tokens().deny(session.id());
-                            res.headers_mut()
-                                .append(SET_COOKIE, room.cookies().clear_token());
+                            set_cookies(res.headers_mut(), [room.cookies().clear_token()]);
                             let fut: FinishFuture = Box::pin(async move {
                                 if let Err(e) = room.finish(session.id(), seats).await {
                                     tracing::warn!(error = %e, "could not record a finish; the session will idle out");
@@ -226,5 +223,24 @@ where
                 }
             }
         }
+    }
+}
+
+/// Adds the room's `Set-Cookie` lines to the inner service's response. A response carrying a person's pass must
+/// not be stored by a shared cache and handed to someone else, whatever the app said: it becomes `no-store`.
+fn set_cookies(
+    headers: &mut http::HeaderMap,
+    cookies: impl IntoIterator<Item = http::HeaderValue>,
+) {
+    let mut any = false;
+    for c in cookies {
+        headers.append(SET_COOKIE, c);
+        any = true;
+    }
+    if any {
+        headers.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-store"),
+        );
     }
 }

@@ -622,3 +622,33 @@ async fn an_account_holds_one_place() {
         .unwrap();
     assert_eq!(other.number, Some(2));
 }
+
+/// The room's background task (tick, refresh, flush) runs while a handle exists and ends by itself after the last
+/// handle drops: nothing is left running on the app's runtime.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_background_task_stops_when_the_last_handle_drops() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    assert_eq!(metrics.num_alive_tasks(), 0);
+    let room = WaitingRoom::builder("bg")
+        .tick_interval(Duration::from_millis(250))
+        .build()
+        .await
+        .unwrap();
+    let clone = room.clone();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(metrics.num_alive_tasks(), 1, "the background task runs");
+    drop(room);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        metrics.num_alive_tasks(),
+        1,
+        "one handle is left: it still runs"
+    );
+    drop(clone);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        metrics.num_alive_tasks(),
+        0,
+        "the last handle dropped: it ended"
+    );
+}
