@@ -642,6 +642,19 @@ async fn three_instances_one_line_thousands_of_sessions() {
          {per_instance:?}"
     );
     assert!(multi > n / 2, "only {multi} sessions asked two instances");
+    // The numbers above came back in signed cookies, which every instance trusts: ask each instance's room with
+    // no number at all (its store lookup, or its cache of one), so the answers come from the shared line itself.
+    for (sid, (number, _)) in numbers.iter().take(500) {
+        for (k, site) in crowd.sites.iter().enumerate() {
+            let p = site
+                .room
+                .locate(sid, None)
+                .await
+                .unwrap()
+                .unwrap_or_else(|| panic!("instance {k} does not know {sid}"));
+            assert_eq!(p.number, Some(*number), "instance {k} on {sid}");
+        }
+    }
 
     // The store's totals agree with what the crowd saw: everyone joined, whoever bought finished, nobody skipped
     // or expired, and the served numbers are the head of the line.
