@@ -1,6 +1,7 @@
 //! The split deployment in one test process: the room gateway (`waitroom::demo::gateway`) forwarding over real
 //! HTTP to an order service that only has the verify layer and the room's public keys, read from the gateway's
 //! `/waitroom/jwks.json`. The finish travels back in the response header and the gateway's room consumes it.
+//! With the `redis` feature, two gateways and the order service over one Redis, as the README starts them.
 
 use std::time::Duration;
 
@@ -12,6 +13,10 @@ use waitroom::verify::{FINISH_HEADER, VerifyLayer};
 
 mod common;
 use common::browser as client;
+
+#[cfg(feature = "redis")]
+#[path = "../waitroom-layer/tests/support/redis_server.rs"]
+mod redis_server;
 
 async fn status(c: &reqwest::Client, gateway: &str) -> Value {
     c.get(format!("{gateway}/waitroom/status?return_to=%2Fseats"))
@@ -148,4 +153,151 @@ async fn the_gateway_holds_forwards_and_consumes_the_finish() {
     })
     .await;
     poll.abort();
+}
+
+/// The split deployment over Redis, as the README starts it: two gateways (`build_room` with one signing key and one
+/// cookie secret, as both would read them from the same files) and an order service with the verify layer and a
+/// handle over the same Redis for its finishes and seat counts. One line across both gateways: a place taken on one
+/// is let in and served on the other, the order's finish frees the place for the next person whichever gateway
+/// they poll, and the finished token stops passing on both.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_over_redis_are_one_line() {
+    use waitroom::demo::{RoomOptions, build_room, store_for};
+    use waitroom::verify::SigningKey;
+
+    let server = redis_server::RedisServer::from_env_or_start();
+    let event = format!("split-{}", WaitingRoom::new_session_id());
+    let options = RoomOptions {
+        event: event.clone(),
+        capacity: 1,
+        refresh: Duration::from_secs(1),
+        tick_interval: Duration::from_millis(50),
+        redis: Some(server.url().to_owned()),
+        ..RoomOptions::default()
+    };
+    // One key file, read by each gateway.
+    let pem = SigningKey::generate_ed25519("split-test")
+        .unwrap()
+        .to_pem()
+        .unwrap();
+    let secret = b"one cookie secret for every gateway".to_vec();
+    let os_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let order_service = format!("http://{}", os_listener.local_addr().unwrap());
+    let mut gateways = Vec::new();
+    for _ in 0..2 {
+        let room = build_room(
+            &options,
+            Some(SigningKey::from_ed25519_pem("split-test", &pem).unwrap()),
+            Some(secret.clone()),
+        )
+        .await
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        gateways.push(format!("http://{}", listener.local_addr().unwrap()));
+        let app = router(Upstream::new(order_service.clone()).unwrap())
+            .layer(room_layer(room.clone()).unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    }
+    let (g1, g2) = (&gateways[0], &gateways[1]);
+
+    // The order service: keys from a gateway, the verify layer, finishes and seat counts through Redis.
+    let verifier = verifier_from_jwks_url(
+        &format!("{g1}/waitroom/jwks.json"),
+        &event,
+        Duration::from_secs(5),
+        Duration::from_secs(300),
+    )
+    .await
+    .unwrap();
+    let handle = WaitingRoom::builder(event.clone())
+        .shared_store(store_for(options.redis.as_deref()).await.unwrap().unwrap())
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let shop = Shop::builder(4)
+        .payment_latency(Duration::ZERO)
+        .room(handle)
+        .build();
+    shop.report_inventory().await;
+    let app = shop.router(VerifyLayer::new(verifier));
+    tokio::spawn(async move { axum::serve(os_listener, app).await.unwrap() });
+
+    // A takes the place on gateway 1, B joins on gateway 2: one line, A first.
+    let (a, b) = (client(), client());
+    for (c, g) in [(&a, g1), (&b, g2)] {
+        let res = c
+            .get(format!("{g}/seats"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 429);
+    }
+    eventually("A is let in (asking gateway 2)", async || {
+        status(&a, g2).await["state"] == "admitted"
+    })
+    .await;
+    assert_eq!(
+        status(&b, g1).await["position"],
+        1,
+        "B is next, on either gateway"
+    );
+    assert_eq!(status(&b, g2).await["position"], 1);
+
+    // A's pass, issued by one gateway, opens the seat map on both.
+    for g in [g1, g2] {
+        let res = a
+            .get(format!("{g}/seats"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "A's pass on {g}");
+    }
+
+    // A holds a seat through gateway 1 and pays through gateway 2.
+    let res = a
+        .post(format!("{g1}/holds"))
+        .header("accept", "application/json")
+        .header("content-type", "application/json")
+        .body(r#"{"seats":[0]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let res = a
+        .post(format!("{g2}/pay"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
+    // The place freed: B is let in, whichever gateway it asks; A's finished pass no longer opens gateway 1.
+    eventually("B is let in (asking gateway 1)", async || {
+        status(&b, g1).await["state"] == "admitted"
+    })
+    .await;
+    eventually(
+        "A's finished pass is refused on gateway 1 too",
+        async || {
+            a.get(format!("{g1}/seats"))
+                .header("accept", "application/json")
+                .send()
+                .await
+                .unwrap()
+                .status()
+                != 200
+        },
+    )
+    .await;
+    let res = b
+        .get(format!("{g2}/seats"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
 }
