@@ -93,7 +93,7 @@ var m=document.querySelector("main"),w=d.state==="waiting";
 document.querySelectorAll("[data-show]").forEach(function(e){e.hidden=!w});
 var n=$("wr-note");n.hidden=!n.getAttribute("data-note");$("wr-next").hidden=d.state!=="admitted";
 function t(iso){try{return new Date(iso).toLocaleTimeString([],{hour:"2-digit",minute:"2-digit",second:"2-digit"})}catch(e){return iso}}
-function eta(l,h){if(h==null)return "–";var a=Math.ceil(l/60),b=Math.ceil(h/60);if(h<60)return "less than a minute";return a===b||a<1?"about "+b+(b===1?" minute":" minutes"):"about "+a+" to "+b+" minutes"}
+function eta(l,h){if(h==null)return "–";if(h<60)return "less than a minute";var a=Math.max(Math.ceil(l/60),1),b=Math.ceil(h/60);if(b>=120){var H=Math.ceil(b/60);return a<60?"about "+a+" minutes to "+H+" hours":Math.floor(a/60)>=H?"about "+H+" hours":"about "+Math.floor(a/60)+" to "+H+" hours"}return a>=b?(b===1?"about a minute":"about "+b+" minutes"):"about "+a+" to "+b+" minutes"}
 $("wr-updated").textContent=t(d.updated_at);
 if(d.state==="admitted"&&d.next){location.replace(d.next);return}
 if(d.state==="sold_out"||d.state==="closed")return;
@@ -274,24 +274,32 @@ fn clock_time(rfc3339: &str) -> String {
         .map_or_else(|| rfc3339.to_owned(), |t| format!("{t} UTC"))
 }
 
-/// A wait in words: "about 4 to 6 minutes".
+/// A wait in words: "about 4 to 6 minutes", "about 2 to 4 hours". The holding page's script words a wait the same
+/// way (`{base}/holding.js`), so the text does not change when the script takes over.
 pub fn eta_words(low: u64, high: u64) -> String {
-    let m = |s: u64| s.div_ceil(60);
     if high < 60 {
-        "less than a minute".into()
-    } else if m(low) == m(high) || low == 0 && m(high) <= 1 {
-        let n = m(high);
-        if n == 1 {
-            "about a minute".into()
-        } else if n >= 120 {
-            format!("about {} hours", n.div_ceil(60))
+        return "less than a minute".into();
+    }
+    let a = low.div_ceil(60).max(1);
+    let b = high.div_ceil(60);
+    if b >= 120 {
+        let hours = b.div_ceil(60);
+        return if a < 60 {
+            format!("about {a} minutes to {hours} hours")
+        } else if a / 60 >= hours {
+            format!("about {hours} hours")
         } else {
-            format!("about {n} minutes")
+            format!("about {} to {hours} hours", a / 60)
+        };
+    }
+    if a >= b {
+        if b == 1 {
+            "about a minute".into()
+        } else {
+            format!("about {b} minutes")
         }
-    } else if m(high) >= 120 {
-        format!("about {} to {} hours", m(low) / 60, m(high).div_ceil(60))
     } else {
-        format!("about {} to {} minutes", m(low).max(1), m(high))
+        format!("about {a} to {b} minutes")
     }
 }
 
@@ -565,5 +573,32 @@ mod tests {
         assert_eq!(eta_words(240, 360), "about 4 to 6 minutes");
         assert_eq!(eta_words(300, 300), "about 5 minutes");
         assert_eq!(eta_words(7200, 10800), "about 2 to 3 hours");
+        assert_eq!(eta_words(0, 300), "about 1 to 5 minutes");
+        assert_eq!(eta_words(60, 60), "about a minute");
+        // Capacity 1, 4-minute visits, 40 ahead: hours, not "128 to 214 minutes".
+        assert_eq!(eta_words(7680, 12800), "about 2 to 4 hours");
+        assert_eq!(eta_words(1800, 7800), "about 30 minutes to 3 hours");
+        assert_eq!(eta_words(10800, 10800), "about 3 hours");
+        // What the page's script printed for the same waits (node, `eta` from HOLDING_SCRIPT, 2026-11-30): the
+        // two word a wait alike.
+        for (low, high, words) in [
+            (0, 30, "less than a minute"),
+            (50, 70, "about 1 to 2 minutes"),
+            (240, 360, "about 4 to 6 minutes"),
+            (300, 300, "about 5 minutes"),
+            (7200, 10800, "about 2 to 3 hours"),
+            (0, 300, "about 1 to 5 minutes"),
+            (60, 60, "about a minute"),
+            (7680, 12800, "about 2 to 4 hours"),
+            (1800, 7800, "about 30 minutes to 3 hours"),
+            (10800, 10800, "about 3 hours"),
+            (3600, 7140, "about 60 to 119 minutes"),
+            (3500, 7300, "about 59 minutes to 3 hours"),
+            (0, 0, "less than a minute"),
+            (59, 61, "about 1 to 2 minutes"),
+            (7000, 7200, "about 1 to 2 hours"),
+        ] {
+            assert_eq!(eta_words(low, high), words, "{low}..{high}");
+        }
     }
 }
