@@ -145,7 +145,8 @@ async fn the_default_sale_at_a_tenth_keeps_its_arithmetic() {
 
 /// The reach estimate made when half the seats are sold lands within 25% of the last line number that actually got
 /// a seat (the tail depends on how many people inside leave without buying and how many holds expire, which the
-/// estimate only knows as averages so far).
+/// estimate only knows as averages so far). Over 12 runs (release, 2026-11-30) the error was 7-12%, always short
+/// of the last buyer (876-916 against 965-1,024): the bound is twice the worst of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reach_halfway_is_close_to_the_last_buyer() {
     let r = run(&small_sale(true)).await.unwrap();
