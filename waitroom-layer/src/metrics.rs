@@ -171,6 +171,12 @@ impl RoomMetrics {
         );
         total(
             &mut r,
+            "turned_away",
+            "Sessions still in line when the on-sale closed or sold out, turned away",
+            c.turned_away,
+        );
+        total(
+            &mut r,
             "orders",
             "Finished sessions that bought at least one seat",
             c.orders,
