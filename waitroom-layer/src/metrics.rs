@@ -145,7 +145,7 @@ impl RoomMetrics {
         total(
             &mut r,
             "served",
-            "Line numbers that left the head (admitted or skipped)",
+            "Line numbers that left the head (admitted, skipped or turned away)",
             stats.served,
         );
         let c = &stats.counters;

@@ -231,7 +231,7 @@ pub struct Stats {
     pub capacity: u64,
     /// The per-minute cap.
     pub admit_per_minute: Option<u64>,
-    /// Numbers served (admitted or skipped).
+    /// Numbers served (admitted, skipped, or turned away once closed or sold out).
     pub served: u64,
     /// Running totals.
     pub counters: crate::store::Counters,

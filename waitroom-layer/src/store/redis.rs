@@ -522,6 +522,16 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// draw (`meta.dfloor`), since nobody was being marked yet. Measured (BENCHMARKS.md): about 0.13 µs of Redis time
 /// per mark either way, where rewriting the record in a script took 4.4 µs.
 ///
+/// # Closing and selling out
+///
+/// While the on-sale is closed or sold out (`meta.closed`, or `meta.inv` with every seat sold) the `JOIN` script
+/// answers a session without a place `t` (turned away) and writes nothing, and the `TICK` script, instead of
+/// admitting, turns away up to [`TURN_AWAY_PER_TICK`] sessions: from the head (the same pops as admission, the
+/// drawn segment included; `served` moves over them) and then, before a draw, from the pre-queue's buckets in
+/// bucket order (`ZPOPMIN` with a count; at most `2^dbits` empty buckets are passed per tick). Their records become
+/// `t<number>:0` (`t0:0` from the pre-queue) and `meta.turned` counts them; before the draw the pre-queue holds
+/// `joined - turned` sessions. Should seats come back, those turned away stay turned away.
+///
 /// # Memory
 ///
 /// Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
