@@ -11,7 +11,7 @@
 //! | `POST pause` | | stops letting people in |
 //! | `POST resume` | | lets people in again |
 //! | `POST open-now` | | opens the door now (the draw runs at the next tick) |
-//! | `POST close` | | closes the on-sale: nobody new joins or is let in |
+//! | `POST close` | | closes the on-sale for good: nobody new joins or is let in, and everyone still in line is turned away |
 //! | `POST inventory` | `{"total": 48000, "sold": 120, "held": 3000}` | reports the seats |
 //!
 //! Every call needs `Authorization: Bearer <secret>`; the secret is compared in constant time (as SHA-256 digests,

@@ -3,8 +3,10 @@
 //!
 //! # Where events come from
 //! Each instance reports what it did itself: a join or a finish is reported by the instance that handled the
-//! request; admissions, expiries and abandonments by the instance whose admission tick made them (the tick is
-//! atomic in the store, so each one is reported once across instances). [`RoomEventKind::SoldOut`] is seen by
+//! request; admissions, expiries, abandonments and turn-aways by the instance whose admission tick made them (the tick
+//! is atomic in the store, so each one is reported once across instances). Closing (or selling out) with a long line
+//! turns away up to [`TURN_AWAY_PER_TICK`](crate::store::TURN_AWAY_PER_TICK) sessions a tick, one event each: a
+//! subscriber that wants them all needs a buffer that large, or reads [`Counters::turned_away`](crate::store::Counters). [`RoomEventKind::SoldOut`] is seen by
 //! every instance when its snapshot of the shared numbers flips, so each instance reports it once. To see every
 //! event of a multi-instance on-sale, subscribe on every instance.
 //!
@@ -63,6 +65,11 @@ pub enum RoomEventKind {
         /// The session.
         session: String,
     },
+    /// A session still in line (or in the pre-queue) when the on-sale closed or sold out was turned away.
+    TurnedAway {
+        /// The session.
+        session: String,
+    },
     /// Every seat is sold.
     SoldOut,
 }
@@ -75,7 +82,8 @@ impl RoomEventKind {
             | Self::Admitted { session }
             | Self::Finished { session, .. }
             | Self::Expired { session }
-            | Self::Abandoned { session } => Some(session),
+            | Self::Abandoned { session }
+            | Self::TurnedAway { session } => Some(session),
             Self::SoldOut => None,
         }
     }
@@ -88,6 +96,7 @@ impl RoomEventKind {
             Self::Finished { .. } => "finished",
             Self::Expired { .. } => "expired",
             Self::Abandoned { .. } => "abandoned",
+            Self::TurnedAway { .. } => "turned_away",
             Self::SoldOut => "sold_out",
         }
     }

@@ -145,7 +145,7 @@ impl RoomMetrics {
         total(
             &mut r,
             "served",
-            "Line numbers that left the head (admitted or skipped)",
+            "Line numbers that left the head (admitted, skipped or turned away)",
             stats.served,
         );
         let c = &stats.counters;
@@ -168,6 +168,12 @@ impl RoomMetrics {
             "abandoned",
             "Sessions skipped at the head because they stopped polling",
             c.abandoned,
+        );
+        total(
+            &mut r,
+            "turned_away",
+            "Sessions still in line when the on-sale closed or sold out, turned away",
+            c.turned_away,
         );
         total(
             &mut r,

@@ -231,7 +231,7 @@ pub struct Stats {
     pub capacity: u64,
     /// The per-minute cap.
     pub admit_per_minute: Option<u64>,
-    /// Numbers served (admitted or skipped).
+    /// Numbers served (admitted, skipped, or turned away once closed or sold out).
     pub served: u64,
     /// Running totals.
     pub counters: crate::store::Counters,
@@ -605,7 +605,8 @@ impl WaitingRoom {
         .await
     }
 
-    /// Subscribes to the room's lifecycle events (joined, admitted, finished, expired, abandoned, sold out) as
+    /// Subscribes to the room's lifecycle events (joined, admitted, finished, expired, abandoned, turned away, sold
+    /// out) as
     /// this instance sees them. The buffer is bounded: a subscriber that falls behind loses the oldest events
     /// (its `recv` says how many with `RecvError::Lagged`). See [`crate::events`].
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RoomEvent> {
@@ -834,6 +835,7 @@ impl WaitingRoom {
         let state = placement.map(|p| p.state);
         st.state = match state {
             Some(SessionState::Admitted | SessionState::Active) => ViewState::Admitted,
+            // A session turned away (or waiting to be) hears why: the on-sale closed or sold out.
             _ if s.closed => ViewState::Closed,
             _ if s.sold_out() => ViewState::SoldOut,
             Some(SessionState::PreQueue) => ViewState::Prequeue,
@@ -1047,7 +1049,13 @@ impl WaitingRoom {
         let report = self.observe(self.inner.store.tick(self.event(), &tick).await);
         if let Ok(r) = &report {
             self.report_tick(r);
-            for s in r.expired.iter().chain(&r.admitted).chain(&r.abandoned) {
+            for s in r
+                .expired
+                .iter()
+                .chain(&r.admitted)
+                .chain(&r.abandoned)
+                .chain(&r.turned_away)
+            {
                 self.inner.cache.invalidate(s);
             }
             if r.drew {
@@ -1061,7 +1069,11 @@ impl WaitingRoom {
 
     /// Logs and emits what a tick of this instance did.
     fn report_tick(&self, r: &TickReport) {
-        if r.admitted.is_empty() && r.abandoned.is_empty() && r.expired.is_empty() {
+        if r.admitted.is_empty()
+            && r.abandoned.is_empty()
+            && r.expired.is_empty()
+            && r.turned_away.is_empty()
+        {
             return;
         }
         tracing::debug!(
@@ -1069,13 +1081,14 @@ impl WaitingRoom {
             admitted = r.admitted.len(),
             abandoned = r.abandoned.len(),
             expired = r.expired.len(),
+            turned_away = r.turned_away.len(),
             "tick"
         );
         type Make = fn(String) -> RoomEventKind;
         // One `DEBUG` span per session (a span's name is fixed where it is made, hence one function per kind); the
         // fields are only computed when the span is enabled.
         type Log = fn(&str, &str);
-        let kinds: [(&[String], Make, Log); 3] = [
+        let kinds: [(&[String], Make, Log); 4] = [
             (
                 &r.admitted,
                 |session| RoomEventKind::Admitted { session },
@@ -1098,6 +1111,14 @@ impl WaitingRoom {
                 |event, s| {
                     tracing::debug_span!("waitroom.expire", event = %event, session = %fingerprint(s))
                         .in_scope(|| tracing::debug!("expired"));
+                },
+            ),
+            (
+                &r.turned_away,
+                |session| RoomEventKind::TurnedAway { session },
+                |event, s| {
+                    tracing::debug_span!("waitroom.turn_away", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("turned away"));
                 },
             ),
         ];
@@ -1181,7 +1202,9 @@ impl WaitingRoom {
         .await
     }
 
-    /// Closes the on-sale: nobody new joins or is let in.
+    /// Closes the on-sale, for good: nobody new joins (a join answers [`SessionState::TurnedAway`] and takes no
+    /// place) or is let in, and the admission tick turns away everyone still in line or in the pre-queue
+    /// ([`TURN_AWAY_PER_TICK`](crate::store::TURN_AWAY_PER_TICK) a tick; each hears "closed" at its next poll).
     ///
     /// # Errors
     /// When the store cannot be reached.

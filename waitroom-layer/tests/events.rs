@@ -4,7 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-use waitroom_layer::{Clock as _, Inventory, ManualClock, RoomEvent, RoomEventKind, WaitingRoom};
+use waitroom_layer::{
+    Clock as _, Inventory, ManualClock, RoomEvent, RoomEventKind, SessionState, ViewState,
+    WaitingRoom,
+};
 
 async fn room(clock: &ManualClock, buffer: usize) -> WaitingRoom {
     WaitingRoom::builder("events")
@@ -104,6 +107,58 @@ async fn every_lifecycle_event_is_reported_once() {
             RoomEventKind::SoldOut,
         ]
     );
+}
+
+/// Closing turns the line away: one event per session turned away, the count in the stats and the metrics, the
+/// page says "closed", and a join afterwards takes no place (no `joined` event).
+#[tokio::test]
+async fn closing_turns_the_line_away() {
+    let clock = ManualClock::starting_now();
+    let room = room(&clock, 64).await;
+    let [a, b, c, d] = [(); 4].map(|_| WaitingRoom::new_session_id());
+    for s in [&a, &b, &c] {
+        room.join(s, None).await.unwrap();
+    }
+    room.tick_now().await.unwrap();
+    let mut rx = room.subscribe();
+    room.close().await.unwrap();
+    let r = room.tick_now().await.unwrap();
+    assert_eq!(r.turned_away, vec![b.clone(), c.clone()]);
+    assert!(r.admitted.is_empty());
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            RoomEventKind::TurnedAway { session: b.clone() },
+            RoomEventKind::TurnedAway { session: c.clone() },
+        ]
+    );
+    let p = room.locate(&b, None).await.unwrap().unwrap();
+    assert_eq!(p.state, SessionState::TurnedAway);
+    assert_eq!(room.status(Some(&p)).state, ViewState::Closed);
+    let late = room.join(&d, None).await.unwrap();
+    assert_eq!((late.state, late.number), (SessionState::TurnedAway, None));
+    assert_eq!(room.status(Some(&late)).state, ViewState::Closed);
+    assert!(drain(&mut rx).is_empty(), "a refused join is no join");
+    room.tick_now().await.unwrap();
+    let stats = room.stats();
+    assert_eq!(
+        (
+            stats.counters.joined,
+            stats.counters.turned_away,
+            stats.waiting
+        ),
+        (3, 2, 0)
+    );
+    let metrics = room.metrics_text();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("waitroom_turned_away_total") && l.ends_with(" 2")),
+        "{metrics}"
+    );
+    // The one inside is not turned away.
+    let inside = room.locate(&a, None).await.unwrap().unwrap();
+    assert_eq!(inside.state, SessionState::Admitted);
 }
 
 #[tokio::test]

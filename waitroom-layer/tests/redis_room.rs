@@ -722,16 +722,25 @@ async fn an_inventory_set_on_one_instance_steers_the_door_of_another() {
     let_in.extend(reporter.tick_now().await.unwrap().admitted);
     assert_eq!(let_in, sids[2..4].to_vec());
 
-    // Sold out, reported by one instance: the other lets nobody in, ever, and tells the line so.
+    // Sold out, reported by one instance: the other lets nobody in, ever, turns the rest of the line away and
+    // tells them so.
     reporter.set_inventory(inv(10, 10, 0)).await.unwrap();
+    let mut turned_away = Vec::new();
     for _ in 0..3 {
         clock.advance(Duration::from_secs(61));
-        assert!(door.tick_now().await.unwrap().admitted.is_empty());
-        assert!(reporter.tick_now().await.unwrap().admitted.is_empty());
+        let r = door.tick_now().await.unwrap();
+        assert!(r.admitted.is_empty());
+        turned_away.extend(r.turned_away);
+        let r = reporter.tick_now().await.unwrap();
+        assert!(r.admitted.is_empty());
+        turned_away.extend(r.turned_away);
     }
+    assert_eq!(turned_away, sids[4..].to_vec(), "the rest, in line order");
     assert!(door.snapshot().settings.sold_out());
-    let waiting = door.locate(&sids[7], None).await.unwrap();
-    assert_eq!(waiting.as_ref().unwrap().state, SessionState::Waiting);
-    assert_eq!(door.status(waiting.as_ref()).state, ViewState::SoldOut);
-    assert_eq!(door.snapshot().counters.admitted, 4);
+    let gone = door.locate(&sids[7], None).await.unwrap();
+    assert_eq!(gone.as_ref().unwrap().state, SessionState::TurnedAway);
+    assert_eq!(door.status(gone.as_ref()).state, ViewState::SoldOut);
+    let c = door.snapshot().counters;
+    assert_eq!((c.admitted, c.turned_away), (4, 4));
+    assert_eq!(door.snapshot().waiting(), 0);
 }

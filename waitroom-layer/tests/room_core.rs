@@ -568,6 +568,11 @@ async fn door_operations_pause_cap_open_close_and_inventory() {
     .await
     .unwrap();
     let p = room.join("late-ops-xxxxxxxxxxxxxxx", None).await.unwrap();
+    assert_eq!(
+        (p.state, p.number),
+        (SessionState::TurnedAway, None),
+        "sold out: a join takes no place"
+    );
     assert_eq!(room.tick_now().await.unwrap().admitted.len(), 0);
     assert_eq!(room.status(Some(&p)).state, ViewState::SoldOut);
     assert!(room.stats().sold_out);

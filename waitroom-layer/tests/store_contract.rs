@@ -4,14 +4,16 @@
 //! Random interleavings of join, poll, tick, claim, touch, finish and clock advances (proptest), and a concurrency
 //! test, checking: active never exceeds capacity; line numbers are unique and dense; admission follows line order
 //! exactly, skipping only sessions that were really abandoned; nothing is admitted twice; every join ends in exactly
-//! one terminal state.
+//! one terminal state. The operations include closing the on-sale and selling it out (and seats coming back), so
+//! "every join ends" covers sessions turned away; while closed or sold out a join takes no place and is not counted.
 
 mod contract {
     use std::collections::{BTreeMap, HashMap, HashSet};
     use std::sync::Arc;
 
     use waitroom_layer::store::{
-        Join, Mark, Placement, SessionState, Settings, SettingsChange, Store, Tick, Touches,
+        Inventory, Join, Mark, Placement, SessionState, Settings, SettingsChange, Store,
+        TURN_AWAY_PER_TICK, Tick, Touches,
     };
 
     pub const IDLE_MS: u64 = 30_000;
@@ -28,7 +30,26 @@ mod contract {
         Finish(usize, u32),
         Advance(u64),
         OpenNow,
+        /// Closes the on-sale when the value is below 8 (of 0..64): closing is for good, so it stays rare.
+        Close(u8),
+        /// Reports every seat sold.
+        SoldOut,
+        /// Reports seats available again (sold out withdrawn).
+        Restock,
     }
+
+    /// Every seat sold (none held: sold out, not merely all held).
+    const SOLD_OUT: Inventory = Inventory {
+        total: 10,
+        sold: 10,
+        held: 0,
+    };
+    /// Seats again, far more than the contract's sessions.
+    const RESTOCKED: Inventory = Inventory {
+        total: 1_000_000,
+        sold: 10,
+        held: 0,
+    };
 
     pub fn settings(capacity: u64, random: bool, opens_at_ms: Option<u64>) -> Settings {
         Settings {
@@ -67,6 +88,7 @@ mod contract {
             match op {
                 Op::Join(i) => {
                     let s = sid(*i);
+                    let shut = store.snapshot(event).await.unwrap().settings.turning_away();
                     let before = store.lookup(event, &s).await.unwrap();
                     let p = store
                         .join(
@@ -81,6 +103,13 @@ mod contract {
                         .await
                         .unwrap();
                     let rejoined = before.as_ref().is_none_or(|b| b.state.is_terminal());
+                    if rejoined && shut {
+                        // Closed or sold out: no place, nothing recorded, not counted.
+                        assert_eq!(p.state, SessionState::TurnedAway);
+                        assert_eq!(p.number, None);
+                        assert_eq!(store.lookup(event, &s).await.unwrap(), before);
+                        continue;
+                    }
                     if rejoined {
                         joins += 1;
                         seen.insert(s.clone(), now);
@@ -159,6 +188,23 @@ mod contract {
                         .await
                         .unwrap();
                 }
+                Op::Close(k) => {
+                    if *k < 8 {
+                        store.update(event, &SettingsChange::Close).await.unwrap();
+                    }
+                }
+                Op::SoldOut => {
+                    let change = SettingsChange::Inventory {
+                        inventory: SOLD_OUT,
+                    };
+                    store.update(event, &change).await.unwrap();
+                }
+                Op::Restock => {
+                    let change = SettingsChange::Inventory {
+                        inventory: RESTOCKED,
+                    };
+                    store.update(event, &change).await.unwrap();
+                }
                 Op::Tick => {
                     let snap_before = store.snapshot(event).await.unwrap();
                     let report = store.tick(event, &tick_at(now)).await.unwrap();
@@ -184,6 +230,21 @@ mod contract {
                             admitted_ever.insert((s.clone(), number_of[s])),
                             "{s} admitted twice"
                         );
+                    }
+                    let shut = snap_before.settings.turning_away();
+                    assert!(
+                        shut || report.turned_away.is_empty(),
+                        "turned away while open"
+                    );
+                    assert!(!shut || report.admitted.is_empty(), "admitted while shut");
+                    for s in &report.turned_away {
+                        let p = store.lookup(event, s).await.unwrap().unwrap();
+                        assert_eq!(p.state, SessionState::TurnedAway);
+                        // From the line (its number counts as served) or from the pre-queue (no number).
+                        if let Some(n) = p.number {
+                            assert_eq!(number_of.get(s), Some(&n));
+                            left.push((n, false, s.clone()));
+                        }
                     }
                     for s in &report.abandoned {
                         left.push((number_of[s], false, s.clone()));
@@ -238,7 +299,7 @@ mod contract {
         let c = snap.counters;
         assert_eq!(c.joined, joins, "joins counted");
         assert_eq!(
-            c.finished + c.expired + c.abandoned,
+            c.finished + c.expired + c.abandoned + c.turned_away,
             c.joined,
             "every join ends in exactly one terminal state: {c:?}"
         );
@@ -335,7 +396,169 @@ mod contract {
         assert_eq!(s.last_number, 8 * 150, "numbers dense");
         assert_eq!(s.served, s.last_number);
         let c = s.counters;
-        assert_eq!(c.finished + c.expired + c.abandoned, c.joined, "{c:?}");
+        assert_eq!(
+            c.finished + c.expired + c.abandoned + c.turned_away,
+            c.joined,
+            "{c:?}"
+        );
+    }
+
+    /// Joins `n` sessions named `{tag}-{i}` at `now_ms`, eight callers at once.
+    async fn join_many(store: &Arc<dyn Store>, event: &str, tag: &str, n: u64, now_ms: u64) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for t in 0..8 {
+            let (store, event, tag) = (store.clone(), event.to_owned(), tag.to_owned());
+            tasks.spawn(async move {
+                for i in (t..n).step_by(8) {
+                    let j = Join {
+                        session: format!("{tag}-{i:06}-qqqqqqqq"),
+                        account: None,
+                        now_ms,
+                        draw_key: (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    };
+                    let p = store.join(&event, &j).await.unwrap();
+                    assert!(matches!(
+                        p.state,
+                        SessionState::Waiting | SessionState::PreQueue
+                    ));
+                }
+            });
+        }
+        while let Some(r) = tasks.join_next().await {
+            r.unwrap();
+        }
+    }
+
+    /// Closing and selling out, store by store: a line of thousands (numbered, then a pre-queue) is turned away
+    /// from the head within a few ticks, at most [`TURN_AWAY_PER_TICK`] a tick, with `served` and `waiting()` kept
+    /// consistent; a join while closed or sold out takes no place and is not counted; seats coming back let people
+    /// join again while those turned away stay turned away. `event` is a prefix (two on-sales).
+    pub async fn turn_away(store: Arc<dyn Store>, event: &str) {
+        let n = TURN_AWAY_PER_TICK + 2_500;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: 600_000,
+            max_scan: 1_000,
+        };
+        let join = |sid: &str, now_ms| Join {
+            session: sid.to_owned(),
+            account: None,
+            now_ms,
+            draw_key: 99,
+        };
+        let t0 = 1_000_000u64;
+
+        // FIFO, capacity 2: two let in, the rest wait; then the on-sale closes.
+        let ev = format!("{event}-fifo");
+        store.init(&ev, &settings(2, false, None)).await.unwrap();
+        join_many(&store, &ev, "line", n, t0).await;
+        let r = store.tick(&ev, &tick(t0 + 1)).await.unwrap();
+        assert_eq!(r.admitted.len(), 2);
+        store.update(&ev, &SettingsChange::Close).await.unwrap();
+        let refused = store
+            .join(&ev, &join("late-comer-0000", t0 + 2))
+            .await
+            .unwrap();
+        assert_eq!(
+            (refused.state, refused.number),
+            (SessionState::TurnedAway, None)
+        );
+        assert_eq!(store.lookup(&ev, "late-comer-0000").await.unwrap(), None);
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!((snap.counters.joined, snap.waiting()), (n, n - 2));
+        let r = store.tick(&ev, &tick(t0 + 3)).await.unwrap();
+        assert_eq!(r.turned_away.len() as u64, TURN_AWAY_PER_TICK);
+        assert!(r.admitted.is_empty());
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!(snap.served, 2 + TURN_AWAY_PER_TICK);
+        assert_eq!(snap.waiting(), n - 2 - TURN_AWAY_PER_TICK);
+        // The head was turned away in line order.
+        let head = store.lookup(&ev, &r.turned_away[0]).await.unwrap().unwrap();
+        assert_eq!(
+            (head.state, head.number),
+            (SessionState::TurnedAway, Some(3))
+        );
+        let r = store.tick(&ev, &tick(t0 + 4)).await.unwrap();
+        assert_eq!(r.turned_away.len() as u64, n - 2 - TURN_AWAY_PER_TICK);
+        let r = store.tick(&ev, &tick(t0 + 5)).await.unwrap();
+        assert!(r.turned_away.is_empty());
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!(
+            (snap.waiting(), snap.served, snap.last_number, snap.active),
+            (0, n, n, 2)
+        );
+        assert_eq!(snap.counters.turned_away, n - 2);
+        assert_eq!(snap.counters.joined, n, "a refused join is not counted");
+        // The two inside are not turned away: they finish or idle out as ever.
+        let inside = store
+            .lookup(&ev, "line-000000-qqqqqqqq")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(inside.state, SessionState::Admitted);
+
+        // A random draw, still in the pre-queue when every seat sells: turned away without a draw.
+        let ev = format!("{event}-draw");
+        let opens = t0 + 3_600_000;
+        store
+            .init(&ev, &settings(10, true, Some(opens)))
+            .await
+            .unwrap();
+        join_many(&store, &ev, "pre", n, t0).await;
+        assert_eq!(store.snapshot(&ev).await.unwrap().prequeue, n);
+        let sold_out = SettingsChange::Inventory {
+            inventory: SOLD_OUT,
+        };
+        store.update(&ev, &sold_out).await.unwrap();
+        let refused = store
+            .join(&ev, &join("late-comer-0000", t0 + 1))
+            .await
+            .unwrap();
+        assert_eq!(refused.state, SessionState::TurnedAway);
+        let r = store.tick(&ev, &tick(t0 + 2)).await.unwrap();
+        assert_eq!(r.turned_away.len() as u64, TURN_AWAY_PER_TICK);
+        assert!(!r.drew);
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!(snap.prequeue, n - TURN_AWAY_PER_TICK);
+        assert_eq!(snap.waiting(), n - TURN_AWAY_PER_TICK);
+        store.tick(&ev, &tick(t0 + 3)).await.unwrap();
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!((snap.prequeue, snap.waiting(), snap.served), (0, 0, 0));
+        assert_eq!(snap.counters.turned_away, n);
+        let gone = store
+            .lookup(&ev, "pre-000007-qqqqqqqq")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((gone.state, gone.number), (SessionState::TurnedAway, None));
+        // Seats come back: those turned away stay so; a new join (theirs included) takes a place at the back.
+        let restocked = SettingsChange::Inventory {
+            inventory: RESTOCKED,
+        };
+        store.update(&ev, &restocked).await.unwrap();
+        store.tick(&ev, &tick(t0 + 4)).await.unwrap();
+        let still = store
+            .lookup(&ev, "pre-000008-qqqqqqqq")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(still.state, SessionState::TurnedAway);
+        let again = store
+            .join(&ev, &join("pre-000007-qqqqqqqq", t0 + 5))
+            .await
+            .unwrap();
+        assert_eq!(again.state, SessionState::PreQueue);
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!((snap.prequeue, snap.counters.joined), (1, n + 1));
+        // (Nobody marked it: a grace past the join keeps it alive at the draw.)
+        let at_opening = Tick {
+            abandon_after_ms: 2 * (opens - t0),
+            ..tick(opens)
+        };
+        let r = store.tick(&ev, &at_opening).await.unwrap();
+        assert!(r.drew);
+        assert_eq!(r.admitted, vec!["pre-000007-qqqqqqqq".to_owned()]);
     }
 
     /// Liveness, exactly at the edges: a mark by number keeps a waiting session alive for the grace (a store may
@@ -493,6 +716,9 @@ mod contract {
             2 => ((0usize..24), (0u32..5)).prop_map(|(i, s)| Op::Finish(i, s)),
             3 => (1u64..15_000).prop_map(Op::Advance),
             1 => Just(Op::OpenNow),
+            1 => (0u8..64).prop_map(Op::Close),
+            1 => Just(Op::SoldOut),
+            1 => Just(Op::Restock),
         ];
         proptest::collection::vec(op, 1..120)
     }
@@ -539,6 +765,11 @@ mod memory {
     #[tokio::test]
     async fn liveness_marks_and_the_draw() {
         contract::liveness(Arc::new(MemoryStore::new()), "live").await;
+    }
+
+    #[tokio::test]
+    async fn closing_and_selling_out_turn_the_line_away() {
+        contract::turn_away(Arc::new(MemoryStore::new()), "turn").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -798,6 +1029,19 @@ mod redis {
             let snap = redis.snapshot(&event).await.unwrap();
             assert_eq!((snap.served, snap.active), (n + 1, n + 1));
         }
+    }
+
+    /// Closing and selling out turn a line of thousands away in a few tick scripts (the numbered line, then the
+    /// pre-queue's buckets); a join meanwhile takes no place.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn closing_and_selling_out_turn_the_line_away() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::builder(server.url())
+            .draw_buckets_log2(6)
+            .connect()
+            .await
+            .unwrap();
+        contract::turn_away(Arc::new(store), &fresh_event("turn")).await;
     }
 
     /// Several stores (separate connections, as separate room instances would have) tick one on-sale at once.

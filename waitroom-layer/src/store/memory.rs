@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::{
-    Counters, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
-    TickReport, Touches,
+    Counters, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
+    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 
@@ -144,6 +144,14 @@ impl Event {
         {
             return p;
         }
+        if self.settings.turning_away() {
+            // Closed or sold out: no place, nothing recorded.
+            return Placement {
+                session: j.session.clone(),
+                state: SessionState::TurnedAway,
+                number: None,
+            };
+        }
         let sid: Arc<str> = Arc::from(j.session.as_str());
         if self.draw_due(j.now_ms) {
             self.draw(j.now_ms);
@@ -213,6 +221,10 @@ impl Event {
             self.counters.expired += 1;
             report.expired.push(sid.to_string());
         }
+        if self.settings.turning_away() {
+            self.turn_away(&mut report);
+            return report;
+        }
         if !self.settings.door_open(t.now_ms) {
             return report;
         }
@@ -254,6 +266,35 @@ impl Event {
         }
         self.note_admits(t.now_ms, admitted);
         report
+    }
+
+    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: the head of the line first (their numbers count as
+    /// served), then the pre-queue.
+    fn turn_away(&mut self, report: &mut TickReport) {
+        let mut budget = TURN_AWAY_PER_TICK;
+        while budget > 0 {
+            let Some(sid) = self.line.pop_front() else {
+                break;
+            };
+            budget -= 1;
+            self.served += 1;
+            self.turn_away_one(sid, report);
+        }
+        while budget > 0 {
+            let Some((_, sid)) = self.prequeue.pop() else {
+                break;
+            };
+            budget -= 1;
+            self.turn_away_one(sid, report);
+        }
+    }
+
+    fn turn_away_one(&mut self, sid: Arc<str>, report: &mut TickReport) {
+        if let Some(r) = self.sessions.get_mut(&sid) {
+            r.state = SessionState::TurnedAway;
+            self.counters.turned_away += 1;
+            report.turned_away.push(sid.to_string());
+        }
     }
 
     fn snapshot(&self) -> Snapshot {

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use super::{
     Counters, Inventory, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
-    Tick, TickReport, Touches,
+    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 use waitroom_verify::redis::{FINISH_KEY_PARTS, FINISH_LUA};
@@ -59,7 +59,13 @@ local function place(m, sid)
   return {sid, st, n, t}
 end
 local function out(p) return {p[1], p[2], p[3]} end
-local function terminal(st) return st == 'f' or st == 'e' or st == 'x' end
+local function terminal(st) return st == 'f' or st == 'e' or st == 'x' or st == 't' end
+-- Closed or sold out: joins take no place, the tick turns away whoever is still in line.
+local function turning_away(m)
+  if m.closed == '1' then return true end
+  local total, sold = inv(m)
+  return total ~= nil and total > 0 and sold >= total
+end
 local function draw_due(m, now) return m.drawn ~= '1' and (m.opens == '' or now >= int(m.opens)) end
 -- The draw: freeze the buckets and write where each starts (2^dbits + 1 big-endian u32s). No session is touched.
 -- A draw before the opening first configured (the door opened early) counts every drawn session as seen now
@@ -86,7 +92,7 @@ if redis.call('EXISTS', KM) == 0 then
   redis.call('HSET', KM, 'cap', ARGV[1], 'apm', ARGV[2], 'paused', ARGV[3], 'closed', ARGV[4],
     'opens', ARGV[5], 'sched', ARGV[5], 'random', ARGV[6], 'inv', ARGV[7], 'drawn', (ARGV[6] == '1') and '0' or '1',
     'dbase', '0', 'dcount', '0', 'last', '0', 'served', '0', 'joined', '0', 'admitted', '0',
-    'finished', '0', 'expired', '0', 'abandoned', '0', 'orders', '0', 'seats', '0', 'dbits', ARGV[8],
+    'finished', '0', 'expired', '0', 'abandoned', '0', 'turned', '0', 'orders', '0', 'seats', '0', 'dbits', ARGV[8],
     'fcur', '0-0')
 end
 return settings(meta())
@@ -106,6 +112,8 @@ if acct ~= '' then
 end
 local p = place(m, sid)
 if p and not terminal(p[2]) then return out(p) end
+-- Closed or sold out: no place, nothing recorded, not counted.
+if turning_away(m) then return {sid, 't', 0} end
 if draw_due(m, now) then draw(m, now) end
 local st, n = 'p', 0
 if m.drawn == '1' then
@@ -166,11 +174,12 @@ end
 return 1
 "#;
 
-/// ARGV: now, arrival window, abandon after, max scan, seen slot length.
+/// ARGV: now, arrival window, abandon after, max scan, seen slot length, most sessions turned away.
 const TICK: &str = r#"
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local now, arrival, abandon, maxscan, slot = int(ARGV[1]), int(ARGV[2]), int(ARGV[3]), int(ARGV[4]), int(ARGV[5])
+local turnmax = int(ARGV[6])
 -- Whether session sid, number n, polled within the grace: its bit in one of the `seen` slots covering
 -- [now - abandon, now] (rounded out to whole slots, in the session's favour), or its mark in `pseen` (pre-queue).
 local function seen(sid, n)
@@ -202,33 +211,17 @@ if #expired > 0 then
   redis.call('ZREMRANGEBYSCORE', KA, '-inf', fmt(now))
   redis.call('HINCRBY', KM, 'expired', #expired)
 end
-local admitted, abandoned = {}, {}
-local open = m.paused ~= '1' and m.closed ~= '1' and (m.opens == '' or now >= int(m.opens))
-local total, sold, held = inv(m)
-if open and total and total <= sold + held then open = false end
-if not open then return {drew, admitted, abandoned, expired} end
-local room = int(m.cap) - redis.call('ZCARD', KA)
-local now_s = math.floor(now / 1000)
-local recent = 0
-local r = redis.call('HGETALL', KR)
-for i = 1, #r, 2 do
-  if int(r[i]) + 60 <= now_s then redis.call('HDEL', KR, r[i]) else recent = recent + int(r[i + 1]) end
-end
-if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
--- Never more people let in within a minute than there are seats to pick from.
-if total then room = math.min(room, total - sold - held - recent) end
+local admitted, abandoned, turned = {}, {}, {}
 local served, last = int(m.served), int(m.last)
 local dlo = int(m.dbase)
 local dhi = dlo + int(m.dcount)
 local drawn = m.drawn == '1'
-local scanned, nadm = 0, 0
 local index, cur, cur_end = nil, -1, -1
 local function starts(b) return (struct.unpack('>I4', index, 4 * b + 1)) end
-while nadm < room and scanned < maxscan and served < last do
-  local n = served + 1
-  local sid
+-- Takes the session numbered n (the next at the head) off the line: in the drawn segment, the first of the bucket
+-- holding position n (found by binary search in `drawidx`); after it, the front of `line`.
+local function pop(n)
   if drawn and n > dlo and n <= dhi then
-    -- The head is in the drawn segment: pop the first of the bucket holding position n.
     local pos = n - dlo - 1
     if pos >= cur_end then
       index = index or redis.call('GET', KP)
@@ -239,11 +232,61 @@ while nadm < room and scanned < maxscan and served < last do
       end
       cur, cur_end = lo, starts(lo + 1)
     end
-    local z = redis.call('ZPOPMIN', bucket(cur))
-    sid = z[1]
-  else
-    sid = redis.call('LPOP', KL)
+    return redis.call('ZPOPMIN', bucket(cur))[1]
   end
+  return redis.call('LPOP', KL)
+end
+if turning_away(m) then
+  -- Closed or sold out: turn away up to `turnmax` sessions, the head of the line first (each number counts as
+  -- served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
+  -- `joined - turned` sessions; empty buckets are passed over, at most 2^dbits of them per tick).
+  local budget = turnmax
+  while budget > 0 and served < last do
+    local n = served + 1
+    local sid = pop(n)
+    if not sid then break end
+    served = n
+    budget = budget - 1
+    if rec(sid) then
+      put(sid, 't', n, 0)
+      turned[#turned + 1] = sid
+    end
+  end
+  if not drawn then
+    local pq = int(m.joined) - int(m.turned)
+    local b, nb = 0, 2 ^ int(m.dbits)
+    while budget > 0 and pq > 0 and b < nb do
+      local z = redis.call('ZPOPMIN', bucket(b), math.min(budget, pq))
+      for i = 1, #z, 2 do
+        put(z[i], 't', 0, 0)
+        turned[#turned + 1] = z[i]
+        budget, pq = budget - 1, pq - 1
+      end
+      b = b + 1
+    end
+  end
+  if served ~= int(m.served) then redis.call('HSET', KM, 'served', fmt(served)) end
+  if #turned > 0 then redis.call('HINCRBY', KM, 'turned', #turned) end
+  return {drew, admitted, abandoned, expired, turned}
+end
+local open = m.paused ~= '1' and m.closed ~= '1' and (m.opens == '' or now >= int(m.opens))
+local total, sold, held = inv(m)
+if open and total and total <= sold + held then open = false end
+if not open then return {drew, admitted, abandoned, expired, turned} end
+local room = int(m.cap) - redis.call('ZCARD', KA)
+local now_s = math.floor(now / 1000)
+local recent = 0
+local r = redis.call('HGETALL', KR)
+for i = 1, #r, 2 do
+  if int(r[i]) + 60 <= now_s then redis.call('HDEL', KR, r[i]) else recent = recent + int(r[i + 1]) end
+end
+if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
+-- Never more people let in within a minute than there are seats to pick from.
+if total then room = math.min(room, total - sold - held - recent) end
+local scanned, nadm = 0, 0
+while nadm < room and scanned < maxscan and served < last do
+  local n = served + 1
+  local sid = pop(n)
   if not sid then break end
   scanned = scanned + 1
   served = n
@@ -267,7 +310,7 @@ if scanned > 0 then
   redis.call('HINCRBY', KM, 'abandoned', #abandoned)
 end
 if nadm > 0 then redis.call('HINCRBY', KR, fmt(now_s), nadm) end
-return {drew, admitted, abandoned, expired}
+return {drew, admitted, abandoned, expired, turned}
 "#;
 
 /// ARGV: session, seats, now, stream cap.
@@ -296,9 +339,10 @@ local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local o = settings(m)
 local pq = 0
-if m.drawn ~= '1' then pq = int(m.joined) end
+-- Before the draw every join went to the pre-queue; those turned away left it.
+if m.drawn ~= '1' then pq = int(m.joined) - int(m.turned) end
 local rest = {m.drawn, pq, m.last, m.served, redis.call('ZCARD', KA), m.joined, m.admitted, m.finished,
-  m.expired, m.abandoned, m.orders, m.seats}
+  m.expired, m.abandoned, fmt(int(m.turned)), m.orders, m.seats}
 for _, v in ipairs(rest) do o[#o + 1] = v end
 return o
 "#;
@@ -477,6 +521,16 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// expires. A draw that runs before the scheduled opening ("open now") counts every drawn session as seen at the
 /// draw (`meta.dfloor`), since nobody was being marked yet. Measured (BENCHMARKS.md): about 0.13 µs of Redis time
 /// per mark either way, where rewriting the record in a script took 4.4 µs.
+///
+/// # Closing and selling out
+///
+/// While the on-sale is closed or sold out (`meta.closed`, or `meta.inv` with every seat sold) the `JOIN` script
+/// answers a session without a place `t` (turned away) and writes nothing, and the `TICK` script, instead of
+/// admitting, turns away up to [`TURN_AWAY_PER_TICK`] sessions: from the head (the same pops as admission, the
+/// drawn segment included; `served` moves over them) and then, before a draw, from the pre-queue's buckets in
+/// bucket order (`ZPOPMIN` with a count; at most `2^dbits` empty buckets are passed per tick). Their records become
+/// `t<number>:0` (`t0:0` from the pre-queue) and `meta.turned` counts them; before the draw the pre-queue holds
+/// `joined - turned` sessions. Should seats come back, those turned away stay turned away.
 ///
 /// # Memory
 ///
@@ -1065,14 +1119,23 @@ impl Store for RedisStore {
             .arg(tick.arrival_window_ms)
             .arg(tick.abandon_after_ms)
             .arg(tick.max_scan)
-            .arg(SEEN_SLOT_MS);
+            .arg(SEEN_SLOT_MS)
+            .arg(TURN_AWAY_PER_TICK);
         let mut a = array(self.run(&self.scripts.tick, &cmd).await?)?.into_iter();
-        match (a.next(), a.next(), a.next(), a.next(), a.next()) {
-            (Some(drew), Some(admitted), Some(abandoned), Some(expired), None) => Ok(TickReport {
+        match (a.next(), a.next(), a.next(), a.next(), a.next(), a.next()) {
+            (
+                Some(drew),
+                Some(admitted),
+                Some(abandoned),
+                Some(expired),
+                Some(turned_away),
+                None,
+            ) => Ok(TickReport {
                 drew: flag(&drew)?,
                 admitted: strings(admitted)?,
                 abandoned: strings(abandoned)?,
                 expired: strings(expired)?,
+                turned_away: strings(turned_away)?,
             }),
             _ => Err(corrupt("a tick report of the wrong length")),
         }
@@ -1141,9 +1204,9 @@ impl Store for RedisStore {
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
         let cmd = self.evalsha(&self.scripts.snapshot, event)?;
         let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-        if a.len() != 19 {
+        if a.len() != 20 {
             return Err(corrupt(format_args!(
-                "expected a snapshot of 19, got {}",
+                "expected a snapshot of 20, got {}",
                 a.len()
             )));
         }
@@ -1161,8 +1224,9 @@ impl Store for RedisStore {
                 finished: n(14)?,
                 expired: n(15)?,
                 abandoned: n(16)?,
-                orders: n(17)?,
-                seats_bought: n(18)?,
+                turned_away: n(17)?,
+                orders: n(18)?,
+                seats_bought: n(19)?,
             },
         })
     }
