@@ -5,8 +5,9 @@
 //! Each instance reports what it did itself: a join or a finish is reported by the instance that handled the
 //! request; admissions, expiries, abandonments and turn-aways by the instance whose admission tick made them (the tick
 //! is atomic in the store, so each one is reported once across instances). Closing (or selling out) with a long line
-//! turns away up to [`TURN_AWAY_PER_TICK`](crate::store::TURN_AWAY_PER_TICK) sessions a tick, one event each: a
-//! subscriber that wants them all needs a buffer that large, or reads [`Counters::turned_away`](crate::store::Counters). [`RoomEventKind::SoldOut`] is seen by
+//! turns away up to [`TURN_AWAY_PER_TICK`](crate::store::TURN_AWAY_PER_TICK) (2,000) sessions a tick, one event
+//! each, within the default buffer; a subscriber that reads slower than ticks come needs a larger one, or reads
+//! [`Counters::turned_away`](crate::store::Counters). [`RoomEventKind::SoldOut`] is seen by
 //! every instance when its snapshot of the shared numbers flips, so each instance reports it once. To see every
 //! event of a multi-instance on-sale, subscribe on every instance.
 //!

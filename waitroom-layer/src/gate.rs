@@ -94,7 +94,7 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
         p.state = SessionState::Finished;
     }
     let snap = room.snapshot();
-    let door_shut_for_good = snap.settings.closed || snap.settings.sold_out();
+    let door_shut_for_good = snap.settings.turning_away();
     let needs_join = placed.store_ok
         && placed
             .placement

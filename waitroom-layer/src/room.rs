@@ -701,14 +701,16 @@ impl WaitingRoom {
             self.mark_waiting(session, Some(n), &snap);
             return Some((SessionState::Waiting, Some(n)));
         }
-        if prequeue_hint && !snap.drawn {
+        // Before the draw, the signed pre-queue mark is the place, unless sessions were turned away since (a
+        // sell-out withdrawn before the draw): then the store says whether this one still has it.
+        if prequeue_hint && !snap.drawn && snap.counters.turned_away == 0 {
             self.mark_waiting(session, None, &snap);
             return Some((SessionState::PreQueue, None));
         }
         let (state, number) = self.inner.cache.get(session)?;
         let fresh = match state {
             SessionState::Waiting => number.is_some_and(|n| n > snap.served),
-            SessionState::PreQueue => !snap.drawn,
+            SessionState::PreQueue => !snap.drawn && snap.counters.turned_away == 0,
             _ => false,
         };
         if fresh {

@@ -434,7 +434,8 @@ mod contract {
     /// consistent; a join while closed or sold out takes no place and is not counted; seats coming back let people
     /// join again while those turned away stay turned away. `event` is a prefix (two on-sales).
     pub async fn turn_away(store: Arc<dyn Store>, event: &str) {
-        let n = TURN_AWAY_PER_TICK + 2_500;
+        // More than one tick's worth, less than two.
+        let n = TURN_AWAY_PER_TICK * 3 / 2;
         let tick = |now_ms| Tick {
             now_ms,
             arrival_window_ms: ARRIVAL_MS,

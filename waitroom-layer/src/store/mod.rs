@@ -174,11 +174,13 @@ impl Settings {
 }
 
 /// Most sessions one admission tick turns away while the on-sale is closed or sold out, so a tick stays short with
-/// hundreds of thousands in line (600,000 are turned away within 60 ticks, 15 s at the default tick interval; less
-/// with several instances ticking). In `RedisStore` such a tick is one script that held Redis for about 45 to
-/// 110 ms per 10,000 sessions (Redis 7.0.15, `SLOWLOG`, a 2-core development machine; the numbered line at the low
-/// end, the pre-queue's buckets at the high end).
-pub const TURN_AWAY_PER_TICK: u64 = 10_000;
+/// hundreds of thousands in line: 600,000 are turned away within 300 ticks, 75 s at the default tick interval (less
+/// with several instances ticking), while everyone in line already hears "sold out" or "closed" at their next poll
+/// from the shared settings. In `RedisStore` such a tick is one script, and Redis serves nobody else while it runs:
+/// 10,000 a tick held it for about 45 to 110 ms (Redis 7.0.15, `SLOWLOG`, a 2-core development machine; the
+/// numbered line at the low end, the pre-queue's buckets at the high end); 2,000 a tick holds it about a fifth as
+/// long (the script's work is one pop and one write per session; scaled from that figure, not measured apart).
+pub const TURN_AWAY_PER_TICK: u64 = 2_000;
 
 /// A change to the shared settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
