@@ -320,6 +320,28 @@ mod contract {
     /// Many tasks join, poll, tick, claim and finish at once; afterwards the invariants hold.
     pub async fn concurrent(store: Arc<dyn Store>, event: &str, capacity: u64) {
         let now = Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
+        // A sampler reads the shared numbers all along, between everyone else's calls: every snapshot is one atomic
+        // read in both stores, so a tick that ever let in one too many is seen, not just the state at the end.
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sampler = {
+            let (store, event, done) = (store.clone(), event.to_owned(), done.clone());
+            tokio::spawn(async move {
+                let (mut samples, mut max_active) = (0u64, 0u64);
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    let s = store.snapshot(&event).await.unwrap();
+                    let c = s.counters;
+                    assert_eq!(
+                        s.active,
+                        c.admitted - c.finished - c.expired,
+                        "the active count is what the counters say"
+                    );
+                    max_active = max_active.max(s.active);
+                    samples += 1;
+                    tokio::task::yield_now().await;
+                }
+                (samples, max_active)
+            })
+        };
         let mut tasks = Vec::new();
         for t in 0..8u64 {
             let store = store.clone();
@@ -354,11 +376,46 @@ mod contract {
                         )
                         .await
                         .unwrap();
+                    let mut kept = Vec::new();
                     for a in &r.admitted {
                         store.claim(&event, a, at, IDLE_MS).await.unwrap();
                         if k % 3 == 0 {
                             store.finish(&event, a, 1, at).await.unwrap();
+                        } else {
+                            kept.push(a.clone());
                         }
+                    }
+                    // Polls and activity, as the room sends them: a lookup of this task's earlier session, and a
+                    // flush marking it alive and touching the sessions just let in.
+                    if k > 0 {
+                        let earlier = format!("conc-{t}-{:04}-xxxxxxxxxx", k - 1);
+                        let p = store
+                            .lookup(&event, &earlier)
+                            .await
+                            .unwrap()
+                            .expect("joined");
+                        let waiting =
+                            if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
+                                vec![Mark {
+                                    session: earlier,
+                                    number: p.number,
+                                }]
+                            } else {
+                                Vec::new()
+                            };
+                        store
+                            .touch(
+                                &event,
+                                &Touches {
+                                    now_ms: at,
+                                    waiting,
+                                    active: kept,
+                                    idle_timeout_ms: IDLE_MS,
+                                    abandon_after_ms: 600_000,
+                                },
+                            )
+                            .await
+                            .unwrap();
                     }
                     let snap = store.snapshot(&event).await.unwrap();
                     max_active = max_active.max(snap.active);
@@ -370,6 +427,14 @@ mod contract {
             let m = t.await.unwrap();
             assert!(m <= capacity, "active reached {m} > capacity {capacity}");
         }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (samples, max_active) = sampler.await.unwrap();
+        assert!(samples > 10, "only {samples} samples");
+        assert!(
+            max_active <= capacity,
+            "the sampler saw {max_active} active > capacity {capacity}"
+        );
+        assert_eq!(max_active, capacity, "the door was full at some point");
         // Drain and check the books.
         let mut at = now.load(std::sync::atomic::Ordering::SeqCst);
         for _ in 0..500 {
