@@ -21,7 +21,7 @@ fn small_sale(random_draw: bool) -> Params {
 
 /// Every followed session's estimate against the wait it then had until admission. Two figures: the estimate shown
 /// at join, and all estimates (at join and every two minutes after, which are closer to admission and flatter the
-/// median). The bound is on the estimate shown at join.
+/// median). Both are bounded.
 ///
 /// "At join": for a session that joined once the line had numbers (after the opening, or from the start in FIFO
 /// without a scheduled opening) the estimate its join answered; for a pre-queued session the estimate its page got
@@ -36,16 +36,24 @@ fn small_sale(random_draw: bool) -> Params {
 /// gets its number at one instant, before anything is measured: which of the followed people land in the slow tail
 /// changes with each draw, and so does the median.
 ///
-/// At join, the bound is a median under two minutes, for FIFO and the draw alike. In every run the estimate shown
-/// at join came from configuration (0% measured): most of the line gets its place before anything is measured, and
-/// through the first visit after the opening the configured rate is used. That rate, capacity over the expected
-/// visit, ignores that departures lag the opening: with visits of shape-4 gamma length, places free a cumulative
-/// 3/8 of a visit (90 s of 4 minutes) behind it, so the estimate shown at join runs short by up to about 90 s.
-/// Observed on 2026-11-30 (this code): FIFO 76 s median, 88 s p90 (the same every run); the draw, over 17 runs,
-/// median 66–88 s, p90 76–100 s. A broken estimate (wrong rate, the time until the opening lost) is off by
-/// minutes; a fix of the configured rate's lag should bring the median down, and this bound with it.
-/// All estimates together keep the bounds they had (one minute FIFO, a minute and a half with the draw: over 34
-/// runs the draw's ranged 7–65 s; 10–56 s over the 17 runs above).
+/// In every run the estimate shown at join comes from configuration (0% measured): most of the line gets its place
+/// before anything is measured, and through the first visit after the opening the configured rate is used. That rate,
+/// capacity over the expected visit, is the steady pace, and departures lag it at the opening (the whole capacity goes
+/// in at once, places free only as those visits end): with the rehearsal's shape-4 gamma visits, 3/8 of a visit (90 s
+/// of 4 minutes), which is what the point estimate assumes (so this checks the case where the assumption holds; fixed
+/// visits would run about 30 s short, exponential ones 90 s long, both within the range shown). The configured estimate
+/// adds what is left of that lag (waitroom-layer's `estimate` module docs); without it the estimate shown at join ran
+/// short: FIFO 76 s median, 88 s p90 every run, the draw 66–88 s median, 76–100 s p90 over 17 runs (2026-11-30). With
+/// it (2026-11-30, 42 runs): FIFO 0 s median, 13 s p90 every run (about half the followed people go in with the first
+/// wave at the opening, told exactly the time until it; the rest, admitted as its places free, are told up to about
+/// 13 s too long: the lag counts in full from the opening, and the very first places free a little sooner than the
+/// renewal formula says); the draw 2–17 s median (6 s on average), 6–58 s p90. The bound, 30 s at the median for both,
+/// is the worst of those runs with room to spare, and under half of what the missing lag cost: losing the lag (or the
+/// time until the opening, or a wrong rate) fails it.
+///
+/// All estimates together, re-estimates included, moved the same way (the re-estimates made during the first wave
+/// are configured too): FIFO 5 s -> 3 s median; the draw 7–65 s over 34 runs and 10–56 s over 17 before, 3–17 s
+/// (7 s on average) over the 42 runs after, p90 7–161 s (the slow tail). Same bound: 30 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_match_the_waits_people_had() {
     for random in [false, true] {
@@ -70,15 +78,14 @@ async fn estimates_match_the_waits_people_had() {
             r.eta_join_checked
         );
         assert!(
-            r.eta_join_median_abs_error_seconds < 120.0,
-            "median error at join {:.0} s (bound 120 s)",
+            r.eta_join_median_abs_error_seconds < 30.0,
+            "median error at join {:.0} s (bound 30 s)",
             r.eta_join_median_abs_error_seconds
         );
-        // All estimates, re-estimates included (the bound from 34 runs before the join figure was kept apart).
-        let bound = if random { 90.0 } else { 60.0 };
+        // All estimates, re-estimates included.
         assert!(
-            r.eta_median_abs_error_seconds < bound,
-            "median error of all estimates {:.0} s (bound {bound} s)",
+            r.eta_median_abs_error_seconds < 30.0,
+            "median error of all estimates {:.0} s (bound 30 s)",
             r.eta_median_abs_error_seconds
         );
         assert!(r.max_active <= r.capacity);

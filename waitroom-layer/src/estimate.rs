@@ -9,8 +9,26 @@
 //! estimate comes from configuration (capacity / expected visit length) and says so; so it does during the first
 //! expected visit after the head first moves while the measured rate is lower, because departures are still ramping
 //! up then (the first wave has not finished). A per-minute cap bounds the pace and fills free places at its rate.
+//!
+//! # The first wave
+//!
+//! Capacity over the expected visit is the steady pace, but the line does not start at it. At the opening the whole
+//! capacity `C` goes in at once and places only free as that first wave's visits end. By renewal theory, with visits
+//! of mean `V` and coefficient of variation `cv`, about `C * (t/V - (1 - cv²)/2)` places have freed `t` after the
+//! opening, so the `k`-th place beyond the first wave frees at about `V * (k/C + (1 - cv²)/2)`: a *lag* behind the
+//! steady pace of `V/2` for visits of fixed length, `3/8 V` for `cv = 1/2`, nothing for exponential visits. The
+//! configured estimate adds what is left of that lag: all of it before the head has moved, less the time since the
+//! head first moved afterwards, nothing once that much time has passed (by then the places that did free have moved
+//! everyone's position, and the position over the steady pace is right again).
+//!
+//! The point estimate assumes `3/8 V` ([`FIRST_WAVE_LAG`]), visits with `cv = 1/2`: a visit to a checkout has a floor
+//! (pages to load, a form to fill, a payment to confirm) and a tail, and is neither as regular as a fixed length nor
+//! as scattered as an exponential one, whose most likely length is no time at all. The range covers the
+//! spread: its short end assumes no lag (exponential visits), its long end `V/2` (fixed visits). The room
+//! cannot measure `cv` before anyone has left, which is the only time the lag matters.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -57,12 +75,52 @@ struct Sample {
     served: u64,
 }
 
+/// The lag of the first wave's departures behind the steady pace, as a share of the expected visit, for the point
+/// estimate: `(1 - cv²)/2` with visits of coefficient of variation one half (see the module docs).
+pub(crate) const FIRST_WAVE_LAG: f64 = 3.0 / 8.0;
+/// The same for the long end of the range: visits of fixed length (the short end assumes none).
+const FIRST_WAVE_LAG_HIGH: f64 = 0.5;
+
+/// Where the line stands with the first wave, as this instance saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum FirstWave {
+    /// The head has not moved yet (before the opening): the whole first wave is still to come.
+    #[default]
+    Ahead,
+    /// The head first moved at this time (ms): the first wave went in then.
+    Since(u64),
+    /// This instance first saw the room with numbers already served or places already freed (it started after
+    /// the opening): when the first wave went in is unknown, and no lag is added.
+    Unknown,
+}
+
+impl FirstWave {
+    /// What is left of the first wave's lag at `now_ms`, in seconds: `(point, long end)`.
+    pub(crate) fn lag_seconds(self, now_ms: u64, expected_visit: Duration) -> (f64, f64) {
+        let since_s = match self {
+            Self::Ahead => 0.0,
+            Self::Since(t) => now_ms.saturating_sub(t) as f64 / 1000.0,
+            Self::Unknown => return (0.0, 0.0),
+        };
+        let v = expected_visit.as_secs_f64();
+        (
+            (FIRST_WAVE_LAG * v - since_s).max(0.0),
+            (FIRST_WAVE_LAG_HIGH * v - since_s).max(0.0),
+        )
+    }
+}
+
+/// The head as the estimates read it: the pace they use (point, slow, fast per minute; `None`: the configured one)
+/// and where the line stands with the first wave.
+pub(crate) type Head = (Option<(f64, f64, f64)>, FirstWave);
+
 /// Measures the head's pace from snapshots.
 #[derive(Debug, Default)]
 pub(crate) struct HeadMeter {
     samples: VecDeque<Sample>,
     /// When the head first moved (this instance's first sample with more served than its first sample).
     moving_since_ms: Option<u64>,
+    first_wave: FirstWave,
 }
 
 const KEEP_MS: u64 = 10 * 60_000;
@@ -83,6 +141,14 @@ impl HeadMeter {
             && self.samples.front().is_some_and(|f| s.served > f.served)
         {
             self.moving_since_ms = Some(now_ms);
+        }
+        if self.first_wave == FirstWave::Ahead {
+            match self.samples.front() {
+                // The first sample: numbers served or places freed already, the opening was before this instance.
+                None if s.served > 0 || s.freed > 0 => self.first_wave = FirstWave::Unknown,
+                Some(f) if s.served > f.served => self.first_wave = FirstWave::Since(now_ms),
+                _ => {}
+            }
         }
         if self
             .samples
@@ -109,6 +175,11 @@ impl HeadMeter {
     /// When the head first moved, if it has.
     pub(crate) fn moving_since_ms(&self) -> Option<u64> {
         self.moving_since_ms
+    }
+
+    /// Where the line stands with the first wave.
+    pub(crate) fn first_wave(&self) -> FirstWave {
+        self.first_wave
     }
 
     /// Places freed per minute over the last `window_ms` (never reaching back to before the head first moved: a
@@ -163,11 +234,17 @@ impl HeadMeter {
 
 /// Estimates the wait for a session at `position` (1 = next), given the free places the door will fill (at its next
 /// tick, or at the per-minute cap when one is set) and the measured (or configured) pace, which the cap also bounds.
+///
+/// `first_wave_lag` is what is left of the first wave's lag, in seconds (point, long end: see
+/// [`FirstWave::lag_seconds`]). It is added to a configured estimate for a position beyond the free places, unless
+/// the per-minute cap is the pace (then the door, not departures, sets it); a measured pace already has the
+/// departures in it.
 pub(crate) fn eta(
     position: u64,
     snap: &Snapshot,
     pace: Option<(f64, f64, f64)>,
     configured_per_minute: f64,
+    first_wave_lag: (f64, f64),
 ) -> Eta {
     let free = snap.settings.capacity.saturating_sub(snap.active);
     let ahead = position.saturating_sub(free.max(1)) as f64;
@@ -182,14 +259,18 @@ pub(crate) fn eta(
             (r, r * 0.75, r * 1.25, EtaBasis::Configured)
         }
     };
-    let secs = |rate: f64| {
+    let (lag, lag_high) = match basis {
+        EtaBasis::Configured if ahead > 0.0 && cap.is_none_or(|a| a > point) => first_wave_lag,
+        _ => (0.0, 0.0),
+    };
+    let secs = |rate: f64, lag: f64| {
         let rate = cap.map_or(rate, |a| rate.min(a));
-        (filling + ahead / rate.max(0.001) * 60.0).ceil() as u64
+        (filling + ahead / rate.max(0.001) * 60.0 + lag).ceil() as u64
     };
     Eta {
-        seconds: secs(point),
-        low_seconds: secs(fast),
-        high_seconds: secs(slow),
+        seconds: secs(point, lag),
+        low_seconds: secs(fast, 0.0),
+        high_seconds: secs(slow, lag_high),
         basis,
     }
 }
@@ -251,7 +332,7 @@ mod tests {
     fn configured_rate_below_one_a_minute_is_taken_as_it_is() {
         // Capacity 1, visits of 4 minutes: one admission every 4 minutes. 41st in line, room full: 40 ahead, 160
         // minutes (128 at a quarter faster, 213 at a quarter slower).
-        let e = eta(41, &snap(1, 1, 0, 0), None, 0.25);
+        let e = eta(41, &snap(1, 1, 0, 0), None, 0.25, (0.0, 0.0));
         assert_eq!(e.basis, EtaBasis::Configured);
         assert_eq!(e.seconds, 160 * 60);
         assert_eq!((e.low_seconds, e.high_seconds), (128 * 60, 12_800));
@@ -260,11 +341,14 @@ mod tests {
     #[test]
     fn free_places_ahead_are_no_wait_and_a_cap_fills_them_at_its_pace() {
         // 10 free places: positions 1..=10 go in at the next tick.
-        assert_eq!(eta(10, &snap(100, 90, 0, 0), None, 25.0).seconds, 0);
+        assert_eq!(
+            eta(10, &snap(100, 90, 0, 0), None, 25.0, (0.0, 0.0)).seconds,
+            0
+        );
         // With a cap of 60 a minute, the 10th of 10 free places waits 10 s.
         let mut s = snap(100, 90, 0, 0);
         s.settings.admit_per_minute = Some(60);
-        assert_eq!(eta(10, &s, None, 25.0).seconds, 10);
+        assert_eq!(eta(10, &s, None, 25.0, (0.0, 0.0)).seconds, 10);
     }
 
     #[test]
@@ -294,5 +378,87 @@ mod tests {
             "{}",
             m.served_per_minute()
         );
+    }
+
+    /// Capacity 100, visits of 4 minutes: 25 a minute configured, a first-wave lag of 90 s (3/8 of 240 s), 120 s at
+    /// the long end (half a visit).
+    const VISIT: Duration = Duration::from_secs(240);
+
+    #[test]
+    fn before_the_opening_the_whole_first_wave_lag_is_added() {
+        let lag = FirstWave::Ahead.lag_seconds(1_000_000, VISIT);
+        assert_eq!(lag, (90.0, 120.0));
+        // Room full, 51st in line: 50 places to free first, 2 minutes at 25 a minute, plus 90 s.
+        let e = eta(51, &snap(100, 100, 0, 0), None, 25.0, lag);
+        assert_eq!(e.basis, EtaBasis::Configured);
+        assert_eq!(e.seconds, 120 + 90);
+        // Short end: a quarter faster and no lag (96 s); long end: a quarter slower and half a visit (160 + 120 s).
+        assert_eq!((e.low_seconds, e.high_seconds), (96, 160 + 120));
+        // The room empty before the opening: the first 100 go in at once, the lag is only for those beyond.
+        assert_eq!(eta(100, &snap(100, 0, 0, 0), None, 25.0, lag).seconds, 0);
+        assert_eq!(eta(150, &snap(100, 0, 0, 0), None, 25.0, lag).seconds, 210);
+    }
+
+    #[test]
+    fn the_first_wave_lag_shrinks_as_the_first_visits_go_on_and_is_then_gone() {
+        let opened = 5_000_000;
+        let wave = FirstWave::Since(opened);
+        assert_eq!(wave.lag_seconds(opened, VISIT), (90.0, 120.0));
+        // A minute after the opening: 30 s of the lag are left (60 s at the long end).
+        assert_eq!(wave.lag_seconds(opened + 60_000, VISIT), (30.0, 60.0));
+        let e = eta(
+            51,
+            &snap(100, 100, 100, 0),
+            None,
+            25.0,
+            wave.lag_seconds(opened + 60_000, VISIT),
+        );
+        assert_eq!((e.seconds, e.low_seconds, e.high_seconds), (150, 96, 220));
+        // 100 s after: the point lag is gone, the long end has 20 s left; after half a visit, nothing.
+        assert_eq!(wave.lag_seconds(opened + 100_000, VISIT), (0.0, 20.0));
+        assert_eq!(wave.lag_seconds(opened + 120_000, VISIT), (0.0, 0.0));
+        assert_eq!(wave.lag_seconds(opened + 3_600_000, VISIT), (0.0, 0.0));
+        assert_eq!(FirstWave::Unknown.lag_seconds(opened, VISIT), (0.0, 0.0));
+    }
+
+    #[test]
+    fn no_lag_on_a_measured_pace_or_when_the_cap_is_the_pace() {
+        let lag = (90.0, 120.0);
+        // Measured: the departures are in the pace already.
+        let e = eta(
+            51,
+            &snap(100, 100, 0, 0),
+            Some((25.0, 25.0, 25.0)),
+            25.0,
+            lag,
+        );
+        assert_eq!((e.seconds, e.basis), (120, EtaBasis::Measured));
+        // A cap of 10 a minute, below the 25 places freeing a minute: the door sets the pace, not departures.
+        let mut s = snap(100, 100, 0, 0);
+        s.settings.admit_per_minute = Some(10);
+        assert_eq!(eta(51, &s, None, 25.0, lag).seconds, 300);
+        // A cap above it: the lag is added.
+        s.settings.admit_per_minute = Some(50);
+        assert_eq!(eta(51, &s, None, 25.0, lag).seconds, 120 + 90);
+    }
+
+    #[test]
+    fn the_meter_dates_the_first_wave_from_the_heads_first_move() {
+        // Before the opening nothing moves: the whole wave is ahead.
+        let mut m = HeadMeter::default();
+        m.record(0, &snap(100, 0, 0, 0));
+        m.record(10_000, &snap(100, 0, 0, 0));
+        assert_eq!(m.first_wave(), FirstWave::Ahead);
+        // The opening: the whole capacity goes in.
+        m.record(20_000, &snap(100, 100, 100, 0));
+        assert_eq!(m.first_wave(), FirstWave::Since(20_000));
+        // Later moves change nothing.
+        m.record(200_000, &snap(100, 100, 150, 50));
+        assert_eq!(m.first_wave(), FirstWave::Since(20_000));
+        // An instance started after the opening (numbers served already) cannot date the wave.
+        let mut late = HeadMeter::default();
+        late.record(0, &snap(100, 100, 100, 0));
+        late.record(10_000, &snap(100, 100, 110, 10));
+        assert_eq!(late.first_wave(), FirstWave::Unknown);
     }
 }

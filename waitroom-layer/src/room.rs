@@ -65,9 +65,9 @@ pub(crate) struct Inner {
     /// liveness marks it held during the outage before anyone is skipped as abandoned.
     hold_ticks_until_ms: AtomicU64,
     meter: Mutex<HeadMeter>,
-    /// The head's pace as last measured (point, slow, fast per minute), kept beside the meter so a poll reads it
-    /// without a lock.
-    pace: ArcSwap<Option<(f64, f64, f64)>>,
+    /// The head's pace as last measured (point, slow, fast per minute) and where the line stands with the first
+    /// wave, kept beside the meter so a poll reads them without a lock.
+    pace: ArcSwap<estimate::Head>,
     /// Liveness marks since the last flush, in shards (see [`pending_shard`]).
     pending: Box<[CachePadded<Mutex<Pending>>]>,
     /// Session -> (state, line number) of sessions waiting or in the pre-queue, as last read from the store.
@@ -349,7 +349,7 @@ impl WaitingRoom {
             flush_failed: AtomicBool::new(false),
             hold_ticks_until_ms: AtomicU64::new(0),
             meter: Mutex::new(HeadMeter::default()),
-            pace: ArcSwap::from_pointee(None),
+            pace: ArcSwap::from_pointee((None, estimate::FirstWave::Ahead)),
             pending: (0..PENDING_SHARDS)
                 .map(|_| CachePadded::new(Mutex::new(Pending::default())))
                 .collect(),
@@ -882,8 +882,9 @@ impl WaitingRoom {
     }
 
     fn eta_for(&self, position: u64, snap: &Snapshot) -> Eta {
-        let pace = **self.inner.pace.load();
-        estimate::eta(position, snap, pace, self.configured_rate(snap))
+        let (pace, wave) = **self.inner.pace.load();
+        let lag = wave.lag_seconds(self.now_ms(), self.inner.config.expected_visit);
+        estimate::eta(position, snap, pace, self.configured_rate(snap), lag)
     }
 
     /// A snapshot of the room for operators and dashboards.
@@ -905,8 +906,7 @@ impl WaitingRoom {
             counters: snap.counters,
             head_rate_per_minute: pace.map(|p| p.0),
             served_per_minute: served_pm,
-            tail_eta_seconds: (tail > 0)
-                .then(|| estimate::eta(tail, &snap, pace, self.configured_rate(&snap)).seconds),
+            tail_eta_seconds: (tail > 0).then(|| self.eta_for(tail, &snap).seconds),
             inventory: snap.settings.inventory,
             paused: snap.settings.paused,
             closed: snap.settings.closed,
@@ -935,7 +935,7 @@ impl WaitingRoom {
             Some(p) if warming && p.0 < self.configured_rate(&snap) => None,
             measured => measured,
         };
-        self.inner.pace.store(Arc::new(pace));
+        self.inner.pace.store(Arc::new((pace, meter.first_wave())));
     }
 
     /// Reads the shared numbers from the store now.
