@@ -159,7 +159,7 @@ pub struct Report {
     pub eta_measured_share: f64,
     /// Estimates checked at join: the first estimate each followed session was shown, against the whole wait it
     /// then had until admission. For a session that joined after the line had numbers (after the opening, or any
-    /// time in FIFO without a scheduled opening) it is the estimate its join answered; for a pre-queued session it
+    /// time in FIFO, whose joins are numbered at once) it is the estimate its join answered; for a pre-queued session it
     /// is the estimate at its first poll that returned a place in line (after the draw, or after the opening in
     /// FIFO), up to one poll interval after the draw. Unlike the figures above, no later re-estimate is counted.
     pub eta_join_checked: u64,

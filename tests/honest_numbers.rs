@@ -23,8 +23,8 @@ fn small_sale(random_draw: bool) -> Params {
 /// at join, and all estimates (at join and every two minutes after, which are closer to admission and flatter the
 /// median). Both are bounded.
 ///
-/// "At join": for a session that joined once the line had numbers (after the opening, or from the start in FIFO
-/// without a scheduled opening) the estimate its join answered; for a pre-queued session the estimate its page got
+/// "At join": for a session that joined once the line had numbers (after the opening, or from the start in FIFO,
+/// whose joins are numbered at once) the estimate its join answered; for a pre-queued session the estimate its page got
 /// at its first poll with a place in line, up to one poll interval (20 s) after the draw (see
 /// `Report::eta_join_checked`).
 ///

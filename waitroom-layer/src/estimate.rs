@@ -73,6 +73,8 @@ struct Sample {
     /// Places freed so far: finished + expired + skipped.
     freed: u64,
     served: u64,
+    /// Sessions let in so far.
+    admitted: u64,
 }
 
 /// The lag of the first wave's departures behind the steady pace, as a share of the expected visit, for the point
@@ -136,6 +138,7 @@ impl HeadMeter {
             at_ms: now_ms,
             freed: c.finished + c.expired + c.abandoned,
             served: snap.served,
+            admitted: c.admitted,
         };
         if self.moving_since_ms.is_none()
             && self.samples.front().is_some_and(|f| s.served > f.served)
@@ -221,6 +224,16 @@ impl HeadMeter {
 
     /// Numbers served per minute over the last minute (what the door actually did, bursts included).
     pub(crate) fn served_per_minute(&self) -> f64 {
+        self.per_minute(|s| s.served)
+    }
+
+    /// Sessions let in per minute over the last minute: the measured admission rate (served without the skipped
+    /// and the turned away).
+    pub(crate) fn admitted_per_minute(&self) -> f64 {
+        self.per_minute(|s| s.admitted)
+    }
+
+    fn per_minute(&self, count: impl Fn(&Sample) -> u64) -> f64 {
         let Some((first, last)) = self.window(SHORT_MS, 0) else {
             return 0.0;
         };
@@ -228,7 +241,7 @@ impl HeadMeter {
         if span == 0 {
             return 0.0;
         }
-        last.served.saturating_sub(first.served) as f64 * 60_000.0 / span as f64
+        count(last).saturating_sub(count(first)) as f64 * 60_000.0 / span as f64
     }
 }
 

@@ -199,6 +199,11 @@ impl RoomMetrics {
             "Line numbers served over the last minute",
             ConstGauge::new(stats.served_per_minute),
         );
+        r.register(
+            "admitted_per_minute",
+            "Sessions let in over the last minute (the measured admission rate)",
+            ConstGauge::new(stats.admitted_per_minute),
+        );
         r.register_with_unit(
             "tail_eta",
             "Estimated wait at the back of the line (0 when nobody waits)",
@@ -276,6 +281,7 @@ mod tests {
             counters: Default::default(),
             head_rate_per_minute: None,
             served_per_minute: 0.0,
+            admitted_per_minute: 0.0,
             tail_eta_seconds: None,
             inventory: None,
             paused: false,

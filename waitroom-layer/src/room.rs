@@ -237,8 +237,10 @@ pub struct Stats {
     pub counters: crate::store::Counters,
     /// Places freeing per minute (measured), if measured.
     pub head_rate_per_minute: Option<f64>,
-    /// Numbers served per minute over the last minute.
+    /// Numbers served per minute over the last minute (admitted, skipped or turned away).
     pub served_per_minute: f64,
+    /// Sessions let in per minute over the last minute: the measured admission rate.
+    pub admitted_per_minute: f64,
     /// The estimated wait at the back of the line, in seconds.
     pub tail_eta_seconds: Option<u64>,
     /// The seats, if reported.
@@ -890,9 +892,9 @@ impl WaitingRoom {
     /// A snapshot of the room for operators and dashboards.
     pub fn stats(&self) -> Stats {
         let snap = self.inner.snap.load();
-        let (pace, served_pm) = {
+        let (pace, served_pm, admitted_pm) = {
             let m = self.inner.meter.lock().unwrap_or_else(|e| e.into_inner());
-            (m.pace(), m.served_per_minute())
+            (m.pace(), m.served_per_minute(), m.admitted_per_minute())
         };
         let tail = snap.waiting();
         Stats {
@@ -906,6 +908,7 @@ impl WaitingRoom {
             counters: snap.counters,
             head_rate_per_minute: pace.map(|p| p.0),
             served_per_minute: served_pm,
+            admitted_per_minute: admitted_pm,
             tail_eta_seconds: (tail > 0).then(|| self.eta_for(tail, &snap).seconds),
             inventory: snap.settings.inventory,
             paused: snap.settings.paused,

@@ -123,6 +123,8 @@ async fn admissions_follow_visit_length() {
     }
     let mut visits: std::collections::VecDeque<(u64, String)> = Default::default();
     let mut per_minute: Vec<u64> = Vec::new();
+    // What the room itself reports as its admission rate, once a minute.
+    let mut measured: Vec<f64> = Vec::new();
     let mut visit_ms = 240_000;
     let mut rng: u64 = 42;
     for second in 0..(40 * 60) {
@@ -150,6 +152,7 @@ async fn admissions_follow_visit_length() {
         assert!(room.snapshot().active <= 8_000);
         if second % 60 == 59 {
             per_minute.push(room.snapshot().counters.admitted);
+            measured.push(room.stats().admitted_per_minute);
         }
     }
     let rate =
@@ -162,6 +165,15 @@ async fn admissions_follow_visit_length() {
         "4-minute visits: {four}/min"
     );
     assert!((six - 1_333.0).abs() < 100.0, "6-minute visits: {six}/min");
+    // The room's own measured rate (stats, the metrics' `admitted_per_minute`) says the same, minute by minute.
+    for m in (12..19).chain(32..39) {
+        let counted = (per_minute[m + 1] - per_minute[m]) as f64;
+        assert!(
+            (measured[m + 1] - counted).abs() <= counted * 0.05,
+            "minute {m}: measured {} against {counted} counted",
+            measured[m + 1]
+        );
+    }
 }
 
 trait NowPub {
