@@ -341,7 +341,9 @@ fn status_now(shared: &Shared, parts: &Parts, cookie: SessionRef<'_>) -> Option<
     room.note_poll(Some(cookie.id));
     // As in `place`: the cookie learns the line number (or the pre-queue mark) the room knows.
     let prequeue = placement.number.is_none() && state == SessionState::PreQueue;
-    let cookies = if (placement.number, prequeue) == (cookie.number, cookie.prequeue) {
+    let cookies = if state == SessionState::TurnedAway
+        || (placement.number, prequeue) == (cookie.number, cookie.prequeue)
+    {
         Vec::new()
     } else {
         vec![

@@ -653,7 +653,8 @@ impl WaitingRoom {
 
     /// Where a session stands. The hot path: a waiting session whose line number is known (from its signed cookie,
     /// `number_hint`, or from the local cache) is answered from local memory with no store call; its liveness is
-    /// recorded for the next batch. Others are looked up once in the store.
+    /// recorded for the next batch. Others are looked up once in the store. While the on-sale is closed or sold
+    /// out, a `number_hint` the head has passed is answered [`SessionState::TurnedAway`] without a store call.
     ///
     /// # Errors
     /// When the store must be asked and cannot be reached.
@@ -702,6 +703,13 @@ impl WaitingRoom {
         {
             self.mark_waiting(session, Some(n), &snap);
             return Some((SessionState::Waiting, Some(n)));
+        }
+        // While the on-sale is closed or sold out, the line only leaves by being turned away: a session the head
+        // has passed, or in the pre-queue, is answered as turned away without a store call, so the whole line can
+        // hear "sold out" at its next poll without a lookup each. (One let in just before may in fact hold an
+        // unclaimed admission; it is not let in now. A pass already claimed keeps working on its token.)
+        if snap.settings.turning_away() && (number_hint.is_some() || prequeue_hint) {
+            return Some((SessionState::TurnedAway, number_hint));
         }
         // Before the draw, the signed pre-queue mark is the place, unless sessions were turned away since (a
         // sell-out withdrawn before the draw): then the store says whether this one still has it.

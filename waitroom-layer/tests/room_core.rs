@@ -669,3 +669,51 @@ async fn the_background_task_stops_when_the_last_handle_drops() {
         "the last handle dropped: it ended"
     );
 }
+
+/// At a sell-out the whole line hears it at its next poll without a store lookup each: the numbers its cookie
+/// carries are passed by the turn-away, and the room answers "turned away" from the shared settings.
+#[tokio::test]
+async fn after_a_sell_out_the_line_hears_it_without_a_lookup_each() {
+    let store = Arc::new(Counting::default());
+    let c = clock();
+    let room = WaitingRoom::builder("soldout-polls")
+        .capacity(1)
+        .clock(Arc::new(c.clone()))
+        .shared_store(store.clone())
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let mut line = Vec::new();
+    for i in 0..200 {
+        line.push(
+            room.join(&format!("sold-{i:05}-qqqqqqqqqqqqq"), None)
+                .await
+                .unwrap(),
+        );
+    }
+    room.set_inventory(Inventory {
+        total: 4,
+        sold: 4,
+        held: 0,
+    })
+    .await
+    .unwrap();
+    room.tick_now().await.unwrap();
+    assert_eq!(room.snapshot().counters.turned_away, 200);
+    let before = store.calls.load(Ordering::SeqCst);
+    for p in &line {
+        let now = room.locate(&p.session, p.number).await.unwrap().unwrap();
+        assert_eq!(now.state, SessionState::TurnedAway);
+        assert_eq!(room.status(Some(&now)).state, ViewState::SoldOut);
+    }
+    assert_eq!(
+        store.calls.load(Ordering::SeqCst),
+        before,
+        "200 polls after the sell-out reached the store"
+    );
+    // Without the number (no cookie to carry it), the store is asked and says the same.
+    let asked = room.locate(&line[7].session, None).await.unwrap().unwrap();
+    assert_eq!(asked.state, SessionState::TurnedAway);
+    assert_eq!(store.calls.load(Ordering::SeqCst), before + 1);
+}
