@@ -13,7 +13,8 @@ use crate::error::StoreError;
 
 /// The embedded in-process store: every on-sale's line in this process's memory, behind one mutex.
 ///
-/// About 140 bytes per waiting session (see BENCHMARKS.md). Cheap to clone; clones share the data.
+/// About 144 bytes per waiting session (154 for the whole room with its defaults; see BENCHMARKS.md). Cheap to
+/// clone; clones share the data.
 #[derive(Debug, Default, Clone)]
 pub struct MemoryStore {
     events: Arc<Mutex<HashMap<String, Event>>>,
