@@ -733,6 +733,50 @@ async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join()
     );
 }
 
+/// Let in just before the sell-out but not yet come for the pass: not let in any more, told sold out on every
+/// path (the poll and the protected page), no pass issued.
+#[tokio::test]
+async fn an_admission_not_yet_claimed_at_the_sell_out_is_not_let_in() {
+    let s = site(1).await;
+    s.room
+        .set_inventory(Inventory {
+            total: 4,
+            sold: 0,
+            held: 0,
+        })
+        .await
+        .unwrap();
+    let a = browser();
+    let _ = a.get(s.at("/checkout")).send().await.unwrap();
+    s.room.tick_now().await.unwrap();
+    assert_eq!(s.room.stats().counters.admitted, 1);
+    s.room
+        .set_inventory(Inventory {
+            total: 4,
+            sold: 4,
+            held: 0,
+        })
+        .await
+        .unwrap();
+    s.room.tick_now().await.unwrap();
+    assert_eq!(poll(&a, &s).await["state"], "sold_out");
+    let res = a
+        .get(s.at("/checkout"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::GONE);
+    assert_eq!(state(&res), "sold_out");
+    assert!(
+        !res.headers()
+            .get_all("set-cookie")
+            .iter()
+            .any(|v| v.to_str().unwrap().starts_with("waitroom_token=")),
+        "no pass"
+    );
+}
+
 #[tokio::test]
 async fn pre_queue_then_the_draw_orders_the_line() {
     let clock_start = ManualClock::starting_now();

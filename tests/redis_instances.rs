@@ -159,7 +159,7 @@ fn state(res: &reqwest::Response) -> String {
         .unwrap_or_default()
 }
 
-/// The session id from the `Set-Cookie` of a first response (`<session>.<number>.<mac>`).
+/// The session id from the `Set-Cookie` of a first response (`<session>.<mark>.<mac>`).
 fn session_of(res: &reqwest::Response) -> Option<String> {
     res.headers().get_all("set-cookie").iter().find_map(|v| {
         let v = v.to_str().ok()?;

@@ -25,9 +25,9 @@ pub enum Fairness {
 }
 
 /// What the room does on a protected path while its store cannot be reached (a Redis outage). Whichever is
-/// chosen, people already admitted keep passing on their tokens (checked locally), people in line keep their
-/// holding page, which says the status is temporarily unknown and keeps polling, and the door lets nobody new in
-/// from the line: the store holds the line.
+/// chosen, people already admitted keep passing on their tokens (checked locally), the status poll says the status
+/// is temporarily unknown, and the door lets nobody new in from the line: the store holds the line. What differs is
+/// a request to a protected path without a valid token: held, or let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StoreOutage {
     /// A request without a valid token is held (the default): a newcomer gets the holding page (a JSON client a
@@ -39,8 +39,10 @@ pub enum StoreOutage {
     /// rooms' "fail open" does. **This unprotects the checkout for the outage**: anyone, in line or not, reaches
     /// it, however many they are, and gets no token (no [`Verified`](waitroom_verify::Verified) marker, so a
     /// [`VerifyLayer`](waitroom_verify::VerifyLayer) further in, or an order service behind one, still refuses
-    /// them). Their finishes are ignored. It ends by itself: once the store answers again (the background task
-    /// tries it every tick), requests without a token are held and queued as before.
+    /// them). Their finishes are ignored. Only a store that cannot be reached opens it (one that answers with
+    /// something unreadable does not), and it ends by itself: once the store answers again (the background task
+    /// tries it every tick; a room built without it has no one to try), requests without a token are held and
+    /// queued as before.
     FailOpen,
 }
 

@@ -1,4 +1,5 @@
-//! The session cookie: a random session id, the line number once assigned, and an HMAC-SHA256 tag over both.
+//! The session cookie: a random session id, the line number once assigned (or the pre-queue mark), and an
+//! HMAC-SHA256 tag over both.
 //!
 //! Value: `<session_id>.<mark>.<tag>` where `mark` is the line number once the session has one, `p` while it waits
 //! in the pre-queue for the draw, `0` otherwise, and `tag` is the base64url (no padding) HMAC-SHA256 of

@@ -130,13 +130,13 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
             }
         }
     }
-    // What the cookie says of the place: the line number, or the pre-queue mark.
-    let mark = placed.placement.as_ref().map_or((None, false), |p| {
-        (
-            p.number,
-            p.number.is_none() && p.state == SessionState::PreQueue,
-        )
-    });
+    // What the cookie says of the place: the line number, or the pre-queue mark. A turned-away session keeps what
+    // its cookie says (its later polls are answered from it while the on-sale stays closed or sold out).
+    let mark = match &placed.placement {
+        Some(p) if p.state == SessionState::TurnedAway && !joined => hint,
+        Some(p) => (p.number, p.state == SessionState::PreQueue),
+        None => (None, false),
+    };
     if (fresh && join)
         || session != original
         || ((joined || !fresh) && mark != hint && placed.placement.is_some())
@@ -145,11 +145,12 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
             .cookies
             .push(cookies_codec.set_session(&session, mark.0, mark.1));
     }
-    if placed
-        .placement
-        .as_ref()
-        .is_some_and(|p| p.state.is_active())
-    {
+    // An active session gets its pass again; an admitted one comes for it, unless the on-sale closed or sold out
+    // in the meantime (nobody new is let in then; `WaitingRoom::status` says the same).
+    if placed.placement.as_ref().is_some_and(|p| {
+        p.state == SessionState::Active
+            || (p.state == SessionState::Admitted && !door_shut_for_good)
+    }) {
         match room.claim(&session).await {
             Ok(Some(p)) if p.state == SessionState::Active => {
                 if let Some(token) = room.issue_token(&session) {
@@ -340,7 +341,7 @@ fn status_now(shared: &Shared, parts: &Parts, cookie: SessionRef<'_>) -> Option<
     }
     room.note_poll(Some(cookie.id));
     // As in `place`: the cookie learns the line number (or the pre-queue mark) the room knows.
-    let prequeue = placement.number.is_none() && state == SessionState::PreQueue;
+    let prequeue = state == SessionState::PreQueue;
     let cookies = if state == SessionState::TurnedAway
         || (placement.number, prequeue) == (cookie.number, cookie.prequeue)
     {

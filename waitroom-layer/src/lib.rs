@@ -30,9 +30,9 @@
 //!
 //! # What a browser sees
 //! - First request to a protected path: a session cookie (`waitroom_session`, HttpOnly, SameSite=Lax, Secure by
-//!   default, Path=/) and the holding page with its place in line. The cookie is `<session>.<number>.<hmac>`,
+//!   default, Path=/) and the holding page with its place in line. The cookie is `<session>.<mark>.<hmac>`,
 //!   signed with the room's cookie secret (HMAC-SHA256, checked in constant time); a forged or garbled one is no
-//!   cookie at all. It carries the line number, so a poll is answered from memory.
+//!   cookie at all. It carries the line number (or `p` while in the pre-queue), so a poll is answered from memory.
 //! - The page polls `GET {base}/status` (JSON) every `refresh_seconds` with jitter; without JavaScript it
 //!   refreshes itself. When the session is let in, the poll claims the place, sets the admission token cookie
 //!   (`waitroom_token`, a JWT signed by the room, lifetime = the idle timeout) and the page goes on to `next`.
@@ -54,10 +54,10 @@
 //! sharing a store must share both ([`RoomBuilder::signing_key`] from PEM, [`RoomBuilder::cookie_secret`]).
 //!
 //! # When the store is down
-//! While the store cannot be reached (a Redis outage), the room answers from its last snapshot: people in line
-//! keep their holding page, which says the status is temporarily unknown and keeps polling; admitted sessions keep
-//! passing on their tokens (checked locally); the door lets nobody in beyond what the store last allowed. A request
-//! without a valid token is held by default ([`StoreOutage::FailClosed`]). [`RoomBuilder::store_outage`] with
+//! While the store cannot be reached (a Redis outage), the room answers from its last snapshot: the status poll
+//! says the status is temporarily unknown and the page keeps polling; admitted sessions keep passing on their
+//! tokens (checked locally); the door lets nobody in beyond what the store last allowed. A request to a protected
+//! path without a valid token is held by default, on the holding page ([`StoreOutage::FailClosed`]). [`RoomBuilder::store_outage`] with
 //! [`StoreOutage::FailOpen`] lets such requests through to the inner service instead, which **unprotects the
 //! checkout for the outage**; it ends by itself when the store answers again.
 //!

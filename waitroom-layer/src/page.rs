@@ -103,7 +103,7 @@ if(j.state==="admitted"&&j.next){location.replace(j.next);return}
 if(j.state!==d.state){location.reload();return}
 if(j.position!=null){$("wr-position").textContent=j.position;$("wr-eta").textContent=eta(j.eta_low_seconds,j.eta_high_seconds);
 var p=$("wr-progress");if(j.number){p.max=j.number;p.value=j.number-j.position}
-var g=$("wr-message");if(g)g.textContent=(j.position===1?"You are next.":"There are "+(j.position-1)+" people ahead of you.")+(j.beyond_reach?" The tickets left may run out before your turn.":"")}
+var g=$("wr-message");if(g&&j.state==="waiting")g.textContent=(j.position===1?"You are next.":"There are "+(j.position-1)+" people ahead of you.")+(j.beyond_reach?" The tickets left may run out before your turn.":"")}
 n.hidden=j.store_ok;if(!j.store_ok)n.textContent="Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
 $("wr-updated").textContent=t(j.updated_at);again(j.refresh_seconds)}).catch(function(){n.hidden=false;n.textContent="Status temporarily unknown: this page keeps trying.";again()})}
 again();
@@ -579,26 +579,58 @@ mod tests {
         assert_eq!(eta_words(7680, 12800), "about 2 to 4 hours");
         assert_eq!(eta_words(1800, 7800), "about 30 minutes to 3 hours");
         assert_eq!(eta_words(10800, 10800), "about 3 hours");
-        // What the page's script printed for the same waits (node, `eta` from HOLDING_SCRIPT, 2026-11-30): the
-        // two word a wait alike.
-        for (low, high, words) in [
-            (0, 30, "less than a minute"),
-            (50, 70, "about 1 to 2 minutes"),
-            (240, 360, "about 4 to 6 minutes"),
-            (300, 300, "about 5 minutes"),
-            (7200, 10800, "about 2 to 3 hours"),
-            (0, 300, "about 1 to 5 minutes"),
-            (60, 60, "about a minute"),
-            (7680, 12800, "about 2 to 4 hours"),
-            (1800, 7800, "about 30 minutes to 3 hours"),
-            (10800, 10800, "about 3 hours"),
-            (3600, 7140, "about 60 to 119 minutes"),
-            (3500, 7300, "about 59 minutes to 3 hours"),
-            (0, 0, "less than a minute"),
-            (59, 61, "about 1 to 2 minutes"),
-            (7000, 7200, "about 1 to 2 hours"),
-        ] {
-            assert_eq!(eta_words(low, high), words, "{low}..{high}");
+    }
+
+    /// The page's script words a wait exactly as the server's page does: its `eta` function, taken from
+    /// [`HOLDING_SCRIPT`], run under Node.js over a table of waits. Node.js is required (`apt-get install nodejs`;
+    /// `.ci/run` installs it).
+    #[test]
+    fn the_script_words_waits_as_the_server_does() {
+        let waits: Vec<(u64, u64)> = vec![
+            (0, 30),
+            (50, 70),
+            (240, 360),
+            (300, 300),
+            (7200, 10800),
+            (0, 300),
+            (60, 60),
+            (7680, 12800),
+            (1800, 7800),
+            (10800, 10800),
+            (3600, 7140),
+            (3500, 7300),
+            (0, 0),
+            (59, 61),
+            (7000, 7200),
+            (45, 59),
+            (61, 7_199),
+            (7_140, 7_260),
+            (20_000, 90_000),
+        ];
+        let start = HOLDING_SCRIPT
+            .find("function eta(")
+            .expect("the script has eta");
+        let len = HOLDING_SCRIPT[start..].find("\n").expect("eta is one line");
+        let eta = &HOLDING_SCRIPT[start..start + len];
+        let table: Vec<String> = waits.iter().map(|(l, h)| format!("[{l},{h}]")).collect();
+        let program = format!(
+            "{eta};console.log(JSON.stringify([{}].map(function(w){{return eta(w[0],w[1])}})))",
+            table.join(",")
+        );
+        let out = std::process::Command::new("node")
+            .arg("-e")
+            .arg(&program)
+            .output()
+            .expect("Node.js runs the page's script in this test: apt-get install nodejs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let printed: Vec<String> = serde_json::from_slice(&out.stdout).expect("a JSON list");
+        assert_eq!(printed.len(), waits.len());
+        for ((low, high), words) in waits.iter().zip(&printed) {
+            assert_eq!(&eta_words(*low, *high), words, "{low}..{high}");
         }
     }
 }

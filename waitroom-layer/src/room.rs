@@ -57,6 +57,9 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     snap: ArcSwap<Snapshot>,
     store_ok: AtomicBool,
+    /// The last store call failed to reach the store (not a store that answered with something unreadable): what
+    /// [`StoreOutage::FailOpen`] opens on.
+    store_unreachable: AtomicBool,
     last_error_log_ms: AtomicU64,
     last_flush_ms: AtomicU64,
     /// The last flush of liveness marks failed: flush again before any tick.
@@ -346,6 +349,7 @@ impl WaitingRoom {
             store: b.store,
             snap: ArcSwap::from_pointee(snap),
             store_ok: AtomicBool::new(true),
+            store_unreachable: AtomicBool::new(false),
             last_error_log_ms: AtomicU64::new(NEVER_LOGGED),
             last_flush_ms: AtomicU64::new(0),
             flush_failed: AtomicBool::new(false),
@@ -465,14 +469,16 @@ impl WaitingRoom {
     }
 
     /// Whether a protected request without a valid token passes now: the store could not be reached at the last
-    /// attempt and the room was built with [`StoreOutage::FailOpen`].
+    /// attempt (an unreadable answer does not open the door) and the room was built with [`StoreOutage::FailOpen`].
     pub(crate) fn fails_open(&self) -> bool {
-        self.inner.config.store_outage == StoreOutage::FailOpen && !self.store_ok()
+        self.inner.config.store_outage == StoreOutage::FailOpen
+            && self.inner.store_unreachable.load(Ordering::Relaxed)
     }
 
     fn note_store(&self, r: Result<(), &StoreError>) {
         match r {
             Ok(()) => {
+                self.inner.store_unreachable.store(false, Ordering::Relaxed);
                 if !self.inner.store_ok.swap(true, Ordering::Relaxed) {
                     let now = self.now_ms();
                     self.inner
@@ -484,6 +490,9 @@ impl WaitingRoom {
             Err(e) => {
                 self.inner.metrics.store_errors.inc();
                 self.inner.store_ok.store(false, Ordering::Relaxed);
+                self.inner
+                    .store_unreachable
+                    .store(matches!(e, StoreError::Unavailable(_)), Ordering::Relaxed);
                 let now = self.now_ms();
                 let last = self.inner.last_error_log_ms.load(Ordering::Relaxed);
                 // Once per interval (the first error at once; a clock that went back counts as a new interval).
@@ -706,8 +715,9 @@ impl WaitingRoom {
         }
         // While the on-sale is closed or sold out, the line only leaves by being turned away: a session the head
         // has passed, or in the pre-queue, is answered as turned away without a store call, so the whole line can
-        // hear "sold out" at its next poll without a lookup each. (One let in just before may in fact hold an
-        // unclaimed admission; it is not let in now. A pass already claimed keeps working on its token.)
+        // hear "sold out" at its next poll without a lookup each. One the head passed because it was let in just
+        // before hears the same: an unclaimed admission is not let in any more (see `status`), and a claimed pass
+        // keeps working on its token.
         if snap.settings.turning_away() && (number_hint.is_some() || prequeue_hint) {
             return Some((SessionState::TurnedAway, number_hint));
         }
@@ -846,7 +856,10 @@ impl WaitingRoom {
         };
         let state = placement.map(|p| p.state);
         st.state = match state {
-            Some(SessionState::Admitted | SessionState::Active) => ViewState::Admitted,
+            Some(SessionState::Active) => ViewState::Admitted,
+            // Once the on-sale is closed or sold out nobody new is let in, a session admitted but not yet come for
+            // its pass included (it expires at the end of its arrival window, as a no-show does).
+            Some(SessionState::Admitted) if !s.turning_away() => ViewState::Admitted,
             // A session turned away (or waiting to be) hears why: the on-sale closed or sold out.
             _ if s.closed => ViewState::Closed,
             _ if s.sold_out() => ViewState::SoldOut,
@@ -862,13 +875,12 @@ impl WaitingRoom {
         };
         // A place and a wait mean something while the line can still move: not once the on-sale is sold out or
         // closed (the page then says so, and nothing else).
-        let line_moves = matches!(st.state, ViewState::Waiting | ViewState::Paused);
-        if let (true, Some(SessionState::Waiting), Some(n)) =
-            (line_moves, state, placement.and_then(|p| p.number))
+        if let (Some(SessionState::Waiting), Some(n)) = (state, placement.and_then(|p| p.number))
+            && !s.turning_away()
         {
             let position = n.saturating_sub(snap.served).max(1);
             st.position = Some(position);
-            let eta = self.eta_for(position, &snap);
+            let eta = self.eta_for(position, &snap, now);
             // Before the door opens, the wait starts at the opening.
             let until_open = s
                 .opens_at_ms
@@ -891,9 +903,9 @@ impl WaitingRoom {
         snap.settings.capacity as f64 / (self.inner.config.expected_visit.as_secs_f64() / 60.0)
     }
 
-    fn eta_for(&self, position: u64, snap: &Snapshot) -> Eta {
+    fn eta_for(&self, position: u64, snap: &Snapshot, now_ms: u64) -> Eta {
         let (pace, wave) = **self.inner.pace.load();
-        let lag = wave.lag_seconds(self.now_ms(), self.inner.config.expected_visit);
+        let lag = wave.lag_seconds(now_ms, self.inner.config.expected_visit);
         estimate::eta(position, snap, pace, self.configured_rate(snap), lag)
     }
 
@@ -917,7 +929,7 @@ impl WaitingRoom {
             head_rate_per_minute: pace.map(|p| p.0),
             served_per_minute: served_pm,
             admitted_per_minute: admitted_pm,
-            tail_eta_seconds: (tail > 0).then(|| self.eta_for(tail, &snap).seconds),
+            tail_eta_seconds: (tail > 0).then(|| self.eta_for(tail, &snap, self.now_ms()).seconds),
             inventory: snap.settings.inventory,
             paused: snap.settings.paused,
             closed: snap.settings.closed,

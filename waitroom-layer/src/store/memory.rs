@@ -437,8 +437,8 @@ impl Store for MemoryStore {
                         .map(|(_, _, s)| s.to_string());
                     (ids.collect(), after)
                 }
-                // Empty (or foreign) cursor: all it remembers of the lookback window (filtered rather than
-                // searched: rooms sharing this store in one process may run on different clocks).
+                // Empty (or foreign) cursor: all it remembers of the lookback window (a scan of at most the
+                // remembered finishes, once per room at its start).
                 Err(_) => {
                     let since = now_ms.saturating_sub(lookback_ms);
                     let ids = ev.finished_log.iter().filter(|(_, at, _)| *at >= since);
