@@ -63,26 +63,31 @@
 //!
 //! # A per-client cap on joins with `tower_governor`
 //! The room holds one place per session (and per account with [`WaitingRoomLayerBuilder::account_key`]), but a
-//! script can make many sessions. Put a rate limiter keyed by client address in front of the room, and only on
-//! the paths that create places (the join guard is the place for captcha checks):
-//! ```ignore
+//! script can make many sessions. Put a rate limiter keyed by client address in front of the room (the join guard
+//! is the place for captcha checks). It counts every request of a client, polls included, so size it for a person:
+//! one poll every `refresh_seconds` per tab, a few tabs behind one NAT.
+//! ```no_run
+//! # async fn run(room: waitroom_layer::WaitingRoom) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::net::SocketAddr;
+//! use axum::{Router, routing::get};
 //! use tower_governor::{GovernorLayer, governor::GovernorConfigBuilder, key_extractor::SmartIpKeyExtractor};
-//! let governor = std::sync::Arc::new(
-//!     GovernorConfigBuilder::default()
-//!         .key_extractor(SmartIpKeyExtractor) // only behind a proxy you trust to set X-Forwarded-For
-//!         .per_second(2)     // tower_governor: one new permit every 2 s per client
-//!         .burst_size(5)
-//!         .finish()
-//!         .unwrap(),
-//! );
+//! use waitroom_layer::WaitingRoomLayer;
+//!
+//! let governor = GovernorConfigBuilder::default()
+//!     .key_extractor(SmartIpKeyExtractor) // X-Forwarded-For: only behind a proxy you trust to set it
+//!     .period(std::time::Duration::from_secs(2)) // one more request allowed every 2 s per client...
+//!     .burst_size(10) // ...after a burst of 10
+//!     .finish()
+//!     .ok_or("bad governor settings")?;
 //! let app = Router::new()
-//!     .merge(protected_routes)
-//!     .layer(waitroom)                    // inner: the room
+//!     .route("/seats", get(|| async { "seat map" }))
+//!     .layer(WaitingRoomLayer::builder(room).protect_prefix("/seats").build()?) // inner: the room
 //!     .layer(GovernorLayer::new(governor)); // outer: over-eager clients get 429 before they reach the room
-//! // serve with `into_make_service_with_connect_info::<SocketAddr>()` so the extractor sees the peer address
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! // The extractor falls back to the peer address, which `into_make_service_with_connect_info` provides.
+//! axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await?;
+//! # Ok(()) }
 //! ```
-//! Polls of `{base}/status` come every `refresh_seconds` per browser; size the burst so a few tabs behind one
-//! NAT are not cut off, or bypass the governor for the status path.
 //!
 //! # Operating a live on-sale
 //! - **Metrics** (off by default): [`WaitingRoomLayerBuilder::metrics`] serves the figures in the Prometheus
