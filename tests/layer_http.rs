@@ -94,6 +94,11 @@ async fn site_with(capacity: u64, fairness: Fairness) -> Site {
         .route("/checkout/health", get(|| async { "ok" }))
         .route("/checkout", get(|| async { "seat map" }))
         .route(
+            "/checkout/mine",
+            get(|Extension(a): Extension<Admission>| async move { a.session_id().to_owned() })
+                .layer(VerifyLayer::new(room.verifier().clone())),
+        )
+        .route(
             "/checkout/cached",
             get(|| async {
                 (
@@ -616,6 +621,38 @@ async fn without_javascript_the_refresh_lets_the_admitted_in_and_a_pass_is_never
     assert_eq!(res.status(), StatusCode::OK);
     assert!(res.headers().get("set-cookie").is_none());
     assert_eq!(res.headers()["cache-control"], "public, max-age=60");
+}
+
+/// The request on which a person is let in goes on with the new pass: a verify layer further in, on the room's
+/// verifier or on one built from the room's JWKS (an order service), lets it through on that first request, before
+/// the browser has sent the pass back even once.
+#[tokio::test]
+async fn the_request_that_lets_a_person_in_carries_the_new_pass_inward() {
+    let s = site(2).await;
+    let (a, b) = (browser(), browser());
+    for c in [&a, &b] {
+        let res = c.get(s.at("/checkout")).send().await.unwrap();
+        assert_eq!(state(&res), "waiting");
+    }
+    s.room.tick_now().await.unwrap();
+    // A: straight to a route behind a VerifyLayer on the room's own verifier.
+    let res = a
+        .get(s.at("/checkout/mine"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(!res.text().await.unwrap().is_empty());
+    // B: straight to the order service's route (a verifier built from the JWKS, another key set object).
+    let res = b
+        .post(s.at("/checkout/buy"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.text().await.unwrap().starts_with("bought for "));
 }
 
 #[tokio::test]

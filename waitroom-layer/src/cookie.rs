@@ -282,6 +282,12 @@ impl CookieCodec {
         HeaderValue::try_from(v).unwrap_or_else(|_| self.clear_token())
     }
 
+    /// A `Cookie` request line carrying `token`: what the browser will send from its next request on, added to
+    /// the request the token was issued on.
+    pub(crate) fn token_request_cookie(&self, token: &str) -> Option<HeaderValue> {
+        HeaderValue::try_from(format!("{}={}", self.names.token, token)).ok()
+    }
+
     /// `Set-Cookie` that removes the token cookie.
     pub(crate) fn clear_token(&self) -> HeaderValue {
         HeaderValue::try_from(format!("{}={}", self.names.token, self.attributes(0)))

@@ -14,6 +14,7 @@ use crate::paths::{Endpoint, safe_return_to};
 use crate::respond::{self, Reply};
 use crate::room::{Status, ViewState, WaitingRoom};
 use crate::store::{Placement, SessionState};
+use waitroom_verify::Verified;
 
 /// The outcome of a check.
 pub(crate) enum Decision {
@@ -39,6 +40,9 @@ struct Placed {
     store_ok: bool,
     /// Whether a token cookie was set (the session is admitted and has claimed its place).
     admitted: bool,
+    /// The token just issued and its check: the request it was issued on goes on with them (the browser has only
+    /// the `Set-Cookie` so far, so a `VerifyLayer` further in would otherwise find no token on this request).
+    issued: Option<(String, Option<Verified>)>,
 }
 
 enum Look {
@@ -62,6 +66,7 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
         cookies: Vec::new(),
         store_ok: true,
         admitted: false,
+        issued: None,
     };
     if !fresh {
         match room.locate_marked(&session, hint.0, hint.1).await {
@@ -157,6 +162,8 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
                     placed
                         .cookies
                         .push(cookies_codec.set_token(&token, room.tokens().lifetime()));
+                    let verified = room.tokens().check(&[token.as_str()], &session).ok();
+                    placed.issued = Some((token, verified));
                     placed.admitted = true;
                 }
                 placed.placement = Some(p);
@@ -268,6 +275,18 @@ pub(crate) async fn hold(
         Look::Refused(r) => return Decision::Reply(r),
     };
     if placed.admitted {
+        // The request goes on as the browser's next ones will: with its new token, as a cookie (for a verify
+        // layer anywhere further in, in this process or behind a proxy) and as the room's checked marker (for one
+        // on the room's own verifier, which then does not check it again).
+        let mut parts = parts;
+        if let Some((token, verified)) = placed.issued {
+            if let Some(line) = shared.room.cookies().token_request_cookie(&token) {
+                parts.headers.append(http::header::COOKIE, line);
+            }
+            if let Some(verified) = verified {
+                parts.extensions.insert(verified);
+            }
+        }
         return Decision::Pass {
             parts,
             session: placed.session,
