@@ -419,13 +419,18 @@ mod contract {
                     }
                     let snap = store.snapshot(&event).await.unwrap();
                     max_active = max_active.max(snap.active);
+                    // The memory store never waits: give the other callers and the sampler their turn, as a
+                    // multi-threaded runtime or a network round trip would.
+                    tokio::task::yield_now().await;
                 }
                 max_active
             }));
         }
+        let mut seen_by_callers = 0;
         for t in tasks {
             let m = t.await.unwrap();
             assert!(m <= capacity, "active reached {m} > capacity {capacity}");
+            seen_by_callers = seen_by_callers.max(m);
         }
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         let (samples, max_active) = sampler.await.unwrap();
@@ -434,7 +439,11 @@ mod contract {
             max_active <= capacity,
             "the sampler saw {max_active} active > capacity {capacity}"
         );
-        assert_eq!(max_active, capacity, "the door was full at some point");
+        assert_eq!(
+            max_active.max(seen_by_callers),
+            capacity,
+            "the door was full at some point"
+        );
         // Drain and check the books.
         let mut at = now.load(std::sync::atomic::Ordering::SeqCst);
         for _ in 0..500 {
