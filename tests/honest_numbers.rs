@@ -106,8 +106,9 @@ async fn estimates_match_the_waits_people_had() {
 /// sale's. The run stops 12 minutes after the opening (the seats are gone by then; the slow tail of resold holds is
 /// not what is checked here), which keeps it near 2 s in release and within CI's time in debug.
 ///
-/// - Admissions settle near capacity over the mean visit (200 a minute here, 2,000 at full scale), within 10%.
-///   Over 12 runs (2026-11-30, this code) the steady figure ranged 185–203 a minute, 194 on average: slightly
+/// - Admissions settle near capacity over the mean visit (200 a minute here, 2,000 at full scale), within 12.5%.
+///   Over 22 runs (2026-11-30) the steady figure ranged 183–203 a minute, 194 on average (a spread of about 4.5
+///   a minute: the bound's low end, 175, is four of them below the average): slightly
 ///   under 200 because the 2% who close the tab keep their place for the 10-minute idle timeout instead of a
 ///   4-minute visit (0.98 × 4 + 0.02 × 10 = 4.12 minutes a place: 194 a minute). The full-scale default run gives
 ///   1,975–1,987.
@@ -133,8 +134,8 @@ async fn the_default_sale_at_a_tenth_keeps_its_arithmetic() {
     );
     assert_eq!(r.capacity, 800);
     assert!(
-        (r.steady_admissions_per_minute - expected).abs() <= expected * 0.10,
-        "steady admissions {:.1} a minute, expected {expected:.0} ± 10%",
+        (r.steady_admissions_per_minute - expected).abs() <= expected * 0.125,
+        "steady admissions {:.1} a minute, expected {expected:.0} ± 12.5%",
         r.steady_admissions_per_minute
     );
     assert!(
