@@ -128,6 +128,15 @@ async fn site(capacity: u64) -> Site {
     site_with(capacity, Fairness::Fifo).await
 }
 
+/// `GET url` as a JSON client (`Accept: application/json`).
+async fn get_json(c: &reqwest::Client, url: String) -> reqwest::Response {
+    c.get(url)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap()
+}
+
 fn state(res: &reqwest::Response) -> String {
     res.headers()
         .get(STATE_HEADER)
@@ -136,12 +145,7 @@ fn state(res: &reqwest::Response) -> String {
 }
 
 async fn poll(b: &reqwest::Client, s: &Site) -> Value {
-    let res = b
-        .get(s.at("/waitroom/status?return_to=%2Fcheckout"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
+    let res = get_json(b, s.at("/waitroom/status?return_to=%2Fcheckout")).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["cache-control"], "no-store");
     let st = state(&res);
@@ -186,12 +190,7 @@ async fn admit(b: &reqwest::Client, s: &Site) -> (String, String) {
     let res = b.get(s.at("/checkout")).send().await.unwrap();
     let mut cookies = set_cookies(&res);
     s.room.tick_now().await.unwrap();
-    let res = b
-        .get(s.at("/waitroom/status?return_to=%2Fcheckout"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
+    let res = get_json(b, s.at("/waitroom/status?return_to=%2Fcheckout")).await;
     assert_eq!(state(&res), "admitted");
     cookies.extend(set_cookies(&res));
     (
@@ -544,12 +543,7 @@ async fn bypassed_paths_never_see_the_room_and_json_clients_get_json() {
     assert_eq!(s.room.stats().counters.joined, 0);
 
     // JSON clients get the JSON status on a protected path.
-    let res = b
-        .get(s.at("/checkout"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
+    let res = get_json(&b, s.at("/checkout")).await;
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(res.headers()["content-type"], "application/json");
     assert_eq!(res.headers()["retry-after"], "5");
@@ -636,12 +630,7 @@ async fn the_request_that_lets_a_person_in_carries_the_new_pass_inward() {
     }
     s.room.tick_now().await.unwrap();
     // A: straight to a route behind a VerifyLayer on the room's own verifier.
-    let res = a
-        .get(s.at("/checkout/mine"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
+    let res = get_json(&a, s.at("/checkout/mine")).await;
     assert_eq!(res.status(), StatusCode::OK);
     assert!(!res.text().await.unwrap().is_empty());
     // B: straight to the order service's route (a verifier built from the JWKS, another key set object).
@@ -665,12 +654,7 @@ async fn paused_and_closed_are_told() {
     assert_eq!(state(&res), "paused");
     assert!(res.text().await.unwrap().contains("paused"));
     s.room.close().await.unwrap();
-    let res = a
-        .get(s.at("/checkout"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
+    let res = get_json(&a, s.at("/checkout")).await;
     assert_eq!(res.status(), StatusCode::GONE);
     assert_eq!(state(&res), "closed");
 }
@@ -746,12 +730,7 @@ async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join()
     }
     // A newcomer sees the sold-out answer without taking a place.
     let newcomer = browser();
-    let res = newcomer
-        .get(s.at("/checkout"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
+    let res = get_json(&newcomer, s.at("/checkout")).await;
     assert_eq!(res.status(), StatusCode::GONE);
     assert_eq!(state(&res), "sold_out");
     let res = newcomer.get(s.at("/checkout")).send().await.unwrap();
@@ -797,12 +776,7 @@ async fn an_admission_not_yet_claimed_at_the_sell_out_is_not_let_in() {
         .unwrap();
     s.room.tick_now().await.unwrap();
     assert_eq!(poll(&a, &s).await["state"], "sold_out");
-    let res = a
-        .get(s.at("/checkout"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
+    let res = get_json(&a, s.at("/checkout")).await;
     assert_eq!(res.status(), StatusCode::GONE);
     assert_eq!(state(&res), "sold_out");
     assert!(

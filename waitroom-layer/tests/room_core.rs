@@ -251,28 +251,33 @@ impl Store for Counting {
     }
 }
 
-/// Polls of waiting sessions are answered from local memory: 10,000 polls, zero store calls; liveness reaches the
-/// store as one batch at the next tick.
-#[tokio::test]
-async fn a_waiting_poll_needs_no_store_call() {
+/// A room of capacity 1 over a store that counts its calls, with `n` sessions joined in order (no background task).
+async fn counted_line(event: &str, n: u32) -> (Arc<Counting>, WaitingRoom, Vec<Placement>) {
     let store = Arc::new(Counting::default());
-    let c = clock();
-    let room = WaitingRoom::builder("poll")
+    let room = WaitingRoom::builder(event)
         .capacity(1)
-        .clock(Arc::new(c.clone()))
+        .clock(Arc::new(clock()))
         .shared_store(store.clone())
         .background(false)
         .build()
         .await
         .unwrap();
-    let mut placed = Vec::new();
-    for i in 0..1_000 {
-        placed.push(
-            room.join(&format!("poll-{i:05}-qqqqqqqqqqqq"), None)
+    let mut line = Vec::new();
+    for i in 0..n {
+        line.push(
+            room.join(&format!("{event}-{i:05}-qqqqqqqqqqqq"), None)
                 .await
                 .unwrap(),
         );
     }
+    (store, room, line)
+}
+
+/// Polls of waiting sessions are answered from local memory: 19,980 polls, zero store calls; liveness reaches the
+/// store as one batch at the next tick.
+#[tokio::test]
+async fn a_waiting_poll_needs_no_store_call() {
+    let (store, room, placed) = counted_line("poll", 1_000).await;
     room.tick_now().await.unwrap();
     // A caller without the number (no cookie to carry it) asks the store once; the place is cached from then on.
     // A join itself fills no cache: a browser's cookie carries its number.
@@ -674,24 +679,7 @@ async fn the_background_task_stops_when_the_last_handle_drops() {
 /// carries are passed by the turn-away, and the room answers "turned away" from the shared settings.
 #[tokio::test]
 async fn after_a_sell_out_the_line_hears_it_without_a_lookup_each() {
-    let store = Arc::new(Counting::default());
-    let c = clock();
-    let room = WaitingRoom::builder("soldout-polls")
-        .capacity(1)
-        .clock(Arc::new(c.clone()))
-        .shared_store(store.clone())
-        .background(false)
-        .build()
-        .await
-        .unwrap();
-    let mut line = Vec::new();
-    for i in 0..200 {
-        line.push(
-            room.join(&format!("sold-{i:05}-qqqqqqqqqqqqq"), None)
-                .await
-                .unwrap(),
-        );
-    }
+    let (store, room, line) = counted_line("soldout-polls", 200).await;
     room.set_inventory(Inventory {
         total: 4,
         sold: 4,
