@@ -73,6 +73,10 @@
 //! - `redis`: the `redis` module. `redis::RedisFinishSink` finishes sessions in the room's Redis store (the place
 //!   frees at once; the room refuses the token from its next tick), and `redis::RedisFinishListener` lets every
 //!   verifier replica refuse a session finished on another one. Needs a Tokio runtime.
+//! - `jwks`: the `jwks` module. `jwks::JwksSource` fetches the room's keys from its JWKS URL at start (retrying
+//!   until the room answers), builds the [`Verifier`] with them and keeps them fresh: on a period, and when a
+//!   token names a `kid` the verifier lacks (rate limited). The refresh task stops when its `jwks::JwksHandle`
+//!   is dropped. Needs a Tokio runtime.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -81,6 +85,8 @@ pub mod claims;
 pub mod clock;
 pub mod error;
 pub mod future;
+#[cfg(feature = "jwks")]
+pub mod jwks;
 pub mod keys;
 pub mod layer;
 #[cfg(feature = "redis")]

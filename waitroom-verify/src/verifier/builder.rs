@@ -209,6 +209,8 @@ impl VerifierBuilder {
                 cache,
                 deny,
                 deny_ttl,
+                #[cfg(feature = "jwks")]
+                unknown_kid: tokio::sync::Notify::new(),
             }),
         })
     }

@@ -222,7 +222,12 @@ impl Verifier {
             Some(Value::String(kid)) => kid.as_str(),
             Some(_) => return Err(Refusal::Malformed),
         };
-        let key = keys.get(kid).ok_or(Refusal::UnknownKid)?;
+        let Some(key) = keys.get(kid) else {
+            // A rotation this verifier has not seen yet, or a stranger's token: a key source may look again.
+            #[cfg(feature = "jwks")]
+            inner.unknown_kid.notify_one();
+            return Err(Refusal::UnknownKid);
+        };
         if alg != key.algorithm().as_str() {
             return Err(Refusal::AlgorithmMismatch);
         }

@@ -94,6 +94,10 @@ struct Inner {
     /// Session id -> denied until (ms, by `clock`).
     deny: DenyList,
     deny_ttl: Duration,
+    /// Woken when a token names a `kid` the key set lacks (a [`JwksSource`](crate::jwks::JwksSource) watching
+    /// this verifier fetches the keys again). Touched on that refusal only, never on an accepted token.
+    #[cfg(feature = "jwks")]
+    unknown_kid: tokio::sync::Notify,
 }
 
 /// Checks admission tokens offline. Cheap to clone: every clone shares the keys, cache and deny list.
@@ -188,6 +192,12 @@ impl Verifier {
     #[must_use]
     pub fn deny_ttl(&self) -> Duration {
         self.inner.deny_ttl
+    }
+
+    /// Woken when a token names a `kid` the current key set lacks (the JWKS source's cue to fetch again).
+    #[cfg(feature = "jwks")]
+    pub(crate) fn unknown_kid(&self) -> &tokio::sync::Notify {
+        &self.inner.unknown_kid
     }
 
     /// The token size limit.
