@@ -222,7 +222,7 @@ mod tests {
     fn reserved_extra_claims_are_refused() {
         let c =
             Claims::new("room", "sale", "s1", 10, Duration::from_secs(5)).with_extra("sub", "x");
-        assert_eq!(c.check_extra(), Err(SignError::ReservedClaim("sub".into())));
+        assert!(matches!(c.check_extra(), Err(SignError::ReservedClaim(k)) if k == "sub"));
     }
 
     #[test]

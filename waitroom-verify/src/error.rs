@@ -185,7 +185,9 @@ pub enum ConfigError {
 }
 
 /// A key that could not be loaded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// Not `PartialEq`: [`NotJson`](Self::NotJson) keeps the parser's error as its source. Compare with `matches!`.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyError {
     /// The PEM text is not a key of the expected kind.
@@ -200,9 +202,12 @@ pub enum KeyError {
     /// A public JWK carries private material (`d`). Publishing it would leak the signing key.
     #[error("JWK `{0}` carries private key material (`d`); publish public keys only")]
     PrivateMaterial(String),
-    /// The JWKS is not a JSON object with a `keys` array.
+    /// The JWKS is not a JSON object with a `keys` array, or is too large.
     #[error("bad JWKS document: {0}")]
     Jwks(String),
+    /// The JWK or JWKS text is not JSON (`.0` says which: `"JWK"` or `"JWKS document"`).
+    #[error("{0} is not JSON")]
+    NotJson(&'static str, #[source] std::sync::Arc<serde_json::Error>),
     /// Two keys share a `kid`.
     #[error("duplicate kid {0:?}")]
     DuplicateKid(String),
@@ -215,18 +220,20 @@ pub enum KeyError {
 }
 
 /// Signing failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// Not `PartialEq`: [`Serialize`](Self::Serialize) keeps serde_json's error as its source. Compare with `matches!`.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SignError {
     /// An application claim in `extra` reuses a registered name (`iss`, `aud`, `sub`, ...).
     #[error("extra claim {0:?} collides with a registered claim")]
     ReservedClaim(String),
     /// The claims could not be serialized.
-    #[error("claims could not be serialized: {0}")]
-    Serialize(String),
+    #[error("claims could not be serialized")]
+    Serialize(#[source] std::sync::Arc<serde_json::Error>),
     /// The cryptographic backend failed.
-    #[error("signing failed: {0}")]
-    Crypto(String),
+    #[error("signing failed")]
+    Crypto(#[source] jsonwebtoken::errors::Error),
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! key's is refused (so a public key can never be used as an HMAC secret).
 
 use std::fmt;
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -306,9 +307,10 @@ impl VerifyingKey {
     /// [`from_jwk`](Self::from_jwk) from JSON text.
     ///
     /// # Errors
-    /// As [`from_jwk`](Self::from_jwk), and [`KeyError::Jwk`] when the text is not JSON.
+    /// As [`from_jwk`](Self::from_jwk), and [`KeyError::NotJson`] when the text is not JSON.
     pub fn from_jwk_str(jwk: &str) -> Result<Self, KeyError> {
-        let v: Value = serde_json::from_str(jwk).map_err(|e| KeyError::Jwk(e.to_string()))?;
+        let v: Value =
+            serde_json::from_str(jwk).map_err(|e| KeyError::NotJson("JWK", Arc::new(e)))?;
         Self::from_jwk(&v)
     }
 
@@ -538,8 +540,7 @@ impl SigningKey {
     /// if the backend fails.
     pub fn sign(&self, claims: &Claims) -> Result<String, SignError> {
         claims.check_extra()?;
-        let payload =
-            serde_json::to_vec(claims).map_err(|e| SignError::Serialize(e.to_string()))?;
+        let payload = serde_json::to_vec(claims).map_err(|e| SignError::Serialize(Arc::new(e)))?;
         let mut token = String::with_capacity(self.header_b64.len() + payload.len() * 4 / 3 + 100);
         token.push_str(&self.header_b64);
         token.push('.');
@@ -556,7 +557,7 @@ impl SigningKey {
                 &self.encoding,
                 self.verifying.alg.jwt(),
             )
-            .map_err(|e| SignError::Crypto(e.to_string()))?,
+            .map_err(SignError::Crypto)?,
         };
         token.push('.');
         token.push_str(&signature);
@@ -658,14 +659,15 @@ impl KeySet {
     /// A set from JWKS text (at most [`MAX_JWKS_BYTES`]).
     ///
     /// # Errors
-    /// [`KeyError::Jwks`] for oversized or non-JSON text; otherwise as [`from_jwks`](Self::from_jwks).
+    /// [`KeyError::Jwks`] for oversized text, [`KeyError::NotJson`] for non-JSON text; otherwise as [`from_jwks`](Self::from_jwks).
     pub fn from_jwks_json(jwks: &str) -> Result<Self, KeyError> {
         if jwks.len() > MAX_JWKS_BYTES {
             return Err(KeyError::Jwks(format!(
                 "document larger than {MAX_JWKS_BYTES} bytes"
             )));
         }
-        let v: Value = serde_json::from_str(jwks).map_err(|e| KeyError::Jwks(e.to_string()))?;
+        let v: Value = serde_json::from_str(jwks)
+            .map_err(|e| KeyError::NotJson("JWKS document", Arc::new(e)))?;
         Self::from_jwks(&v)
     }
 
