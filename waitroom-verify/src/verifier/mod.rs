@@ -46,7 +46,7 @@ use crate::clock::SharedClock;
 use crate::error::ConfigError;
 use crate::keys::KeySet;
 #[cfg(doc)]
-use crate::verified::Verified;
+use crate::{error::Refusal, verified::Verified};
 
 mod builder;
 mod cache;
