@@ -4,14 +4,11 @@
 //! `tests/redis_instances.rs` and in `waitroom-layer/tests/redis_room.rs`, as this crate does not depend on the room.)
 #![cfg(feature = "redis")]
 
-#[path = "../../waitroom-layer/tests/support/redis_server.rs"]
-mod redis_server;
-
 use std::time::{Duration, Instant};
 
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use redis_server::RedisServer;
+use waitroom_testkit::redis::RedisServer;
 use waitroom_verify::redis::{
     RedisFinishError, RedisFinishListener, RedisFinishSink, finished_stream_key,
 };
