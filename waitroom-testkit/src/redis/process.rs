@@ -62,13 +62,13 @@ pub(crate) fn kill(mut child: Child) {
 
 #[cfg(test)]
 mod tests {
-    use super::{INSTALL_HINT, spawn_program};
+    use super::{INSTALL_HINT, kill, spawn_program};
 
     #[test]
     fn a_missing_redis_server_fails_with_the_install_hint() {
         let missing = "waitroom-testkit-no-such-redis-server";
         let outcome = std::panic::catch_unwind(|| {
-            spawn_program(missing, 1, &std::env::temp_dir(), &[]);
+            kill(spawn_program(missing, 1, &std::env::temp_dir(), &[]));
         });
         let message = outcome.expect_err("spawning a missing program panics");
         let message = message
