@@ -19,9 +19,7 @@ use tokio::sync::Notify;
 use waitroom::demo::{Shop, room_layer};
 use waitroom::layer::WaitingRoom;
 use waitroom::verify::VerifyLayer;
-
-mod common;
-use common::browser as client;
+use waitroom_testkit::http::browser as client;
 
 fn chromium() -> PathBuf {
     if let Some(p) = std::env::var_os("CHROMIUM") {

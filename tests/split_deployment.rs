@@ -10,13 +10,7 @@ use waitroom::demo::gateway::{Upstream, router, spawn_inventory_poll};
 use waitroom::demo::{DEFAULT_EVENT, Shop, room_layer, verifier_from_jwks_url};
 use waitroom::layer::WaitingRoom;
 use waitroom::verify::{FINISH_HEADER, VerifyLayer};
-
-mod common;
-use common::browser as client;
-
-#[cfg(feature = "redis")]
-#[path = "../waitroom-layer/tests/support/redis_server.rs"]
-mod redis_server;
+use waitroom_testkit::http::browser as client;
 
 async fn status(c: &reqwest::Client, gateway: &str) -> Value {
     c.get(format!("{gateway}/waitroom/status?return_to=%2Fseats"))
@@ -166,7 +160,7 @@ async fn two_gateways_over_redis_are_one_line() {
     use waitroom::demo::{RoomOptions, build_room, store_for};
     use waitroom::verify::SigningKey;
 
-    let server = redis_server::RedisServer::from_env_or_start();
+    let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
     let event = format!("split-{}", WaitingRoom::new_session_id());
     let options = RoomOptions {
         event: event.clone(),

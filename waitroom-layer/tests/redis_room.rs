@@ -3,20 +3,17 @@
 //! BENCHMARKS.md.
 #![cfg(feature = "redis")]
 
-#[path = "support/redis_server.rs"]
-mod redis_server;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use redis_server::RedisServer;
 use waitroom_layer::store::{Join, Store};
 use waitroom_layer::{
     Inventory, ManualClock, MemoryStore, Placement, RedisStore, SessionState, ViewState,
     WaitingRoom,
 };
+use waitroom_testkit::redis::RedisServer;
 
 fn event(tag: &str) -> String {
     let nanos = std::time::SystemTime::now()

@@ -858,10 +858,6 @@ mod memory {
     }
 }
 
-#[cfg(feature = "redis")]
-#[path = "support/redis_server.rs"]
-mod redis_server;
-
 /// The same contract against `RedisStore` on a real redis-server (started here on a free port, or `REDIS_URL`).
 /// Each case uses a fresh on-sale id, so cases never see each other's keys.
 #[cfg(feature = "redis")]
@@ -873,9 +869,9 @@ mod redis {
     use proptest::test_runner::{Config, TestRunner};
     use waitroom_layer::RedisStore;
     use waitroom_layer::store::Store;
+    use waitroom_testkit::redis::RedisServer;
 
     use super::contract;
-    use super::redis_server::RedisServer;
 
     static CASE: AtomicU64 = AtomicU64::new(0);
 

@@ -1,17 +1,14 @@
 //! Finishing across processes over a real redis-server: the sink writes the room's finish-stream entry, and a
 //! second verifier replica (another axum server) refuses the session within a second through the listener.
-//! (That the sink's script frees the place in the room's store at once is checked in the root package's
-//! `tests/redis_instances.rs` and in `waitroom-layer/tests/redis_room.rs`, as this crate does not depend on the room.)
+//! (That the sink's script frees the place in the room's store at once is checked in waitroom-layer's
+//! `tests/redis_instances.rs` and `tests/redis_room.rs`, as this crate does not depend on the room.)
 #![cfg(feature = "redis")]
-
-#[path = "../../waitroom-layer/tests/support/redis_server.rs"]
-mod redis_server;
 
 use std::time::{Duration, Instant};
 
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use redis_server::RedisServer;
+use waitroom_testkit::redis::RedisServer;
 use waitroom_verify::redis::{
     RedisFinishError, RedisFinishListener, RedisFinishSink, finished_stream_key,
 };

@@ -7,16 +7,13 @@
 //!   room that fails closed (the default) and one that fails open (`StoreOutage::FailOpen`), then starts again.
 #![cfg(feature = "redis")]
 
-#[path = "../waitroom-layer/tests/support/redis_server.rs"]
-mod redis_server;
-
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::get;
-use redis_server::RedisServer;
 use serde_json::{Value, json};
-use waitroom::layer::{RedisStore, StoreOutage, WaitingRoom, WaitingRoomLayer};
+use waitroom_layer::{RedisStore, StoreOutage, WaitingRoom, WaitingRoomLayer};
+use waitroom_testkit::redis::RedisServer;
 
 const ADMIN: &str = "ops-redis-admin-secret-0123";
 

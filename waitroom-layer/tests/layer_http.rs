@@ -11,13 +11,11 @@ use axum::extract::Extension;
 use axum::routing::{get, post};
 use http::StatusCode;
 use serde_json::Value;
-use waitroom::layer::{
+use waitroom_layer::{
     Fairness, Inventory, ManualClock, PageTemplate, STATE_HEADER, WaitingRoom, WaitingRoomLayer,
 };
-use waitroom::verify::{Admission, Clock, FINISH_HEADER, KeySet, Verifier, VerifyLayer};
-
-mod common;
-use common::{browser, serve};
+use waitroom_testkit::http::{browser, serve};
+use waitroom_verify::{Admission, Clock, FINISH_HEADER, KeySet, Verifier, VerifyLayer};
 
 const IDLE: Duration = Duration::from_secs(60);
 
@@ -425,7 +423,7 @@ async fn only_a_valid_token_for_its_own_session_passes() {
     s.room.tick_now().await.unwrap();
     assert!(matches!(
         s.room.verifier().verify(&a_token),
-        Err(waitroom::verify::Refusal::Expired)
+        Err(waitroom_verify::Refusal::Expired)
     ));
     assert!(
         !with(format!(

@@ -1,5 +1,4 @@
 //! What the HTTP tests share: a browser-like client and a server on an ephemeral loopback port.
-#![allow(dead_code)] // each test file uses its own part of this
 
 use axum::Router;
 use reqwest::redirect::Policy;

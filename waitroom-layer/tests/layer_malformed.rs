@@ -9,7 +9,7 @@ use axum::Router;
 use axum::routing::get;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use waitroom::layer::{ManualClock, WaitingRoom, WaitingRoomLayer};
+use waitroom_layer::{ManualClock, WaitingRoom, WaitingRoomLayer};
 
 /// A row of the table: name, method, request target, header lines.
 type Case<'a> = (&'a str, &'a str, Vec<u8>, Vec<Vec<u8>>);

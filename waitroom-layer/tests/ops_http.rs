@@ -11,13 +11,11 @@ use std::time::{Duration, SystemTime};
 use axum::Router;
 use axum::routing::get;
 use serde_json::{Value, json};
-use waitroom::layer::{
+use waitroom_layer::{
     FINISH_HEADER, Inventory, METRICS_CONTENT_TYPE, ManualClock, STATE_HEADER, WaitingRoom,
     WaitingRoomLayer,
 };
-
-mod common;
-use common::{browser, serve};
+use waitroom_testkit::http::{browser, serve};
 
 const ADMIN: &str = "test-admin-secret-0123456789";
 
@@ -37,8 +35,8 @@ impl Site {
 async fn site(
     capacity: u64,
     configure: impl FnOnce(
-        waitroom::layer::WaitingRoomLayerBuilder,
-    ) -> waitroom::layer::WaitingRoomLayerBuilder,
+        waitroom_layer::WaitingRoomLayerBuilder,
+    ) -> waitroom_layer::WaitingRoomLayerBuilder,
 ) -> Site {
     site_with(capacity, None, ManualClock::starting_now(), configure).await
 }
@@ -49,8 +47,8 @@ async fn site_with(
     opens_at: Option<SystemTime>,
     clock: ManualClock,
     configure: impl FnOnce(
-        waitroom::layer::WaitingRoomLayerBuilder,
-    ) -> waitroom::layer::WaitingRoomLayerBuilder,
+        waitroom_layer::WaitingRoomLayerBuilder,
+    ) -> waitroom_layer::WaitingRoomLayerBuilder,
 ) -> Site {
     let mut builder = WaitingRoom::builder("tour-2026")
         .capacity(capacity)
@@ -309,7 +307,7 @@ async fn a_metrics_token_guards_the_metrics() {
     );
     // A short secret is a configuration error, not a weak guard.
     let room = s.room.clone();
-    let err = waitroom::layer::WaitingRoomLayer::builder(room)
+    let err = waitroom_layer::WaitingRoomLayer::builder(room)
         .metrics_token("short")
         .build()
         .unwrap_err();

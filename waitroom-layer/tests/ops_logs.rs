@@ -18,8 +18,8 @@ use reqwest::redirect::Policy;
 use serde_json::Value;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
-use waitroom::layer::{FINISH_HEADER, ManualClock, WaitingRoom, WaitingRoomLayer, fingerprint};
-use waitroom::verify::VerifyLayer;
+use waitroom_layer::{FINISH_HEADER, ManualClock, WaitingRoom, WaitingRoomLayer, fingerprint};
+use waitroom_verify::VerifyLayer;
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);

@@ -12,9 +12,6 @@
 //! - `redis_down_mid_run_holds_the_line_and_it_resumes_in_order`: redis-server stops and starts again.
 #![cfg(feature = "redis")]
 
-#[path = "../waitroom-layer/tests/support/redis_server.rs"]
-mod redis_server;
-
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,16 +20,16 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::extract::Extension;
 use axum::routing::{get, post};
-use redis_server::RedisServer;
 use reqwest::redirect::Policy;
 use serde_json::Value;
 use tokio::sync::Semaphore;
-use waitroom::layer::store::Store;
-use waitroom::layer::{
+use waitroom_layer::store::Store;
+use waitroom_layer::{
     ManualClock, RedisStore, STATE_HEADER, SessionState, SigningKey, WaitingRoom, WaitingRoomLayer,
 };
-use waitroom::verify::redis::RedisFinishSink;
-use waitroom::verify::{Admission, Clock, Finish, Refusal, SystemClock, Verifier, VerifyLayer};
+use waitroom_testkit::redis::RedisServer;
+use waitroom_verify::redis::RedisFinishSink;
+use waitroom_verify::{Admission, Clock, Finish, Refusal, SystemClock, Verifier, VerifyLayer};
 
 const SECRET: [u8; 32] = *b"a-cookie-secret-shared-by-all-3!";
 

@@ -1,0 +1,80 @@
+//! One `redis-server` process: started with the given arguments, stopped gracefully.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::INSTALL_HINT;
+
+/// Runs `redis-server` on `port` (bound to 127.0.0.1, append-only persistence on, no RDB snapshots) with its files
+/// in `dir`; `extra` arguments come last (a cluster node's `--cluster-enabled yes`, for instance).
+///
+/// # Panics
+/// When `redis-server` is not on the `PATH` (with [`INSTALL_HINT`]) or cannot be started.
+pub(crate) fn spawn(port: u16, dir: &Path, extra: &[&str]) -> Child {
+    spawn_program("redis-server", port, dir, extra)
+}
+
+fn spawn_program(program: &str, port: u16, dir: &Path, extra: &[&str]) -> Child {
+    let child = Command::new(program)
+        .args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1"])
+        .args(["--save", ""])
+        .args(["--appendonly", "yes"])
+        .arg("--dir")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL_HINT}"),
+        Err(e) => panic!("could not start redis-server: {e}"),
+    }
+}
+
+/// Stops the process gracefully (SIGTERM: the append-only file is flushed) and waits up to 10 s for it to exit,
+/// then kills it.
+pub(crate) fn terminate(mut child: Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills the process at once and reaps it (for drops, where nothing needs to be flushed).
+pub(crate) fn kill(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{INSTALL_HINT, kill, spawn_program};
+
+    #[test]
+    fn a_missing_redis_server_fails_with_the_install_hint() {
+        let missing = "waitroom-testkit-no-such-redis-server";
+        let outcome = std::panic::catch_unwind(|| {
+            kill(spawn_program(missing, 1, &std::env::temp_dir(), &[]));
+        });
+        let message = outcome.expect_err("spawning a missing program panics");
+        let message = message
+            .downcast_ref::<String>()
+            .expect("a formatted panic message");
+        assert_eq!(message, INSTALL_HINT);
+        assert!(message.contains("apt-get install redis-server"));
+    }
+}
