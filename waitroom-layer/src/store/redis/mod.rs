@@ -210,7 +210,10 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 ///
 /// The connection is a [`ConnectionManager`]: multiplexed and reconnecting. Every call is bounded by the store's
 /// timeout (default 1 s), so a dead Redis answers [`StoreError::Unavailable`] quickly instead of hanging a request;
-/// the room keeps answering from its last snapshot meanwhile and carries on when Redis is back.
+/// the room keeps answering from its last snapshot meanwhile and carries on when Redis is back. The Redis error
+/// (a refused connection, a timed-out I/O error) is its [`source`](std::error::Error::source). A mistake in the
+/// setup (a brace in the key prefix or an event id, a draw size out of range, a zero timeout, a malformed URL) is a
+/// [`StoreError::Config`] instead: no outage, and no retry helps.
 ///
 /// # Example
 ///
@@ -380,7 +383,8 @@ impl RedisStore {
     /// Redis are untouched and Redis is never blocked for long.
     ///
     /// # Errors
-    /// [`StoreError::Unavailable`] when Redis cannot be reached (some keys may be gone already; call again).
+    /// [`StoreError::Unavailable`] when Redis cannot be reached (some keys may be gone already; call again);
+    /// [`StoreError::Config`] when the event id contains a brace.
     pub async fn purge(&self, event: &str) -> Result<u64, StoreError> {
         self.keys(event)?;
         let mut pattern = String::new();
