@@ -307,7 +307,7 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     let room = b
         .build()
         .await
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        .map_err(|e| StoreError::unavailable(e.to_string()))?;
     room.set_inventory(Inventory {
         total: seats,
         sold: 0,
@@ -318,8 +318,8 @@ pub async fn run_on(p: &Params, store: Arc<dyn Store>, event: &str) -> Result<Re
     // The crowd.
     let order_total: f64 = p.order_sizes.iter().map(|s| s.max(0.0)).sum();
     if !(order_total > 0.0 && order_total.is_finite()) {
-        return Err(StoreError::Unavailable(
-            "the order sizes' shares must add up to more than zero".into(),
+        return Err(StoreError::unavailable(
+            "the order sizes' shares must add up to more than zero",
         ));
     }
     let order_cumulative: [f64; 3] =

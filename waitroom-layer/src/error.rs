@@ -1,5 +1,9 @@
 //! Errors: a room that cannot be built, a store that cannot answer.
 
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
+
 use thiserror::Error;
 
 /// Why a room (or one of its parts) could not be built. The message says what to change.
@@ -29,12 +33,101 @@ impl ConfigError {
 
 /// A store operation failed. The room answers from its last snapshot and retries; it never turns this into a 5xx
 /// storm.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+///
+/// The cause, when there is one (a Redis error, a timeout), is kept: [`Error::source`] returns it, and the message
+/// repeats it after the context, so a log line with the error alone still says what happened. Neither carries
+/// secrets: a Redis URL (with its password) never appears in either.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum StoreError {
-    /// The store is unreachable or answered with an error.
-    #[error("store unavailable: {0}")]
-    Unavailable(String),
+    /// The store is unreachable, did not answer within its timeout, or answered with an error. The room treats
+    /// this as an outage (see `StoreOutage`).
+    Unavailable {
+        /// What the store was doing, or what it said.
+        context: String,
+        /// The error underneath (for `RedisStore`, the `redis::RedisError`), if any.
+        source: Option<Arc<dyn Error + Send + Sync>>,
+    },
     /// The store answered with something the room cannot read.
-    #[error("store data corrupt: {0}")]
     Corrupt(String),
+    /// The store was set up or asked wrongly: a brace in a key prefix or an event id, a draw size out of range, a
+    /// zero timeout, a malformed URL. Retrying does not help; the configuration must change. Not an outage.
+    Config {
+        /// What is wrong and what would be right.
+        reason: String,
+        /// The error underneath (a URL that does not parse, say), if any.
+        source: Option<Arc<dyn Error + Send + Sync>>,
+    },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (what, text, source) = match self {
+            Self::Unavailable { context, source } => ("store unavailable", context, source),
+            Self::Corrupt(what) => return write!(f, "store data corrupt: {what}"),
+            Self::Config { reason, source } => ("store misconfigured", reason, source),
+        };
+        write!(f, "{what}: {text}")?;
+        match source {
+            Some(e) => write!(f, ": {e}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Error for StoreError {
+    // The error itself, not the `Arc` holding it, so callers can downcast it.
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            Self::Unavailable { source, .. } | Self::Config { source, .. } => {
+                source.as_deref().map(|e| e as &(dyn Error + 'static))
+            }
+            Self::Corrupt(_) => None,
+        }
+    }
+}
+
+impl StoreError {
+    /// [`StoreError::Unavailable`] without an underlying error.
+    pub fn unavailable(context: impl Into<String>) -> Self {
+        Self::Unavailable {
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    /// [`StoreError::Unavailable`] caused by `source`.
+    pub fn unavailable_because(
+        context: impl Into<String>,
+        source: impl Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Unavailable {
+            context: context.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// [`StoreError::Config`] without an underlying error.
+    pub fn config(reason: impl Into<String>) -> Self {
+        Self::Config {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// [`StoreError::Config`] caused by `source`.
+    pub fn config_because(
+        reason: impl Into<String>,
+        source: impl Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Config {
+            reason: reason.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// Whether this is an outage ([`StoreError::Unavailable`]): worth retrying, and what a fail-open room opens on.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Unavailable { .. })
+    }
 }

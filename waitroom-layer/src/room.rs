@@ -490,9 +490,10 @@ impl WaitingRoom {
             Err(e) => {
                 self.inner.metrics.store_errors.inc();
                 self.inner.store_ok.store(false, Ordering::Relaxed);
-                self.inner
-                    .store_unreachable
-                    .store(matches!(e, StoreError::Unavailable(_)), Ordering::Relaxed);
+                self.inner.store_unreachable.store(
+                    matches!(e, StoreError::Unavailable { .. }),
+                    Ordering::Relaxed,
+                );
                 let now = self.now_ms();
                 let last = self.inner.last_error_log_ms.load(Ordering::Relaxed);
                 // Once per interval (the first error at once; a clock that went back counts as a new interval).

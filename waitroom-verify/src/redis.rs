@@ -254,21 +254,39 @@ impl Conn {
         &self,
         client: ::redis::Client,
     ) -> Result<ConnectionManager, RedisFinishError> {
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.timeout))
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_millis(500));
-        let limit = self.connect_timeout * 2;
-        tokio::time::timeout(limit, ConnectionManager::new_with_config(client, config))
+        connect_with_timeout(client, self.connect_timeout, self.timeout)
             .await
-            .map_err(|_| {
-                RedisFinishError::Unavailable(format!(
-                    "Redis did not accept a connection within {limit:?}"
-                ))
-            })?
             .map_err(unavailable)
+    }
+}
+
+/// Opens a multiplexed, reconnecting connection: the one way this crate's sink and listener and the room's
+/// `RedisStore` connect to Redis. Each attempt to (re)connect is bounded by `connect_timeout`, each answer by
+/// `response_timeout`; a dropped connection is retried once (50 to 500 ms apart) before a call fails; the first
+/// connect as a whole is bounded by twice `connect_timeout`.
+///
+/// # Errors
+/// Redis's error when it cannot be reached, or an I/O error of kind [`TimedOut`](std::io::ErrorKind::TimedOut)
+/// ("Redis did not accept a connection within …") when the first connect outlasts its bound.
+#[doc(hidden)]
+pub async fn connect_with_timeout(
+    client: ::redis::Client,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+) -> Result<ConnectionManager, RedisError> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(connect_timeout))
+        .set_response_timeout(Some(response_timeout))
+        .set_number_of_retries(1)
+        .set_min_delay(Duration::from_millis(50))
+        .set_max_delay(Duration::from_millis(500));
+    let limit = connect_timeout * 2;
+    match tokio::time::timeout(limit, ConnectionManager::new_with_config(client, config)).await {
+        Ok(r) => r,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("Redis did not accept a connection within {limit:?}"),
+        ))),
     }
 }
 

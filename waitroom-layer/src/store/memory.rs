@@ -36,7 +36,7 @@ impl MemoryStore {
         let mut events = self.lock();
         match events.get_mut(event) {
             Some(ev) => Ok(f(ev)),
-            None => Err(StoreError::Unavailable(format!(
+            None => Err(StoreError::unavailable(format!(
                 "on-sale `{event}` was not initialised"
             ))),
         }

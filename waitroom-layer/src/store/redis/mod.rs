@@ -1,0 +1,512 @@
+//! The shared store: one line for many room instances, in Redis (or Valkey). See [`RedisStore`], whose docs are
+//! the guide (key layout, the draw, liveness, finishing across processes, failures).
+//!
+//! - this file: the client: [`RedisStore`] and its builder, the connection (opened by
+//!   `waitroom_verify::redis::connect_with_timeout`, shared with the verifier's finish sink), sending a command or a
+//!   script bounded by the timeout, key names, [`RedisStore::purge`];
+//! - `scripts.rs` and `scripts/*.lua`: the Lua, one file per operation, and how a script is assembled;
+//! - `reply.rs`: reading Redis's replies (anything unexpected is [`StoreError::Corrupt`]);
+//! - `store_impl.rs`: [`Store`] for [`RedisStore`], each operation one script call.
+
+mod reply;
+mod scripts;
+mod store_impl;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ::redis::aio::ConnectionManager;
+use ::redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+
+use self::reply::{array, corrupt, int, strings, text};
+use self::scripts::{Lua, Scripts};
+#[cfg(doc)]
+use super::{SessionState, Store, TURN_AWAY_PER_TICK};
+use crate::error::StoreError;
+use waitroom_verify::redis::{FINISH_KEY_PARTS, connect_with_timeout};
+
+/// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
+/// batch is split so no single command holds Redis for long.
+pub const TOUCH_CHUNK: usize = 5_000;
+
+/// About how many finishes the `finished` stream keeps (`XADD … MAXLEN ~`): minutes of finishes at the seed's pace,
+/// far more than a reader a second behind needs.
+const FINISHED_CAP: u64 = 100_000;
+
+/// Most finishes one [`Store::finished_since`] call returns.
+const FINISHED_BATCH: u64 = 10_000;
+
+/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=11]`).
+/// The parts a finish touches are the verifier's ([`FINISH_KEY_PARTS`]: meta, sessions, active, finished), so the
+/// room and the verifier's finish sink name the same keys.
+const KEY_PARTS: [&str; 11] = [
+    FINISH_KEY_PARTS[0],
+    FINISH_KEY_PARTS[1],
+    "line",
+    "draw",
+    FINISH_KEY_PARTS[2],
+    "accounts",
+    "admits",
+    "drawidx",
+    FINISH_KEY_PARTS[3],
+    "seen",
+    "pseen",
+];
+
+/// Length of one liveness slot: a numbered waiting session's poll sets its bit in `wr:{ev}:seen:<now / slot>`;
+/// the head reads the slots covering the abandon grace (so the grace is rounded up by at most one slot).
+pub const SEEN_SLOT_MS: u64 = 10_000;
+
+/// The shared store: every on-sale's line in Redis (or Valkey), shared by every room instance pointing at it.
+/// Cheap to clone; clones share the connection and the command counter.
+///
+/// [`RedisStore`] implements [`Store`] with the same semantics as [`MemoryStore`](super::MemoryStore) (the store
+/// contract test in `tests/store_contract.rs` runs against both). Every operation is **one Lua script call**
+/// (`EVALSHA`; the scripts are loaded once at connect and again by the store itself if Redis answers `NOSCRIPT`,
+/// after a restart for instance). Scripts take `now` from the room's clock as an argument and never read Redis
+/// `TIME`, so a manual clock drives a Redis-backed room exactly as it drives the embedded one.
+///
+/// # Key layout
+///
+/// All keys of one on-sale share the hash tag `{event}`, so Redis Cluster keeps an on-sale on one shard and each
+/// script touches one slot; several on-sales can share one Redis. With the default prefix `wr`:
+///
+/// | key                    | type   | holds                                                                    |
+/// |------------------------|--------|--------------------------------------------------------------------------|
+/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
+/// | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
+/// | `wr:{ev}:line`         | list   | ids of sessions with a number not yet served, head first (FIFO joins, and joins after the draw) |
+/// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
+/// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
+/// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
+/// | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
+/// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
+/// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
+/// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
+/// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
+///
+/// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
+/// they live in the same cluster slot as the declared keys.
+///
+/// A session record is one short string: the state's one-byte code ([`SessionState::code`]), a number, and, while
+/// the session waits, the time it joined in ms; for example `w41207:1767261600000`. The number is the line
+/// number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
+/// sessions keep their deadline as their score in `active`, so their record is just `a41207:0`. Records of ended
+/// sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
+/// is over ([`RedisStore::purge`]).
+///
+/// # The line and the draw
+///
+/// The line is numbered densely from 1. `meta.served` counts numbers that have left the head; a waiting session's
+/// position is its number minus `served`. With FIFO, a join appends the session to `line` and writes its number into
+/// its record.
+///
+/// With a random draw, a join before opening puts the session in one of `2^dbits` small sorted sets: the top `dbits`
+/// bits of the secret draw key (which the room draws and passes in) pick the set, the rest of its top 53 bits are
+/// its score there (a double holds 53 bits exactly). Walking the sets in order and each set by score is the order of
+/// the draw keys' top 53 bits, ties broken by session id: the order [`MemoryStore`](super::MemoryStore) sorts by
+/// unless two keys share their top 53 bits (odds about 2 in 100,000 for 600,000 people; a test checks the two
+/// stores number a pre-queue identically). Small sets are
+/// the point: Redis keeps a sorted set of up to 128 members as a listpack, about 40 bytes a member, where one big
+/// sorted set would cost about 120 (a skiplist node and a dict entry each).
+///
+/// **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script counts
+/// each set, writes the running totals to `drawidx` (16,385 integers by default; about 15 ms in all) and moves
+/// `last` on by the pre-queue's size. Numbers `dbase + 1 ..= dbase + dcount` are then *implicit*: a drawn session in
+/// bucket `b` has number `dbase + start(b) + (size(b) - ZCARD draw:b) + ZRANK draw:b session + 1`, and keeps it as
+/// the head moves, because the head takes sessions with `ZPOPMIN` from the bucket it has reached (found by binary
+/// search in `drawidx`). Joins after opening queue in `line` behind the drawn segment. So 600,000 people in the
+/// pre-queue cost no long script at opening. A drawn session's record says `p<bucket>` until it reaches the head;
+/// readers translate it.
+///
+/// # Liveness
+///
+/// A waiting session is skipped at the head when it has not polled for the abandon grace. Its polls reach Redis
+/// in each instance's batch once a second, and they are the one thing that grows with the crowd (300,000 a second
+/// at ten times the seed's crowd), so a mark costs no script and no record rewrite: a session with a line number
+/// sets its bit in the current 10-second slot's bitmap (`BITFIELD … SET u1 <n> 1`, thousands per command), a
+/// pre-queued one writes its time into `pseen` (`HSET`, thousands of fields per command). When the head reaches
+/// number `n` with a join time older than the grace, the tick reads bit `n` of the slots covering the grace (at
+/// most one slot more, in the session's favour) and the session's `pseen` entry. Rooms mark pre-queue polls only
+/// in the last stretch before the scheduled opening (the draw reads liveness as of the opening; earlier marks
+/// would be overwritten), so `pseen` holds one entry per live pre-queued session for about a minute and then
+/// expires. A draw that runs before the scheduled opening ("open now") counts every drawn session as seen at the
+/// draw (`meta.dfloor`), since nobody was being marked yet. Measured (BENCHMARKS.md): about 0.13 µs of Redis time
+/// per mark either way, where rewriting the record in a script took 4.4 µs.
+///
+/// # Closing and selling out
+///
+/// While the on-sale is closed or sold out (`meta.closed`, or `meta.inv` with every seat sold) the `JOIN` script
+/// answers a session without a place `t` (turned away) and writes nothing, and the `TICK` script, instead of
+/// admitting, turns away up to [`TURN_AWAY_PER_TICK`] sessions: from the head (the same pops as admission, the
+/// drawn segment included; `served` moves over them) and then, before a draw, from the pre-queue's buckets in
+/// bucket order (`ZPOPMIN` with a count; at most `2^dbits` empty buckets are passed per tick). Their records become
+/// `t<number>:0` (`t0:0` from the pre-queue) and `meta.turned` counts them; before the draw the pre-queue holds
+/// `joined - turned` sessions. Should seats come back, those turned away stay turned away.
+///
+/// # Memory
+///
+/// Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
+/// command): `used_memory` grows by about **132 bytes per waiting FIFO session** (its `sessions` field plus its
+/// `line` entry) and by about **158 bytes per pre-queued session** with 600,000 in the pre-queue (164 with 100,000;
+/// default 2^14 buckets). Admitted sessions add an `active` entry (about 100 bytes) for the few thousand inside.
+///
+/// # Finishing across processes
+///
+/// `wr:{ev}:finished` is the contract between the room and verifiers (which do not depend on this crate). Each
+/// entry has the fields `s` (session id), `n` (seats bought) and `t` (when, ms); its id is Redis's (`*`), used only
+/// as a cursor.
+///
+/// - [`Store::finish`] (the room's own finish, for instance from the `Waitroom-Command` response header) marks the
+///   session finished and appends an entry, in one script.
+/// - A verifier's Redis finish sink (`waitroom_verify::redis::RedisFinishSink`, feature `redis` of the verify
+///   crate) does the same in its own script, built from the same Lua (`waitroom_verify::redis::FINISH_LUA`, which
+///   these scripts include, and the key names of `FINISH_KEY_PARTS`): the session leaves the active count and its
+///   seats count at once. Both mark their entries `a 1` (applied).
+/// - A writer without that crate may append a bare entry:
+///   `XADD wr:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms>`. The next admission tick of any
+///   instance (every 250 ms by default) applies the entries without `a` it has not applied yet (`meta.fcur` is the
+///   shared cursor, so each applies once): the session leaves the active count, its seats count, and the same tick
+///   may let the next person in.
+/// - Every room instance reads the stream after its own cursor each tick ([`Store::finished_since`]) and remembers
+///   the sessions ([`WaitingRoom::finished_recently`](crate::WaitingRoom::finished_recently)); verifier replicas
+///   read it the same way (`XRANGE key (<last id> + COUNT n`, `waitroom_verify::redis::RedisFinishListener`) to
+///   deny those tokens. An instance that starts (or restarts) reads back over its tokens' longest life first
+///   (`XRANGE key <now - deny TTL>-0 + COUNT n`, `now` by Redis's clock), before its first request, so it refuses
+///   the sessions finished before it started too.
+///
+/// # Several instances: one key set, one cookie secret
+///
+/// The store shares the line, not the secrets: every instance of an on-sale must be built with the same signing
+/// key and the same cookie secret, or a token or cookie from one instance is refused by the next.
+///
+/// - **Token key.** Generate it once (`SigningKey::generate_ed25519("room-2026-01")?.to_pem()`), store the PEM as a
+///   secret file (Kubernetes secret, Vault, a file readable only by the service user) and give the same file to
+///   every instance: `RoomBuilder::signing_key(SigningKey::from_ed25519_pem("room-2026-01", &pem)?)`. The `kid`
+///   is part of the configuration, the same on every instance. The order service needs only the public half: the
+///   room publishes it at `{base}/jwks.json` (every instance serves the same document), or give it the public PEM.
+/// - **Rotation**, with no token refused: (1) add the new public key everywhere while still signing with the old
+///   one (`RoomBuilder::publish_key(new.verifying_key())` on every instance; reload the order service's key set,
+///   `Verifier::replace_keys`); (2) once every instance and verifier knows it, sign with the new key and publish the
+///   old one (`signing_key(new)`, `publish_key(old.verifying_key())`); (3) when the longest-lived token signed with
+///   the old key has expired (the idle timeout, plus the verifiers' leeway), drop it. A rolling restart per step is
+///   enough; each step is safe while instances run mixed configurations.
+/// - **Cookie secret.** At least 32 random bytes, distributed like the key file
+///   (`RoomBuilder::cookie_secret`). A session cookie signed under one secret is no cookie under another, so
+///   changing it sends everyone in line to the back: rotate it between on-sales, never during one.
+///
+/// # Cost per request
+///
+/// Polls of waiting sessions never reach this store: the room answers them from its snapshot. What reaches it per
+/// room instance is, per tick interval, one `tick`, one `finished_since` and one `snapshot`, and once a second one
+/// `touch` batch (one pipeline: a `BITFIELD` or `HSET` per [`TOUCH_CHUNK`] liveness marks plus their expiry, and a
+/// script call per chunk of active sessions), plus one call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
+///
+/// # Failures
+///
+/// The connection is a [`ConnectionManager`]: multiplexed and reconnecting. Every call is bounded by the store's
+/// timeout (default 1 s), so a dead Redis answers [`StoreError::Unavailable`] quickly instead of hanging a request;
+/// the room keeps answering from its last snapshot meanwhile and carries on when Redis is back. The Redis error
+/// (a refused connection, a timed-out I/O error) is its [`source`](std::error::Error::source). A mistake in the
+/// setup (a brace in the key prefix or an event id, a draw size out of range, a zero timeout, a malformed URL) is a
+/// [`StoreError::Config`] instead: no outage, and no retry helps.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use waitroom_layer::{RedisStore, WaitingRoom};
+///
+/// let store = RedisStore::builder("redis://127.0.0.1:6379/")
+///     .key_prefix("wr")
+///     .timeout(Duration::from_secs(1))
+///     .connect()
+///     .await?;
+/// let room = WaitingRoom::builder("tour-2026-stadium").store(store).build().await?;
+/// # let _ = room; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    scripts: Arc<Scripts>,
+    prefix: Arc<str>,
+    timeout: Duration,
+    draw_bits: u8,
+    commands: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for RedisStore {
+    // The connection is left out: its URL may carry a password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("key_prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("commands_sent", &self.commands_sent())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`RedisStore`]. Start from [`RedisStore::builder`].
+#[must_use = "a builder does nothing until `connect` is called"]
+#[derive(Clone)]
+pub struct RedisStoreBuilder {
+    url: String,
+    key_prefix: String,
+    timeout: Duration,
+    connect_timeout: Duration,
+    draw_bits: u8,
+}
+
+impl fmt::Debug for RedisStoreBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStoreBuilder")
+            .field("url", &"<redacted>")
+            .field("key_prefix", &self.key_prefix)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("draw_buckets_log2", &self.draw_bits)
+            .finish()
+    }
+}
+
+impl RedisStoreBuilder {
+    /// The prefix of every key (default `wr`): keys are `<prefix>:{<event>}:<part>`. Must not contain `{` or `}`.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = prefix.into();
+        self
+    }
+
+    /// How long one store call may take before it fails with [`StoreError::Unavailable`] (default 1 s). Keep it
+    /// short: a dead Redis must not hang a request.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = d;
+        self
+    }
+
+    /// How long one attempt to (re)connect may take (default 1 s).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+
+    /// The pre-queue of a random draw is split into `2^bits` small sorted sets by the top bits of each session's
+    /// draw key (default 14: 16,384 sets). Each set stays compact (Redis's listpack encoding) while it holds at most
+    /// 128 sessions, so the default suits pre-queues up to about 1.5 million sessions; a bigger pre-queue still
+    /// works, at about 70 more bytes per session. Between 1 and 16. It is written with an on-sale's settings when
+    /// the on-sale is first initialised; instances that join later use the stored value.
+    pub fn draw_buckets_log2(mut self, bits: u8) -> Self {
+        self.draw_bits = bits;
+        self
+    }
+
+    /// Connects, and loads the scripts.
+    ///
+    /// # Errors
+    /// [`StoreError::Config`] when the URL is malformed, the prefix contains a brace, the draw size is out of range
+    /// or a timeout is zero; [`StoreError::Unavailable`] (with Redis's error as its source) when Redis cannot be
+    /// reached within the timeouts.
+    pub async fn connect(self) -> Result<RedisStore, StoreError> {
+        if self.key_prefix.contains(['{', '}']) {
+            return Err(StoreError::config(format!(
+                "the key prefix `{}` must not contain `{{` or `}}` (the event id is the hash tag)",
+                self.key_prefix
+            )));
+        }
+        if !(1..=16).contains(&self.draw_bits) {
+            return Err(StoreError::config(format!(
+                "draw_buckets_log2 must be between 1 and 16, not {}",
+                self.draw_bits
+            )));
+        }
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(StoreError::config(
+                "the store's timeouts must be longer than zero",
+            ));
+        }
+        // The URL's text stays out of the error: it may carry a password.
+        let client = ::redis::Client::open(self.url.as_str())
+            .map_err(|e| StoreError::config_because("invalid Redis URL", e))?;
+        let conn = connect_with_timeout(client, self.connect_timeout, self.timeout)
+            .await
+            .map_err(|e| StoreError::unavailable_because("connecting to Redis", e))?;
+        let store = RedisStore {
+            conn,
+            scripts: Arc::new(Scripts::new()),
+            prefix: self.key_prefix.into(),
+            timeout: self.timeout,
+            draw_bits: self.draw_bits,
+            commands: Arc::new(AtomicU64::new(0)),
+        };
+        for script in store.scripts.all() {
+            store.load(script).await?;
+        }
+        Ok(store)
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://[:password@]host:port/[db]`) with the defaults: prefix `wr`, 1 s timeouts.
+    ///
+    /// # Errors
+    /// See [`RedisStoreBuilder::connect`].
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::builder(url).connect().await
+    }
+
+    /// Starts building a store for the Redis at `url`.
+    pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            url: url.into(),
+            key_prefix: "wr".into(),
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            draw_bits: 14,
+        }
+    }
+
+    /// Redis commands this store (and its clones) has sent so far: one per script call, plus script loads.
+    pub fn commands_sent(&self) -> u64 {
+        self.commands.load(Ordering::Relaxed)
+    }
+
+    /// Deletes every key of `event`: its settings, counters, line, pre-queue buckets, session records and
+    /// liveness marks. For after an on-sale, when no room serves it any more (a room still running over it would
+    /// answer "not initialised" until it is built again). Returns how many keys were deleted.
+    ///
+    /// Finds the keys with `SCAN … MATCH <prefix>:{<event>}:*` (glob characters in the prefix and the id escaped,
+    /// so `tour*` never matches `tour-2`) and removes them with `UNLINK` in batches: other on-sales on the same
+    /// Redis are untouched and Redis is never blocked for long.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when Redis cannot be reached (some keys may be gone already; call again);
+    /// [`StoreError::Config`] when the event id contains a brace.
+    pub async fn purge(&self, event: &str) -> Result<u64, StoreError> {
+        self.keys(event)?;
+        let mut pattern = String::new();
+        for c in format!("{}:{{{event}}}", self.prefix).chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\' | '^') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str(":*");
+        let mut cursor = "0".to_owned();
+        let mut deleted = 0;
+        loop {
+            let mut scan = ::redis::cmd("SCAN");
+            scan.arg(&cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1_000);
+            let mut reply = array(self.send(&scan).await.map_err(store_error)?)?.into_iter();
+            let (Some(next), Some(keys), None) = (reply.next(), reply.next(), reply.next()) else {
+                return Err(corrupt("SCAN answered something else than [cursor, keys]"));
+            };
+            cursor = text(&next)?;
+            let keys = strings(keys)?;
+            if !keys.is_empty() {
+                let mut unlink = ::redis::cmd("UNLINK");
+                unlink.arg(&keys);
+                deleted += int(&self.send(&unlink).await.map_err(store_error)?)?;
+            }
+            if cursor == "0" {
+                return Ok(deleted);
+            }
+        }
+    }
+
+    /// The key prefix.
+    pub fn key_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The name of one of `event`'s keys: `part` is one of `meta`, `sessions`, `line`, `draw`, `active`,
+    /// `accounts`, `admits` (see the module docs).
+    pub fn key(&self, event: &str, part: &str) -> String {
+        format!("{}:{{{event}}}:{part}", self.prefix)
+    }
+
+    fn keys(&self, event: &str) -> Result<[String; 11], StoreError> {
+        if event.contains(['{', '}']) {
+            return Err(StoreError::config(format!(
+                "the event id `{event}` must not contain `{{` or `}}`"
+            )));
+        }
+        Ok(KEY_PARTS.map(|part| self.key(event, part)))
+    }
+
+    /// Sends one command, counted, bounded by the timeout.
+    async fn send(&self, cmd: &::redis::Cmd) -> Result<Value, RedisError> {
+        self.commands.fetch_add(1, Ordering::Relaxed);
+        let mut conn = self.conn.clone();
+        self.bounded(cmd.query_async::<Value>(&mut conn)).await
+    }
+
+    /// Sends a pipeline (one round trip), each command counted, bounded by the timeout.
+    async fn send_pipe(&self, pipe: &::redis::Pipeline) -> Result<(), RedisError> {
+        self.commands
+            .fetch_add(pipe.cmd_iter().count() as u64, Ordering::Relaxed);
+        let mut conn = self.conn.clone();
+        self.bounded(pipe.query_async::<Value>(&mut conn))
+            .await
+            .map(|_| ())
+    }
+
+    /// `reply`, or a timed-out I/O error once the store's timeout has passed.
+    async fn bounded(
+        &self,
+        reply: impl Future<Output = Result<Value, RedisError>>,
+    ) -> Result<Value, RedisError> {
+        match tokio::time::timeout(self.timeout, reply).await {
+            Ok(r) => r,
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("Redis did not answer within {:?}", self.timeout),
+            ))),
+        }
+    }
+
+    async fn load(&self, lua: &Lua) -> Result<(), StoreError> {
+        let mut cmd = ::redis::cmd("SCRIPT");
+        cmd.arg("LOAD").arg(&lua.code);
+        self.send(&cmd).await.map(|_| ()).map_err(store_error)
+    }
+
+    /// An `EVALSHA` of `lua` over `event`'s keys, ready for its arguments.
+    fn evalsha(&self, lua: &Lua, event: &str) -> Result<::redis::Cmd, StoreError> {
+        let keys = self.keys(event)?;
+        let mut cmd = ::redis::cmd("EVALSHA");
+        cmd.arg(lua.script.get_hash()).arg(keys.len());
+        for k in &keys {
+            cmd.arg(k);
+        }
+        Ok(cmd)
+    }
+
+    /// Runs an `EVALSHA` of `lua`, loading the script first if Redis does not know it (after a restart, say).
+    async fn run(&self, lua: &Lua, cmd: &::redis::Cmd) -> Result<Value, StoreError> {
+        match self.send(cmd).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.load(lua).await?;
+                self.send(cmd).await.map_err(store_error)
+            }
+            r => r.map_err(store_error),
+        }
+    }
+}
+
+/// A Redis error as the store's: an outage, with Redis's error as its source. `WRNOEVENT` is the scripts' own
+/// answer for an on-sale never initialised, told in the words the embedded store uses.
+fn store_error(e: RedisError) -> StoreError {
+    if e.code() == Some("WRNOEVENT") {
+        StoreError::unavailable("the on-sale was not initialised")
+    } else {
+        StoreError::unavailable_because("redis", e)
+    }
+}

@@ -1,0 +1,110 @@
+//! The Lua scripts, one `.lua` file each under `scripts/` (read, lint and diff them as Lua).
+//!
+//! Every script Redis runs is assembled from four parts, in this order: [`KEYS`] (the key names as locals `KM`,
+//! `KS`, ... in the order of [`KEY_PARTS`](super::KEY_PARTS)), the finish shared with the verifier's finish sink
+//! ([`FINISH_LUA`]: `int`, `fmt`, `meta`, `rec`, `put`, `inv`, `finish`, `announce`), the [`PRELUDE`] (record
+//! packing, the lazy numbering of the drawn segment, the draw), and the operation's body. The assembled text is
+//! what `SCRIPT LOAD` receives and what its SHA1 names.
+
+use ::redis::Script;
+use waitroom_verify::redis::FINISH_LUA;
+
+/// The key names every script starts with (`KEYS` in the order of [`KEY_PARTS`](super::KEY_PARTS)).
+const KEYS: &str = include_str!("scripts/keys.lua");
+
+/// The code shared by every script, after the keys and the finish: record packing, the lazy numbering of the drawn
+/// segment, the draw.
+const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits.
+const INIT: &str = include_str!("scripts/init.lua");
+
+/// ARGV: session, account (`''` for none), now, draw key (16 hex digits).
+const JOIN: &str = include_str!("scripts/join.lua");
+
+/// ARGV: session.
+const LOOKUP: &str = include_str!("scripts/lookup.lua");
+
+/// ARGV: session, now, idle timeout.
+const CLAIM: &str = include_str!("scripts/claim.lua");
+
+/// ARGV: now, idle timeout, the active sessions. (Waiting sessions' liveness marks are not scripted: see `touch`
+/// in `store_impl.rs`.)
+const TOUCH: &str = include_str!("scripts/touch.lua");
+
+/// ARGV: now, arrival window, abandon after, max scan, seen slot length, most sessions turned away.
+const TICK: &str = include_str!("scripts/tick.lua");
+
+/// ARGV: session, seats, now, stream cap.
+const FINISH: &str = include_str!("scripts/finish.lua");
+
+/// ARGV: lookback (ms), most entries. The finishes of the last `lookback` ms on Redis's clock (which dated the
+/// entries' ids), oldest first, after the window's start as a cursor (for an empty window).
+const FINISHED_RECENT: &str = include_str!("scripts/finished_recent.lua");
+
+/// No ARGV.
+const SNAPSHOT: &str = include_str!("scripts/snapshot.lua");
+
+/// ARGV: op, value.
+const UPDATE: &str = include_str!("scripts/update.lua");
+
+/// One script: its code (for `SCRIPT LOAD`) and its SHA1 (for `EVALSHA`), computed locally.
+pub(super) struct Lua {
+    pub(super) code: String,
+    pub(super) script: Script,
+}
+
+impl Lua {
+    fn new(body: &str) -> Self {
+        // The same text, byte for byte, as when the parts were string constants opening with a blank line.
+        let code = format!("{KEYS}{FINISH_LUA}\n\n{PRELUDE}\n\n{body}");
+        let script = Script::new(&code);
+        Self { code, script }
+    }
+}
+
+/// The scripts, compiled once per store.
+pub(super) struct Scripts {
+    pub(super) init: Lua,
+    pub(super) join: Lua,
+    pub(super) lookup: Lua,
+    pub(super) claim: Lua,
+    pub(super) touch: Lua,
+    pub(super) tick: Lua,
+    pub(super) finish: Lua,
+    pub(super) finished_recent: Lua,
+    pub(super) snapshot: Lua,
+    pub(super) update: Lua,
+}
+
+impl Scripts {
+    pub(super) fn new() -> Self {
+        Self {
+            init: Lua::new(INIT),
+            join: Lua::new(JOIN),
+            lookup: Lua::new(LOOKUP),
+            claim: Lua::new(CLAIM),
+            touch: Lua::new(TOUCH),
+            tick: Lua::new(TICK),
+            finish: Lua::new(FINISH),
+            finished_recent: Lua::new(FINISHED_RECENT),
+            snapshot: Lua::new(SNAPSHOT),
+            update: Lua::new(UPDATE),
+        }
+    }
+
+    pub(super) fn all(&self) -> [&Lua; 10] {
+        [
+            &self.init,
+            &self.join,
+            &self.lookup,
+            &self.claim,
+            &self.touch,
+            &self.tick,
+            &self.finish,
+            &self.finished_recent,
+            &self.snapshot,
+            &self.update,
+        ]
+    }
+}

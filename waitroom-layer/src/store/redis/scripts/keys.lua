@@ -1,0 +1,1 @@
+local KM, KS, KL, KD, KA, KC, KR, KP, KF, KN, KQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]

@@ -1,0 +1,49 @@
+local NOEVENT = 'WRNOEVENT the on-sale was not initialised'
+-- A pre-queued session's record holds its draw bucket where others hold their number. After the draw its number
+-- is implicit: where its bucket starts in the drawn segment, plus how many of the bucket already left the head,
+-- plus its rank in what is left.
+local function bucket(b) return KD .. ':' .. fmt(b) end
+local function place(m, sid)
+  local st, n, t = rec(sid)
+  if not st then return nil end
+  if st == 'p' then
+    local b = n
+    n = 0
+    if m.drawn == '1' then
+      local key = bucket(b)
+      local r = redis.call('ZRANK', key, sid)
+      if r then
+        local lo, hi = struct.unpack('>I4>I4', redis.call('GETRANGE', KP, 4 * b, 4 * b + 7))
+        n = int(m.dbase) + lo + (hi - lo - redis.call('ZCARD', key)) + r + 1
+        st = 'w'
+      end
+    end
+  end
+  return {sid, st, n, t}
+end
+local function out(p) return {p[1], p[2], p[3]} end
+local function terminal(st) return st == 'f' or st == 'e' or st == 'x' or st == 't' end
+-- Closed or sold out: joins take no place, the tick turns away whoever is still in line.
+local function turning_away(m)
+  if m.closed == '1' then return true end
+  local total, sold = inv(m)
+  return total ~= nil and total > 0 and sold >= total
+end
+local function draw_due(m, now) return m.drawn ~= '1' and (m.opens == '' or now >= int(m.opens)) end
+-- The draw: freeze the buckets and write where each starts (2^dbits + 1 big-endian u32s). No session is touched.
+-- A draw before the opening first configured (the door opened early) counts every drawn session as seen now
+-- (`dfloor`): rooms mark pre-queue polls only shortly before the scheduled opening.
+local function draw(m, now)
+  local parts, c = {}, 0
+  for b = 0, 2 ^ int(m.dbits) - 1 do
+    parts[#parts + 1] = struct.pack('>I4', c)
+    c = c + redis.call('ZCARD', bucket(b))
+  end
+  parts[#parts + 1] = struct.pack('>I4', c)
+  redis.call('SET', KP, table.concat(parts))
+  local last = int(m.last)
+  m.drawn, m.dbase, m.dcount, m.last = '1', fmt(last), fmt(c), fmt(last + c)
+  m.dfloor = (m.sched == nil or m.sched == '' or now < int(m.sched)) and fmt(now) or ''
+  redis.call('HSET', KM, 'drawn', '1', 'dbase', m.dbase, 'dcount', m.dcount, 'last', m.last, 'dfloor', m.dfloor)
+end
+local function settings(m) return {m.cap, m.apm, m.paused, m.closed, m.opens, m.random, m.inv} end

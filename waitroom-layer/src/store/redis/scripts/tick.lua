@@ -1,0 +1,135 @@
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local now, arrival, abandon, maxscan, slot = int(ARGV[1]), int(ARGV[2]), int(ARGV[3]), int(ARGV[4]), int(ARGV[5])
+local turnmax = int(ARGV[6])
+-- Whether session sid, number n, polled within the grace: its bit in one of the `seen` slots covering
+-- [now - abandon, now] (rounded out to whole slots, in the session's favour), or its mark in `pseen` (pre-queue).
+local function seen(sid, n)
+  for s = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
+    if redis.call('GETBIT', KN .. ':' .. fmt(s), n) == 1 then return true end
+  end
+  return int(redis.call('HGET', KQ, sid)) + abandon >= now
+end
+local drew = 0
+if draw_due(m, now) then draw(m, now); drew = 1 end
+-- Finishes recorded by others as bare stream entries since the last tick: they leave the active count now.
+local fcur = m.fcur or '0-0'
+local fin = redis.call('XRANGE', KF, '(' .. fcur, '+', 'COUNT', 1000)
+if #fin > 0 then
+  for _, e in ipairs(fin) do
+    local f = {}
+    for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
+    -- `a 1`: the writer applied it already (the room's finish, the verifier's sink script).
+    if f.s and f.a ~= '1' then finish(m, f.s, int(f.n)) end
+  end
+  redis.call('HSET', KM, 'fcur', fin[#fin][1])
+end
+local expired = redis.call('ZRANGEBYSCORE', KA, '-inf', fmt(now))
+if #expired > 0 then
+  for _, sid in ipairs(expired) do
+    local st, n = rec(sid)
+    if st then put(sid, 'e', n, 0) end
+  end
+  redis.call('ZREMRANGEBYSCORE', KA, '-inf', fmt(now))
+  redis.call('HINCRBY', KM, 'expired', #expired)
+end
+local admitted, abandoned, turned = {}, {}, {}
+local served, last = int(m.served), int(m.last)
+local dlo = int(m.dbase)
+local dhi = dlo + int(m.dcount)
+local drawn = m.drawn == '1'
+local index, cur, cur_end = nil, -1, -1
+local function starts(b) return (struct.unpack('>I4', index, 4 * b + 1)) end
+-- Takes the session numbered n (the next at the head) off the line: in the drawn segment, the first of the bucket
+-- holding position n (found by binary search in `drawidx`); after it, the front of `line`.
+local function pop(n)
+  if drawn and n > dlo and n <= dhi then
+    local pos = n - dlo - 1
+    if pos >= cur_end then
+      index = index or redis.call('GET', KP)
+      local lo, hi = 0, 2 ^ int(m.dbits) - 1
+      while lo < hi do
+        local mid = math.floor((lo + hi + 1) / 2)
+        if starts(mid) <= pos then lo = mid else hi = mid - 1 end
+      end
+      cur, cur_end = lo, starts(lo + 1)
+    end
+    return redis.call('ZPOPMIN', bucket(cur))[1]
+  end
+  return redis.call('LPOP', KL)
+end
+if turning_away(m) then
+  -- Closed or sold out: turn away up to `turnmax` sessions, the head of the line first (each number counts as
+  -- served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
+  -- `joined - turned` sessions; empty buckets are passed over, at most 2^dbits of them per tick).
+  local budget = turnmax
+  while budget > 0 and served < last do
+    local n = served + 1
+    local sid = pop(n)
+    if not sid then break end
+    served = n
+    budget = budget - 1
+    if rec(sid) then
+      put(sid, 't', n, 0)
+      turned[#turned + 1] = sid
+    end
+  end
+  if not drawn then
+    local pq = int(m.joined) - int(m.turned)
+    local b, nb = 0, 2 ^ int(m.dbits)
+    while budget > 0 and pq > 0 and b < nb do
+      local z = redis.call('ZPOPMIN', bucket(b), math.min(budget, pq))
+      for i = 1, #z, 2 do
+        put(z[i], 't', 0, 0)
+        turned[#turned + 1] = z[i]
+        budget, pq = budget - 1, pq - 1
+      end
+      b = b + 1
+    end
+  end
+  if served ~= int(m.served) then redis.call('HSET', KM, 'served', fmt(served)) end
+  if #turned > 0 then redis.call('HINCRBY', KM, 'turned', #turned) end
+  return {drew, admitted, abandoned, expired, turned}
+end
+local open = m.paused ~= '1' and m.closed ~= '1' and (m.opens == '' or now >= int(m.opens))
+local total, sold, held = inv(m)
+if open and total and total <= sold + held then open = false end
+if not open then return {drew, admitted, abandoned, expired, turned} end
+local room = int(m.cap) - redis.call('ZCARD', KA)
+local now_s = math.floor(now / 1000)
+local recent = 0
+local r = redis.call('HGETALL', KR)
+for i = 1, #r, 2 do
+  if int(r[i]) + 60 <= now_s then redis.call('HDEL', KR, r[i]) else recent = recent + int(r[i + 1]) end
+end
+if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
+-- Never more people let in within a minute than there are seats to pick from.
+if total then room = math.min(room, total - sold - held - recent) end
+local scanned, nadm = 0, 0
+while nadm < room and scanned < maxscan and served < last do
+  local n = served + 1
+  local sid = pop(n)
+  if not sid then break end
+  scanned = scanned + 1
+  served = n
+  local st, _, t = rec(sid)
+  if st then
+    if drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
+    if t + abandon < now and not seen(sid, n) then
+      put(sid, 'x', n, 0)
+      abandoned[#abandoned + 1] = sid
+    else
+      put(sid, 'a', n, 0)
+      redis.call('ZADD', KA, fmt(now + arrival), sid)
+      nadm = nadm + 1
+      admitted[#admitted + 1] = sid
+    end
+  end
+end
+if scanned > 0 then
+  redis.call('HSET', KM, 'served', fmt(served))
+  redis.call('HINCRBY', KM, 'admitted', nadm)
+  redis.call('HINCRBY', KM, 'abandoned', #abandoned)
+end
+if nadm > 0 then redis.call('HINCRBY', KR, fmt(now_s), nadm) end
+return {drew, admitted, abandoned, expired, turned}

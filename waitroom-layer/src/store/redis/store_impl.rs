@@ -1,0 +1,258 @@
+//! [`Store`] for [`RedisStore`]: each operation one script call (the liveness marks one pipeline), its reply
+//! checked by [`super::reply`].
+
+use async_trait::async_trait;
+
+use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
+use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
+use crate::error::StoreError;
+use crate::store::{
+    Counters, Join, Placement, Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick,
+    TickReport, Touches,
+};
+
+/// The settings as the `INIT` script's first seven arguments.
+fn settings_args(s: &Settings) -> [String; 7] {
+    let opt = |o: Option<u64>| o.map(|v| v.to_string()).unwrap_or_default();
+    let b = |x: bool| if x { "1" } else { "0" }.to_owned();
+    [
+        s.capacity.to_string(),
+        opt(s.admit_per_minute),
+        b(s.paused),
+        b(s.closed),
+        opt(s.opens_at_ms),
+        b(s.random_draw),
+        s.inventory
+            .map(|i| format!("{}:{}:{}", i.total, i.sold, i.held))
+            .unwrap_or_default(),
+    ]
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn init(&self, event: &str, defaults: &Settings) -> Result<Settings, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.init, event)?;
+        for a in settings_args(defaults) {
+            cmd.arg(a);
+        }
+        cmd.arg(self.draw_bits);
+        settings(&array(self.run(&self.scripts.init, &cmd).await?)?)
+    }
+
+    async fn join(&self, event: &str, join: &Join) -> Result<Placement, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.join, event)?;
+        // Scores are doubles: the top 53 bits of the draw key keep it exact.
+        cmd.arg(&join.session)
+            .arg(join.account.as_deref().unwrap_or(""))
+            .arg(join.now_ms)
+            .arg(format!("{:016x}", join.draw_key));
+        placement(self.run(&self.scripts.join, &cmd).await?)?
+            .ok_or_else(|| corrupt("join answered nothing"))
+    }
+
+    async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.lookup, event)?;
+        cmd.arg(session);
+        placement(self.run(&self.scripts.lookup, &cmd).await?)
+    }
+
+    async fn claim(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        idle_timeout_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.claim, event)?;
+        cmd.arg(session).arg(now_ms).arg(idle_timeout_ms);
+        placement(self.run(&self.scripts.claim, &cmd).await?)
+    }
+
+    async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
+        // Liveness marks are not scripted: a numbered waiting session sets one bit in this slot's `seen` bitmap
+        // (`BITFIELD`, up to TOUCH_CHUNK bits per command), a pre-queued one writes its time into `pseen` (`HSET`,
+        // up to TOUCH_CHUNK fields per command); each key then gets its expiry. One round trip, no session record
+        // rewritten.
+        let keys = self.keys(event)?;
+        let keep_ms = touches.abandon_after_ms + 2 * SEEN_SLOT_MS;
+        let numbers: Vec<u64> = touches.waiting.iter().filter_map(|m| m.number).collect();
+        let unnumbered: Vec<&str> = touches
+            .waiting
+            .iter()
+            .filter(|m| m.number.is_none())
+            .map(|m| m.session.as_str())
+            .collect();
+        if !numbers.is_empty() || !unnumbered.is_empty() {
+            let mut pipe = ::redis::pipe();
+            if !numbers.is_empty() {
+                let key = format!("{}:{}", keys[9], touches.now_ms / SEEN_SLOT_MS);
+                for chunk in numbers.chunks(TOUCH_CHUNK) {
+                    let cmd = pipe.cmd("BITFIELD").arg(&key);
+                    for n in chunk {
+                        cmd.arg("SET").arg("u1").arg(*n).arg(1);
+                    }
+                    cmd.ignore();
+                }
+                pipe.cmd("PEXPIRE").arg(&key).arg(keep_ms).ignore();
+            }
+            if !unnumbered.is_empty() {
+                for chunk in unnumbered.chunks(TOUCH_CHUNK) {
+                    let cmd = pipe.cmd("HSET").arg(&keys[10]);
+                    for s in chunk {
+                        cmd.arg(*s).arg(touches.now_ms);
+                    }
+                    cmd.ignore();
+                }
+                pipe.cmd("PEXPIRE").arg(&keys[10]).arg(keep_ms).ignore();
+            }
+            self.send_pipe(&pipe).await.map_err(store_error)?;
+        }
+        for chunk in touches.active.chunks(TOUCH_CHUNK) {
+            let mut cmd = self.evalsha(&self.scripts.touch, event)?;
+            cmd.arg(touches.now_ms).arg(touches.idle_timeout_ms);
+            for s in chunk {
+                cmd.arg(s);
+            }
+            self.run(&self.scripts.touch, &cmd).await?;
+        }
+        Ok(())
+    }
+
+    async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.tick, event)?;
+        cmd.arg(tick.now_ms)
+            .arg(tick.arrival_window_ms)
+            .arg(tick.abandon_after_ms)
+            .arg(tick.max_scan)
+            .arg(SEEN_SLOT_MS)
+            .arg(TURN_AWAY_PER_TICK);
+        let mut a = array(self.run(&self.scripts.tick, &cmd).await?)?.into_iter();
+        match (a.next(), a.next(), a.next(), a.next(), a.next(), a.next()) {
+            (
+                Some(drew),
+                Some(admitted),
+                Some(abandoned),
+                Some(expired),
+                Some(turned_away),
+                None,
+            ) => Ok(TickReport {
+                drew: flag(&drew)?,
+                admitted: strings(admitted)?,
+                abandoned: strings(abandoned)?,
+                expired: strings(expired)?,
+                turned_away: strings(turned_away)?,
+            }),
+            _ => Err(corrupt("a tick report of the wrong length")),
+        }
+    }
+
+    async fn finish(
+        &self,
+        event: &str,
+        session: &str,
+        seats: u32,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.finish, event)?;
+        cmd.arg(session).arg(seats).arg(now_ms).arg(FINISHED_CAP);
+        flag(&self.run(&self.scripts.finish, &cmd).await?)
+    }
+
+    async fn finished_since(
+        &self,
+        event: &str,
+        cursor: &str,
+        _now_ms: u64,
+        lookback_ms: u64,
+    ) -> Result<(Vec<String>, String), StoreError> {
+        // An empty cursor reads back over the lookback on Redis's clock (the stream's ids are `<ms>-<seq>` of that
+        // clock, whatever the room's clock says): `XRANGE key <now - lookback>-0 + COUNT n`, in a script for the
+        // time. Later calls continue after the cursor.
+        let (mut last, entries) = if cursor.is_empty() {
+            let mut cmd = self.evalsha(&self.scripts.finished_recent, event)?;
+            cmd.arg(lookback_ms).arg(FINISHED_BATCH);
+            let mut a = array(self.run(&self.scripts.finished_recent, &cmd).await?)?.into_iter();
+            match (a.next(), a.next(), a.next()) {
+                (Some(start), Some(entries), None) => (text(&start)?, entries),
+                _ => return Err(corrupt("a finished read of the wrong length")),
+            }
+        } else {
+            let key = self.keys(event)?[8].clone();
+            let mut cmd = ::redis::cmd("XRANGE");
+            cmd.arg(&key)
+                .arg(format!("({cursor}"))
+                .arg("+")
+                .arg("COUNT")
+                .arg(FINISHED_BATCH);
+            let v = self.send(&cmd).await.map_err(store_error)?;
+            (cursor.to_owned(), v)
+        };
+        let mut ids = Vec::new();
+        for entry in array(entries)? {
+            let mut e = array(entry)?.into_iter();
+            let (Some(id), Some(fields), None) = (e.next(), e.next(), e.next()) else {
+                return Err(corrupt("a stream entry of the wrong shape"));
+            };
+            last = text(&id)?;
+            let fields = array(fields)?;
+            for pair in fields.chunks(2) {
+                if let [k, v] = pair
+                    && text(k)? == "s"
+                {
+                    ids.push(text(v)?);
+                }
+            }
+        }
+        Ok((ids, last))
+    }
+
+    async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
+        let cmd = self.evalsha(&self.scripts.snapshot, event)?;
+        let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
+        if a.len() != 20 {
+            return Err(corrupt(format_args!(
+                "expected a snapshot of 20, got {}",
+                a.len()
+            )));
+        }
+        let n = |i: usize| int(&a[i]);
+        Ok(Snapshot {
+            settings: settings(&a[..7])?,
+            drawn: flag(&a[7])?,
+            prequeue: n(8)?,
+            last_number: n(9)?,
+            served: n(10)?,
+            active: n(11)?,
+            counters: Counters {
+                joined: n(12)?,
+                admitted: n(13)?,
+                finished: n(14)?,
+                expired: n(15)?,
+                abandoned: n(16)?,
+                turned_away: n(17)?,
+                orders: n(18)?,
+                seats_bought: n(19)?,
+            },
+        })
+    }
+
+    async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError> {
+        let (op, value) = match *change {
+            SettingsChange::Capacity { capacity } => ("cap", capacity.to_string()),
+            SettingsChange::AdmitPerMinute { per_minute } => {
+                ("apm", per_minute.map(|v| v.to_string()).unwrap_or_default())
+            }
+            SettingsChange::Pause => ("pause", String::new()),
+            SettingsChange::Resume => ("resume", String::new()),
+            SettingsChange::OpenNow { now_ms } => ("open", now_ms.to_string()),
+            SettingsChange::Close => ("close", String::new()),
+            SettingsChange::Inventory { inventory } => (
+                "inv",
+                format!("{}:{}:{}", inventory.total, inventory.sold, inventory.held),
+            ),
+        };
+        let mut cmd = self.evalsha(&self.scripts.update, event)?;
+        cmd.arg(op).arg(value);
+        settings(&array(self.run(&self.scripts.update, &cmd).await?)?)
+    }
+}
