@@ -1,37 +1,30 @@
 //! The crowd, drawn once from the seed: when each person arrives and gives up, whether they buy and how many seats,
 //! how long their visit lasts. The simulation then only reads these draws, so a seed is one crowd.
 
+use rand::rngs::StdRng;
+use rand::{RngExt as _, SeedableRng as _};
 use waitroom_layer::{EtaBasis, Status, StoreError};
 
 use super::Params;
 
-/// A small, fast, seeded generator (SplitMix64): rehearsals are repeatable.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
+/// The crowd's random draws, from a seeded generator ([`StdRng`]): a seed is one crowd, on every platform (for one
+/// version of `rand`, which pins its algorithm until its next breaking release).
+struct Draws(StdRng);
 
-impl Rng {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+impl Draws {
+    fn new(seed: u64) -> Self {
+        Self(StdRng::seed_from_u64(seed))
     }
     /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    fn unit(&mut self) -> f64 {
+        self.0.random()
     }
     /// Exponential with the given mean.
-    pub fn exp(&mut self, mean: f64) -> f64 {
+    fn exp(&mut self, mean: f64) -> f64 {
         -mean * (1.0 - self.unit()).ln()
     }
-    /// Gamma with shape `k` (an integer) and the given mean.
-    pub fn gamma(&mut self, k: u32, mean: f64) -> f64 {
+    /// Gamma with shape `k` (an integer) and the given mean: the sum of `k` exponentials.
+    fn gamma(&mut self, k: u32, mean: f64) -> f64 {
         (0..k).map(|_| self.exp(mean / f64::from(k))).sum()
     }
 }
@@ -88,7 +81,7 @@ pub(super) struct Person {
 /// # Errors
 /// When the order sizes' shares add up to nothing.
 pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, StoreError> {
-    let mut rng = Rng::new(p.seed);
+    let mut rng = Draws::new(p.seed);
     let order_total: f64 = p.order_sizes.iter().map(|s| s.max(0.0)).sum();
     if !(order_total > 0.0 && order_total.is_finite()) {
         return Err(StoreError::Unavailable(

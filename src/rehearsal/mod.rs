@@ -32,7 +32,6 @@ use std::sync::Arc;
 use waitroom_layer::store::Store;
 use waitroom_layer::{MemoryStore, StoreError};
 
-pub use crowd::Rng;
 pub use report::{Minute, Report};
 use simulation::Simulation;
 
