@@ -11,8 +11,9 @@
 //!   service also writes the finish to the store, which every gateway reads.
 //! - The seat counts come from the order service's `/api/inventory`, read every `--inventory-poll-ms`.
 //! - Several gateways over one Redis (`--redis`, built with `--features redis`) are one line: they share the
-//!   token signing key (`--key-file`) and the cookie secret (`--cookie-secret-file`); both files are created on
-//!   the first start (mode 0600) and read by every later one, so instances on one machine need no extra step.
+//!   token signing key (`--key-file`) and the cookie secret (`--cookie-secret-file`), by default in `.waitroom/`
+//!   (`--data-dir`, which the repository ignores); both files are created on the first start (mode 0600) and read
+//!   by every later one, so instances on one machine started from one directory need no extra step.
 
 mod flags;
 
@@ -77,7 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         } else {
             "this process"
         },
-        args.keys.key_file.display()
+        args.keys.key_file().display()
     );
     serve_behind_room(listener, room_in_front, app).await?;
     Ok(())

@@ -11,7 +11,9 @@
 //!   stops when every seat is held and the line is told when every seat is sold.
 //! - Cookies are sent without `Secure` (`secure_cookies(false)`) because the demo serves plain HTTP on
 //!   127.0.0.1; behind HTTPS, keep the default.
-//! - `--redis URL` (with `--features redis`) puts the line in Redis instead of the process.
+//! - `--redis URL` (with `--features redis`) puts the line in Redis instead of the process; the signing key and
+//!   cookie secret the instances over that Redis share are files in `.waitroom/` (`--data-dir`, which the
+//!   repository ignores), created on the first start.
 
 mod flags;
 

@@ -82,8 +82,9 @@ struct Args {
     /// Redis URL for `--store redis`.
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     redis: String,
-    /// Where to write the chart.
-    #[arg(long, default_value = ".")]
+    /// Where to write the chart (`rehearsal.svg`); the default is the directory the demo's examples write into,
+    /// which the repository ignores.
+    #[arg(long, default_value = ".waitroom")]
     out: PathBuf,
 }
 

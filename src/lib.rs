@@ -5,6 +5,7 @@
 pub use waitroom_layer as layer;
 pub use waitroom_verify as verify;
 
+#[cfg(feature = "rehearsal")]
 pub mod rehearsal;
 
 #[cfg(feature = "demo")]

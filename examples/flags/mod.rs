@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use waitroom::demo::{
-    RoomOptions, Shop, ShopBuilder, load_or_create_cookie_secret, load_or_create_signing_key,
+    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, RoomOptions, SIGNING_KEY_FILE, Shop, ShopBuilder,
+    load_or_create_cookie_secret, load_or_create_signing_key,
 };
 use waitroom::verify::SigningKey;
 
@@ -65,25 +66,42 @@ impl RoomFlags {
 /// The keys room instances over one Redis share: a token from any of them passes on all.
 #[derive(Debug, clap::Args)]
 pub struct KeyFlags {
-    /// The token signing key (PKCS#8 PEM), shared by every instance; created if missing.
-    #[arg(long, default_value = "waitroom-signing-key.pem")]
-    pub key_file: PathBuf,
-    /// The session-cookie secret, shared by every instance; created if missing.
-    #[arg(long, default_value = "waitroom-cookie-secret")]
-    pub cookie_secret_file: PathBuf,
+    /// Where the shared files live unless named below: created (mode 0700) on the first start. The default is
+    /// ignored by the repository's `.gitignore`, so a checkout never commits a key.
+    #[arg(long, default_value = DEFAULT_DATA_DIR)]
+    pub data_dir: PathBuf,
+    /// The token signing key (PKCS#8 PEM), shared by every instance; created if missing [default:
+    /// <data-dir>/signing-key.pem].
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// The session-cookie secret, shared by every instance; created if missing [default:
+    /// <data-dir>/cookie-secret].
+    #[arg(long)]
+    pub cookie_secret_file: Option<PathBuf>,
 }
 
 impl KeyFlags {
+    /// The signing key's file.
+    pub fn key_file(&self) -> PathBuf {
+        self.key_file
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join(SIGNING_KEY_FILE))
+    }
+
+    /// The cookie secret's file.
+    pub fn cookie_secret_file(&self) -> PathBuf {
+        self.cookie_secret_file
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join(COOKIE_SECRET_FILE))
+    }
+
     /// Reads both files, creating them (mode 0600) on the first start.
     pub fn load(&self) -> Result<(SigningKey, Vec<u8>), String> {
-        let key = load_or_create_signing_key(&self.key_file)
-            .map_err(|e| format!("--key-file {}: {e}", self.key_file.display()))?;
-        let secret = load_or_create_cookie_secret(&self.cookie_secret_file).map_err(|e| {
-            format!(
-                "--cookie-secret-file {}: {e}",
-                self.cookie_secret_file.display()
-            )
-        })?;
+        let (key_file, secret_file) = (self.key_file(), self.cookie_secret_file());
+        let key = load_or_create_signing_key(&key_file)
+            .map_err(|e| format!("--key-file {}: {e}", key_file.display()))?;
+        let secret = load_or_create_cookie_secret(&secret_file)
+            .map_err(|e| format!("--cookie-secret-file {}: {e}", secret_file.display()))?;
         Ok((key, secret))
     }
 }

@@ -1,11 +1,35 @@
 //! The key files several gateway processes share: the token signing key and the session-cookie secret, created
-//! on first start (mode 0600) and read by every later start, so instances on one machine need no extra step.
+//! on first start (mode 0600, in a directory created 0700) and read by every later start, so instances on one
+//! machine need no extra step. By default both live in [`DEFAULT_DATA_DIR`], which the repository's `.gitignore`
+//! covers: a `git add .` in a checkout never picks up a signing key.
 
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use waitroom_layer::{MIN_COOKIE_SECRET_BYTES, WaitingRoom};
 use waitroom_verify::SigningKey;
+
+/// The directory the demo's examples write their files into (the shared keys, the rehearsal's chart), relative to
+/// the directory they are started from. Hidden, and ignored by the repository's `.gitignore`.
+pub const DEFAULT_DATA_DIR: &str = ".waitroom";
+
+/// The signing key's file name in the data directory.
+pub const SIGNING_KEY_FILE: &str = "signing-key.pem";
+
+/// The cookie secret's file name in the data directory.
+pub const COOKIE_SECRET_FILE: &str = "cookie-secret";
+
+/// Creates the directory `dir` (and its missing parents) readable by its owner only (mode 0700) unless it exists.
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
 
 /// Creates `path` with `contents` unless it exists, atomically: the file appears complete or not at all, and when
 /// several processes race, exactly one wins and the others read its file. Returns the file's contents.
@@ -17,6 +41,9 @@ fn create_once(path: &Path, contents: impl FnOnce() -> io::Result<String>) -> io
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
+    }
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
     }
     let tmp = temp_name(path);
     {
@@ -125,10 +152,11 @@ mod tests {
 
     #[test]
     fn files_are_created_once_private_and_read_back() {
-        let dir =
+        let top =
             std::env::temp_dir().join(format!("waitroom-files-{}", WaitingRoom::new_session_id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let key_path = dir.join("signing.pem");
+        // The data directory does not exist yet: the first file creates it, private.
+        let dir = top.join(DEFAULT_DATA_DIR);
+        let key_path = dir.join(SIGNING_KEY_FILE);
         let a = load_or_create_signing_key(&key_path).unwrap();
         let b = load_or_create_signing_key(&key_path).unwrap();
         assert_eq!(a.kid(), b.kid());
@@ -143,6 +171,17 @@ mod tests {
             use std::os::unix::fs::PermissionsExt as _;
             let mode = std::fs::metadata(&key_path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
+            let mode = std::fs::metadata(dir.join("cookie"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+            assert_eq!(
+                mode & 0o777,
+                0o700,
+                "the data directory is its owner's only"
+            );
         }
         std::fs::write(dir.join("short"), "too short").unwrap();
         assert!(load_or_create_cookie_secret(&dir.join("short")).is_err());
@@ -151,6 +190,6 @@ mod tests {
             3,
             "no temp files left"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&top).unwrap();
     }
 }

@@ -10,7 +10,8 @@
 //!   [`serve_behind_room`]: an app served with the room around the whole router, before axum's routing.
 //! - [`RoomOptions`] / [`build_room`]: the room from the examples' flags (embedded store, or Redis).
 //! - [`gateway`]: the split deployment's front: the room, forwarding to the order service over HTTP.
-//! - [`load_or_create_signing_key`], [`load_or_create_cookie_secret`]: the files several gateways share.
+//! - [`load_or_create_signing_key`], [`load_or_create_cookie_secret`]: the files several gateways share, by
+//!   default in [`DEFAULT_DATA_DIR`] (which the repository ignores).
 //!
 //! [`Admission::finish_with_seats`]: waitroom_verify::Admission::finish_with_seats
 
@@ -21,7 +22,10 @@ mod pages;
 mod setup;
 mod shop;
 
-pub use files::{load_or_create_cookie_secret, load_or_create_signing_key};
+pub use files::{
+    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, SIGNING_KEY_FILE, load_or_create_cookie_secret,
+    load_or_create_signing_key,
+};
 pub use inventory::{Hold, HoldError, Layout, PurchaseError, SeatId, SeatInventory, SeatState};
 pub use setup::{
     DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, build_room, room_layer, serve_behind_room,
