@@ -50,14 +50,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     init_tracing();
     let args = Args::parse();
     let jwks_url = format!("{}/waitroom/jwks.json", args.gateway.trim_end_matches('/'));
-    let verifier = verifier_from_jwks_url(
+    let keys = verifier_from_jwks_url(
         &jwks_url,
         &args.event,
         Duration::from_secs(120),
         Duration::from_secs(300),
     )
     .await?;
-    let verify = VerifyLayer::new(verifier).join_url("/waitroom/join");
+    let verify = VerifyLayer::new(keys.verifier().clone()).join_url("/waitroom/join");
     let mut shop = args.shop.builder().max_per_order(args.max_per_order);
     let finishes = match waitroom::demo::store_for(args.redis.as_deref()).await? {
         Some(store) => {

@@ -57,7 +57,7 @@ async fn the_gateway_holds_forwards_and_consumes_the_finish() {
     tokio::spawn(async move { axum::serve(gw_listener, app).await.unwrap() });
 
     // The order service: the room's public keys from the gateway, the verify layer, no room.
-    let verifier = verifier_from_jwks_url(
+    let keys = verifier_from_jwks_url(
         &format!("{gateway}/waitroom/jwks.json"),
         DEFAULT_EVENT,
         Duration::from_secs(5),
@@ -66,7 +66,7 @@ async fn the_gateway_holds_forwards_and_consumes_the_finish() {
     .await
     .unwrap();
     let shop = Shop::builder(4).payment_latency(Duration::ZERO).build();
-    let app = shop.router(VerifyLayer::new(verifier));
+    let app = shop.router(VerifyLayer::new(keys.verifier().clone()));
     tokio::spawn(async move { axum::serve(os_listener, app).await.unwrap() });
 
     // The public page and the health route pass (the latter never reaches the order service).
@@ -196,7 +196,7 @@ async fn two_gateways_over_redis_are_one_line() {
     let (g1, g2) = (&gateways[0], &gateways[1]);
 
     // The order service: keys from a gateway, the verify layer, finishes and seat counts through Redis.
-    let verifier = verifier_from_jwks_url(
+    let keys = verifier_from_jwks_url(
         &format!("{g1}/waitroom/jwks.json"),
         &event,
         Duration::from_secs(5),
@@ -215,7 +215,7 @@ async fn two_gateways_over_redis_are_one_line() {
         .room(handle)
         .build();
     shop.report_inventory().await;
-    let app = shop.router(VerifyLayer::new(verifier));
+    let app = shop.router(VerifyLayer::new(keys.verifier().clone()));
     tokio::spawn(async move { axum::serve(os_listener, app).await.unwrap() });
 
     // A takes the place on gateway 1, B joins on gateway 2: one line, A first.

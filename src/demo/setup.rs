@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use waitroom_layer::store::Store;
 use waitroom_layer::{ConfigError, Fairness, RoomBody, WaitingRoom, WaitingRoomLayer};
-use waitroom_verify::{KeySet, SigningKey, Verifier};
+use waitroom_verify::jwks::{JwksHandle, JwksSource};
+use waitroom_verify::{SigningKey, Verifier};
 
 /// The demo's on-sale id (the token audience, the store key).
 pub const DEFAULT_EVENT: &str = "tour-2026-stadium";
@@ -170,15 +171,11 @@ pub async fn build_room(
     Ok(b.build().await?)
 }
 
-async fn fetch_keys(client: &reqwest::Client, url: &str) -> Result<KeySet, BoxError> {
-    let res = client.get(url).send().await?.error_for_status()?;
-    let text = res.text().await?;
-    Ok(KeySet::from_jwks_json(&text)?)
-}
-
 /// The order service's verifier: the room's public keys from its JWKS document at `jwks_url` (the gateway's
-/// `/waitroom/jwks.json`), issuer [`ISSUER`], audience `event`. Waits up to `wait` for the gateway to answer
-/// (so the two can start in either order), then re-reads the keys every `refresh` so a rotated key is picked up.
+/// `/waitroom/jwks.json`), issuer [`ISSUER`], audience `event`, kept fresh by a [`JwksSource`]. Waits up to `wait`
+/// for the gateway to answer (so the two can start in either order), re-reads the keys every `refresh` and when a
+/// token names a key it does not know, so a rotated key is picked up. The refreshes stop when the returned handle
+/// drops: hold it as long as the order service serves ([`JwksHandle::verifier`] gives the verifier).
 ///
 /// # Errors
 /// When no valid key set arrived within `wait`.
@@ -187,39 +184,10 @@ pub async fn verifier_from_jwks_url(
     event: &str,
     wait: Duration,
     refresh: Duration,
-) -> Result<Verifier, BoxError> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()?;
-    let deadline = tokio::time::Instant::now() + wait;
-    let keys = loop {
-        match fetch_keys(&client, jwks_url).await {
-            Ok(keys) => break keys,
-            Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::info!(error = %e, url = jwks_url, "waiting for the room's keys");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            Err(e) => return Err(format!("no keys from {jwks_url}: {e}").into()),
-        }
-    };
-    let verifier = Verifier::builder()
-        .keys(keys)
-        .issuer(ISSUER)
-        .audience(event)
-        .build()?;
-    let (v, url) = (verifier.clone(), jwks_url.to_owned());
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(refresh).await;
-            match fetch_keys(&client, &url).await {
-                Ok(keys) => {
-                    if let Err(e) = v.replace_keys(keys) {
-                        tracing::warn!(error = %e, "refused the room's new keys");
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "could not refresh the room's keys"),
-            }
-        }
-    });
-    Ok(verifier)
+) -> Result<JwksHandle, BoxError> {
+    Ok(JwksSource::new(jwks_url)
+        .start_timeout(wait)
+        .refresh_every(refresh)
+        .start(Verifier::builder().issuer(ISSUER).audience(event))
+        .await?)
 }
