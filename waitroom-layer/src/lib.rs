@@ -115,44 +115,31 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod admin;
-mod body;
-mod builder;
-mod cookie;
-mod endpoints;
 mod error;
-mod estimate;
-pub mod events;
-mod future;
-mod gate;
-mod hooks;
-mod layer;
-pub mod metrics;
-mod page;
-mod paths;
-mod respond;
+mod http;
 mod room;
-mod service;
 pub mod store;
-mod tokens;
 
-pub use body::RoomBody;
-pub use builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
-pub use cookie::{SessionCookie, valid_session_id};
-pub use endpoints::RoomEndpoints;
+pub use http::admin;
+pub use room::{events, metrics};
+
 pub use error::{ConfigError, StoreError};
-pub use estimate::{Eta, EtaBasis, reach as estimate_reach};
-pub use events::{RoomEvent, RoomEventKind};
-pub use future::ResponseFuture;
-pub use hooks::{GuardFuture, JoinGuard};
-pub use layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
-pub use metrics::METRICS_CONTENT_TYPE;
-pub use page::{
+pub use http::body::RoomBody;
+pub use http::endpoints::RoomEndpoints;
+pub use http::future::ResponseFuture;
+pub use http::hooks::{GuardFuture, JoinGuard};
+pub use http::layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
+pub use http::page::{
     DEFAULT_CSP, DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words,
 };
-pub use respond::STATE_HEADER;
+pub use http::respond::STATE_HEADER;
+pub use http::service::WaitingRoomService;
+pub use room::builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
+pub use room::cookie::{SessionCookie, valid_session_id};
+pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};
+pub use room::events::{RoomEvent, RoomEventKind};
+pub use room::metrics::METRICS_CONTENT_TYPE;
 pub use room::{Stats, Status, ViewState, WaitingRoom};
-pub use service::WaitingRoomService;
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};

@@ -140,7 +140,7 @@ impl RoomBuilder {
                 fairness: Fairness::Fifo,
                 max_scan_per_tick: 20_000,
                 session_cache_capacity: 1_000_000,
-                event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
+                event_buffer: crate::room::events::DEFAULT_EVENT_BUFFER,
                 store_outage: StoreOutage::FailClosed,
             },
             capacity: 8_000,

@@ -6,7 +6,7 @@ use http::header::{
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
-use crate::estimate::EtaBasis;
+use crate::room::estimate::EtaBasis;
 use crate::room::{Status, ViewState};
 
 /// The header naming the room's state on every response the room makes.

@@ -6,12 +6,12 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use tower::Service;
 
-use crate::admin;
-use crate::body::RoomBody;
-use crate::future::{After, ResponseFuture, Tracked};
-use crate::gate;
-use crate::layer::Shared;
-use crate::paths::{Endpoint, Route};
+use crate::http::admin;
+use crate::http::body::RoomBody;
+use crate::http::future::{After, ResponseFuture, Tracked};
+use crate::http::gate;
+use crate::http::layer::Shared;
+use crate::http::paths::{Endpoint, Route};
 use waitroom_verify::Verified;
 
 /// The service made by [`WaitingRoomLayer`](crate::WaitingRoomLayer). Generic over request bodies; its

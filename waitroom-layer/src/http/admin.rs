@@ -32,8 +32,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::ConfigError;
-use crate::layer::Shared;
-use crate::respond::{self, Reply};
+use crate::http::layer::Shared;
+use crate::http::respond::{self, Reply};
 use crate::store::Inventory;
 
 /// The state header value of admin responses.

@@ -1,4 +1,16 @@
-//! The room handle: one `Arc` shared by every route, every layer and the background task.
+//! The line and the door: the room handle (one `Arc` shared by every route, every layer and the background task)
+//! and what it is made of. Nothing here imports the HTTP face (`crate::http`).
+//!
+//! - [`builder`]: [`RoomBuilder`] and the fixed configuration. [`estimate`]: waits and reach from the head's pace.
+//! - [`events`]: the lifecycle stream. [`metrics`]: the instance's counters in the OpenMetrics text format.
+//! - [`cookie`] and [`tokens`]: the pass (the signed session cookie, the admission token).
+
+pub(crate) mod builder;
+pub(crate) mod cookie;
+pub(crate) mod estimate;
+pub mod events;
+pub mod metrics;
+pub(crate) mod tokens;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -14,17 +26,17 @@ use serde::Serialize;
 use tracing::Instrument as _;
 use waitroom_verify::{SharedClock, fingerprint};
 
-use crate::builder::{RoomBuilder, RoomConfig, StoreOutage};
-use crate::cookie::CookieCodec;
 use crate::error::{ConfigError, StoreError};
-use crate::estimate::{self, Eta, HeadMeter};
-use crate::events::{RoomEvent, RoomEventKind};
-use crate::metrics::RoomMetrics;
 use crate::store::{
     Inventory, Join, Mark, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
     Tick, TickReport, Touches,
 };
-use crate::tokens::Tokens;
+use builder::{RoomBuilder, RoomConfig, StoreOutage};
+use cookie::CookieCodec;
+use estimate::{Eta, HeadMeter};
+use events::{RoomEvent, RoomEventKind};
+use metrics::RoomMetrics;
+use tokens::Tokens;
 
 /// A waiting room for one on-sale. Cheap to clone: one `Arc` inside, so every clone (every route, every layer) shares
 /// one line.

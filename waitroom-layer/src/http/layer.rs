@@ -5,14 +5,14 @@ use std::sync::Arc;
 use http::request::Parts;
 use tower::Layer;
 
-use crate::admin::BearerGuard;
-use crate::endpoints::RoomEndpoints;
 use crate::error::ConfigError;
-use crate::hooks::{AccountKeyFn, BypassFn, JoinGuard};
-use crate::page::PageTemplate;
-use crate::paths::Paths;
+use crate::http::admin::BearerGuard;
+use crate::http::endpoints::RoomEndpoints;
+use crate::http::hooks::{AccountKeyFn, BypassFn, JoinGuard};
+use crate::http::page::PageTemplate;
+use crate::http::paths::Paths;
+use crate::http::service::WaitingRoomService;
 use crate::room::WaitingRoom;
-use crate::service::WaitingRoomService;
 
 /// What every service made by one layer shares (one `Arc`, built once by [`WaitingRoomLayerBuilder::build`]).
 pub(crate) struct Shared {

@@ -7,11 +7,11 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
 
-use crate::cookie::{SessionCookie, SessionRef};
-use crate::layer::Shared;
-use crate::page::PageContext;
-use crate::paths::{Endpoint, safe_return_to};
-use crate::respond::{self, Reply};
+use crate::http::layer::Shared;
+use crate::http::page::PageContext;
+use crate::http::paths::{Endpoint, safe_return_to};
+use crate::http::respond::{self, Reply};
+use crate::room::cookie::{SessionCookie, SessionRef};
 use crate::room::{Status, ViewState, WaitingRoom};
 use crate::store::{Placement, SessionState};
 use waitroom_verify::Verified;
@@ -395,7 +395,7 @@ pub(crate) async fn endpoint(
             StatusCode::OK,
             state,
             "text/javascript; charset=utf-8",
-            Bytes::from_static(crate::page::HOLDING_SCRIPT.as_bytes()),
+            Bytes::from_static(crate::http::page::HOLDING_SCRIPT.as_bytes()),
             Vec::new(),
         ),
         Endpoint::Metrics
@@ -420,7 +420,7 @@ pub(crate) async fn endpoint(
         Endpoint::Metrics if get_like => respond::finish(
             StatusCode::OK,
             "metrics",
-            crate::metrics::METRICS_CONTENT_TYPE,
+            crate::room::metrics::METRICS_CONTENT_TYPE,
             shared.room.metrics_text(),
             Vec::new(),
         ),

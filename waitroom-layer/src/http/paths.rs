@@ -11,8 +11,8 @@
 
 use std::borrow::Cow;
 
-use crate::admin::AdminOp;
 use crate::error::ConfigError;
+use crate::http::admin::AdminOp;
 
 /// One of the room's own endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
