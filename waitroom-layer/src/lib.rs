@@ -45,9 +45,11 @@
 //!   here); `{base}/jwks.json` publishes the token keys for the order service; `{base}/holding.js` is the
 //!   default holding page's script (the page itself runs no inline script and is sent with a strict
 //!   `Content-Security-Policy`, [`DEFAULT_CSP`]).
-//! - Everything the room writes carries `Cache-Control: no-store` and `Waitroom-State: <state>`. Clients that
-//!   send `Accept: application/json` get the JSON status instead of the page (`429` with `Retry-After` while in
-//!   line on a protected path, `410` when sold out or closed).
+//! - Everything the room writes carries `Cache-Control: no-store` and `Waitroom-State: <state>`. Pages go to
+//!   clients whose `Accept` names `text/html` (a browser navigating); everyone else, `Accept: */*` (curl) and no
+//!   `Accept` included, gets the JSON status instead of the page (`429` with `Retry-After` while in line on a
+//!   protected path, `410` when sold out or closed). The verify crate's refusals follow the same rule
+//!   ([`waitroom_verify::negotiate`]): a client gets the same kind of answer from both layers.
 //!
 //! # Several instances
 //! The room's signing key and cookie secret default to fresh random values: fine for one process. Instances

@@ -249,7 +249,7 @@ pub(crate) fn normalise(raw: &str) -> Cow<'_, str> {
     if !needs {
         return Cow::Borrowed(raw);
     }
-    let decoded = percent_decode_ascii(raw);
+    let decoded = waitroom_verify::percent::decode_ascii(raw);
     let mut out: Vec<&str> = Vec::new();
     for seg in decoded.split('/') {
         match seg {
@@ -269,37 +269,6 @@ pub(crate) fn normalise(raw: &str) -> Cow<'_, str> {
         s.push('/');
     }
     Cow::Owned(s)
-}
-
-fn percent_decode_ascii(raw: &str) -> String {
-    let b = raw.as_bytes();
-    let mut out = String::with_capacity(raw.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && i + 2 < b.len()
-            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
-            && (h << 4 | l) < 0x80
-        {
-            out.push(char::from(h << 4 | l));
-            i += 3;
-            continue;
-        }
-        // `raw` is a valid str; copy the char starting here.
-        let ch = raw[i..].chars().next().unwrap_or('?');
-        out.push(ch);
-        i += ch.len_utf8();
-    }
-    out
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// Whether `target` is a same-site path the room may send a browser to: starts with one `/`, no scheme or

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE,
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
@@ -14,22 +14,6 @@ pub const STATE_HEADER: HeaderName = HeaderName::from_static("waitroom-state");
 
 /// A response the room wrote, before its body is wrapped for the service's body type.
 pub(crate) type Reply = Response<Bytes>;
-
-/// Whether the client asked for JSON rather than HTML. Anything unreadable counts as HTML (a browser).
-pub(crate) fn wants_json(headers: &HeaderMap) -> bool {
-    let Some(accept) = headers.get(ACCEPT) else {
-        return false;
-    };
-    if accept.len() > 1024 {
-        return false;
-    }
-    let Ok(accept) = accept.to_str() else {
-        return false;
-    };
-    let accept = accept.to_ascii_lowercase();
-    (accept.contains("application/json") || accept.contains("+json"))
-        && !accept.contains("text/html")
-}
 
 pub(crate) fn finish(
     status: StatusCode,
@@ -217,26 +201,6 @@ pub(crate) fn problem(status: StatusCode, state: &'static str, title: &str, deta
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn json_is_chosen_only_when_asked_for() {
-        let mut h = HeaderMap::new();
-        assert!(!wants_json(&h));
-        h.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        assert!(wants_json(&h));
-        h.insert(
-            ACCEPT,
-            HeaderValue::from_static("text/html,application/xhtml+xml,application/json;q=0.9"),
-        );
-        assert!(!wants_json(&h));
-        h.insert(ACCEPT, HeaderValue::from_static("application/problem+json"));
-        assert!(wants_json(&h));
-        h.insert(
-            ACCEPT,
-            HeaderValue::from_bytes(b"application/json\xff").unwrap(),
-        );
-        assert!(!wants_json(&h));
-    }
 
     #[test]
     fn every_room_response_is_stamped() {

@@ -8,13 +8,13 @@ use arc_swap::ArcSwap;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use crossbeam_utils::CachePadded;
+use waitroom_verify::log_gate::LogGate;
 
 use super::builder::RoomBuilder;
 use super::cookie::CookieCodec;
 use super::estimate::{self, HeadMeter};
 use super::liveness::{PENDING_SHARDS, Pending};
 use super::metrics::RoomMetrics;
-use super::outage::NEVER_LOGGED;
 use super::tokens::Tokens;
 use super::{Inner, WaitingRoom};
 use crate::error::ConfigError;
@@ -42,20 +42,24 @@ impl WaitingRoom {
             .store
             .init(&b.config.event, &defaults)
             .await
-            .map_err(|e| ConfigError::Store(e.to_string()))?;
+            .map_err(ConfigError::Store)?;
         let _ = settings;
         let snap = b
             .store
             .snapshot(&b.config.event)
             .await
-            .map_err(|e| ConfigError::Store(e.to_string()))?;
+            .map_err(ConfigError::Store)?;
         let pass = b.pass;
         let key = match pass.signing_key {
             Some(k) => k,
             None => {
                 let kid = format!("waitroom-{}", &Self::new_session_id()[..8]);
-                waitroom_verify::SigningKey::generate_ed25519(kid)
-                    .map_err(|e| ConfigError::invalid("signing_key", e.to_string()))?
+                waitroom_verify::SigningKey::generate_ed25519(kid).map_err(|source| {
+                    ConfigError::Key {
+                        setting: "signing_key",
+                        source,
+                    }
+                })?
             }
         };
         let tokens = Tokens::new(
@@ -95,7 +99,7 @@ impl WaitingRoom {
             snap: ArcSwap::from_pointee(snap),
             store_ok: AtomicBool::new(true),
             store_unreachable: AtomicBool::new(false),
-            last_error_log_ms: AtomicU64::new(NEVER_LOGGED),
+            store_log: LogGate::default(),
             last_flush_ms: AtomicU64::new(0),
             flush_failed: AtomicBool::new(false),
             hold_ticks_until_ms: AtomicU64::new(0),
@@ -114,10 +118,7 @@ impl WaitingRoom {
         // instances, or before a restart) are refused from the start, not a tick later. A backlog bigger than one
         // read takes a few reads (the ticks read whatever is left beyond MAX_FINISHED_READS_AT_START).
         for _ in 0..MAX_FINISHED_READS_AT_START {
-            let read = room
-                .read_finished()
-                .await
-                .map_err(|e| ConfigError::Store(e.to_string()))?;
+            let read = room.read_finished().await.map_err(ConfigError::Store)?;
             if read == 0 {
                 break;
             }

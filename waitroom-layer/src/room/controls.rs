@@ -65,7 +65,7 @@ impl WaitingRoom {
         .await
     }
 
-    /// Closes the on-sale, for good: nobody new joins (a join answers [`SessionState::TurnedAway`] and takes no
+    /// Closes the on-sale, for good: nobody new joins (a join answers [`SessionState::TurnedAway`](crate::store::SessionState::TurnedAway) and takes no
     /// place) or is let in, and the admission tick turns away everyone still in line or in the pre-queue
     /// ([`TURN_AWAY_PER_TICK`](crate::store::TURN_AWAY_PER_TICK) a tick; each hears "closed" at its next poll).
     ///

@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use crossbeam_utils::CachePadded;
+use waitroom_verify::log_gate::LogGate;
 use waitroom_verify::{SharedClock, fingerprint};
 
 use crate::store::{SessionState, Snapshot, Store};
@@ -82,7 +83,8 @@ pub(crate) struct Inner {
     /// The last store call failed to reach the store (not a store that answered with something unreadable): what
     /// [`StoreOutage::FailOpen`] opens on.
     store_unreachable: AtomicBool,
-    last_error_log_ms: AtomicU64,
+    /// Paces the warning of a failing store.
+    store_log: LogGate,
     last_flush_ms: AtomicU64,
     /// The last flush of liveness marks failed: flush again before any tick.
     flush_failed: AtomicBool,

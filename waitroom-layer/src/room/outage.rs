@@ -7,12 +7,6 @@ use super::builder::StoreOutage;
 use super::liveness::FLUSH_EVERY_MS;
 use crate::error::StoreError;
 
-/// How often a failing store is logged.
-const ERROR_LOG_EVERY_MS: u64 = 10_000;
-
-/// `last_error_log_ms` before the first error was logged.
-pub(super) const NEVER_LOGGED: u64 = u64::MAX;
-
 /// How long after the store comes back the door stays shut: two flush intervals, so every instance sharing the
 /// store has sent the liveness marks it kept during the outage.
 const HOLD_AFTER_OUTAGE_MS: u64 = 2 * FLUSH_EVERY_MS;
@@ -48,18 +42,8 @@ impl WaitingRoom {
                 self.inner
                     .store_unreachable
                     .store(matches!(e, StoreError::Unavailable(_)), Ordering::Relaxed);
-                let now = self.now_ms();
-                let last = self.inner.last_error_log_ms.load(Ordering::Relaxed);
                 // Once per interval (the first error at once; a clock that went back counts as a new interval).
-                if (last == NEVER_LOGGED
-                    || now >= last.saturating_add(ERROR_LOG_EVERY_MS)
-                    || now < last)
-                    && self
-                        .inner
-                        .last_error_log_ms
-                        .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok()
-                {
+                if self.inner.store_log.due_at(self.now_ms()) {
                     match self.inner.config.store_outage {
                         StoreOutage::FailClosed => {
                             tracing::warn!(event = %self.event(), error = %e,

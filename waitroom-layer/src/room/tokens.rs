@@ -53,8 +53,10 @@ impl Tokens {
     ) -> Result<Self, ConfigError> {
         let mut keys = KeySet::from(&key);
         for k in also_publish {
-            keys.insert(k)
-                .map_err(|e| ConfigError::invalid("publish_key", e.to_string()))?;
+            keys.insert(k).map_err(|source| ConfigError::Key {
+                setting: "publish_key",
+                source,
+            })?;
         }
         let jwks = Bytes::from(keys.to_jwks_json());
         let verifier = Verifier::builder()
@@ -65,7 +67,10 @@ impl Tokens {
             .max_token_lifetime(lifetime)
             .clock(clock.clone())
             .build()
-            .map_err(|e| ConfigError::invalid("signing_key", e.to_string()))?;
+            .map_err(|source| ConfigError::Verifier {
+                setting: "signing_key",
+                source,
+            })?;
         Ok(Self {
             key,
             verifier,
