@@ -4,7 +4,7 @@ use thiserror::Error;
 
 /// Why a room (or one of its parts) could not be built. The message says what to change.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum ConfigError {
+pub enum BuildError {
     /// A setting is out of range or inconsistent.
     #[error("invalid setting `{setting}`: {reason}")]
     Invalid {
@@ -38,7 +38,7 @@ pub enum ConfigError {
     Store(#[source] StoreError),
 }
 
-impl ConfigError {
+impl BuildError {
     pub(crate) fn invalid(setting: &'static str, reason: impl Into<String>) -> Self {
         Self::Invalid {
             setting,

@@ -99,7 +99,7 @@
 //!   callers with `Authorization: Bearer <secret>`: stats, capacity, per-minute cap, pause, resume, open now,
 //!   close, inventory. See [`admin`].
 //! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, abandonments and sold
-//!   out. See [`events`].
+//!   out. See [`lifecycle`].
 //! - **Tracing**: joins, admissions, token issues, refusals and finishes are `DEBUG` spans (`waitroom.join`,
 //!   `waitroom.admit`, `waitroom.token`, `waitroom.refusal`, `waitroom.finish`; expiries and abandonments
 //!   `waitroom.expire`, `waitroom.abandon`), each with the on-sale id as its `event` field and the session as its
@@ -123,9 +123,15 @@ mod room;
 pub mod store;
 
 pub use http::admin;
-pub use room::{events, metrics};
+/// The lifecycle stream's module under its old name (it is [`lifecycle`]; "event" is the on-sale's id).
+#[doc(hidden)]
+pub use room::lifecycle as events;
+pub use room::{lifecycle, metrics};
 
-pub use error::{ConfigError, StoreError};
+pub use error::{BuildError, StoreError};
+/// The old name of [`BuildError`] (the verify crate has its own `ConfigError`).
+#[deprecated(note = "renamed `BuildError`")]
+pub type ConfigError = BuildError;
 pub use http::body::RoomBody;
 pub use http::endpoints::RoomEndpoints;
 pub use http::future::ResponseFuture;
@@ -139,9 +145,12 @@ pub use http::service::WaitingRoomService;
 pub use room::builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
 pub use room::cookie::{SessionCookie, valid_session_id};
 pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};
-pub use room::events::{RoomEvent, RoomEventKind};
+pub use room::lifecycle::{RoomEvent, RoomEventKind};
 pub use room::metrics::METRICS_CONTENT_TYPE;
-pub use room::{Stats, Status, ViewState, WaitingRoom};
+pub use room::{RoomStats, Status, ViewState, WaitingRoom};
+/// The old name of [`RoomStats`] (it read too much like [`Status`]).
+#[deprecated(note = "renamed `RoomStats`")]
+pub type Stats = RoomStats;
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};

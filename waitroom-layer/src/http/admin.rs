@@ -5,7 +5,7 @@
 //!
 //! | call | body | does |
 //! | --- | --- | --- |
-//! | `GET stats` | | the room's [`Stats`](crate::Stats) |
+//! | `GET stats` | | the room's [`RoomStats`](crate::RoomStats) |
 //! | `POST capacity` | `{"capacity": 9000}` | sets the capacity (at least 1) |
 //! | `POST admit-per-minute` | `{"per_minute": 1500}` or `{"per_minute": null}` | sets or clears the per-minute cap |
 //! | `POST pause` | | stops letting people in |
@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use waitroom_verify::log_gate::LogGate;
 
-use crate::error::ConfigError;
+use crate::error::BuildError;
 use crate::http::layer::Shared;
 use crate::http::respond::{self, Reply};
 use crate::store::Inventory;
@@ -89,9 +89,9 @@ impl std::fmt::Debug for BearerGuard {
 impl BearerGuard {
     /// A bearer secret for the admin API, or for another endpoint guarded the same way (`field` names the builder
     /// method in the error).
-    pub(crate) fn new(field: &'static str, secret: &[u8]) -> Result<Self, ConfigError> {
+    pub(crate) fn new(field: &'static str, secret: &[u8]) -> Result<Self, BuildError> {
         if secret.len() < MIN_ADMIN_TOKEN_BYTES {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 field,
                 format!(
                     "must be at least {MIN_ADMIN_TOKEN_BYTES} bytes (use a random secret, e.g. 32 bytes in base64)"
@@ -284,7 +284,7 @@ where
 
 fn stats_reply(shared: &Shared) -> Reply {
     let body = serde_json::to_vec(&shared.room.stats()).unwrap_or_else(|_| b"{}".to_vec());
-    respond::finish(
+    respond::reply(
         StatusCode::OK,
         STATE,
         "application/json",

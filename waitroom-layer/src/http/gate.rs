@@ -348,14 +348,14 @@ pub(crate) async fn endpoint(
     let get_like = parts.method == Method::GET || parts.method == Method::HEAD;
     let state = ViewState::NotInLine.as_str();
     match endpoint {
-        Endpoint::Jwks if get_like => respond::finish(
+        Endpoint::Jwks if get_like => respond::reply(
             StatusCode::OK,
             "jwks",
             "application/jwk-set+json",
             shared.room.tokens().jwks(),
             Vec::new(),
         ),
-        Endpoint::Script if get_like => respond::finish(
+        Endpoint::Script if get_like => respond::reply(
             StatusCode::OK,
             state,
             "text/javascript; charset=utf-8",
@@ -381,7 +381,7 @@ pub(crate) async fn endpoint(
             );
             r
         }
-        Endpoint::Metrics if get_like => respond::finish(
+        Endpoint::Metrics if get_like => respond::reply(
             StatusCode::OK,
             "metrics",
             crate::room::metrics::METRICS_CONTENT_TYPE,

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use crate::error::ConfigError;
+use crate::error::BuildError;
 use crate::http::admin::AdminOp;
 
 /// One of the room's own endpoints.
@@ -67,7 +67,7 @@ pub(crate) struct Paths {
 }
 
 impl Paths {
-    pub(crate) fn new(base: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn new(base: &str) -> Result<Self, BuildError> {
         let base = base.trim_end_matches('/');
         if !base.starts_with('/')
             || base.len() < 2
@@ -75,7 +75,7 @@ impl Paths {
             || base.contains(['?', '#', '%', '*', ' '])
             || base.contains("//")
         {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "base_path",
                 format!(
                     "`{base}` must be an absolute path such as `/waitroom`, without `?`, `#`, `%`, `*`"
@@ -90,7 +90,7 @@ impl Paths {
     }
 
     /// Serves metrics at `path` (an absolute path; anywhere, the base path included).
-    pub(crate) fn set_metrics(&mut self, path: &str) -> Result<(), ConfigError> {
+    pub(crate) fn set_metrics(&mut self, path: &str) -> Result<(), BuildError> {
         let p = path.trim_end_matches('/');
         if !p.starts_with('/')
             || p.len() < 2
@@ -99,7 +99,7 @@ impl Paths {
             || p.contains("//")
             || p.contains("/.")
         {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "metrics_path",
                 format!(
                     "`{path}` must be an absolute path such as `/waitroom/metrics`, without `?`, `#`, `%`, `*`"
@@ -128,10 +128,10 @@ impl Paths {
         &self.base
     }
 
-    pub(crate) fn add_prefix(&mut self, prefix: &str) -> Result<(), ConfigError> {
+    pub(crate) fn add_prefix(&mut self, prefix: &str) -> Result<(), BuildError> {
         let p = prefix.trim_end_matches('/');
         if !prefix.starts_with('/') || prefix.contains(['?', '#', '%', '*']) {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "protect_prefix",
                 format!(
                     "`{prefix}` must be an absolute path such as `/checkout`, without `?`, `#`, `%`, `*`"
@@ -142,9 +142,9 @@ impl Paths {
         Ok(())
     }
 
-    pub(crate) fn add_pattern(&mut self, pattern: &str) -> Result<(), ConfigError> {
+    pub(crate) fn add_pattern(&mut self, pattern: &str) -> Result<(), BuildError> {
         let bad = |why: &str| {
-            Err(ConfigError::invalid(
+            Err(BuildError::invalid(
                 "protect_pattern",
                 format!("`{pattern}`: {why}"),
             ))

@@ -15,7 +15,7 @@ pub const STATE_HEADER: HeaderName = HeaderName::from_static("waitroom-state");
 /// A response the room wrote, before its body is wrapped for the service's body type.
 pub(crate) type Reply = Response<Bytes>;
 
-pub(crate) fn finish(
+pub(crate) fn reply(
     status: StatusCode,
     state: &'static str,
     content_type: &'static str,
@@ -118,7 +118,7 @@ pub(crate) fn status_json(
     // Sized for the whole status (about 350 bytes) so the body is written once, not regrown.
     let mut body = Vec::with_capacity(512);
     write_status(&mut body, status, next);
-    let mut res = finish(
+    let mut res = reply(
         http_status,
         status.state.as_str(),
         "application/json",
@@ -151,7 +151,7 @@ pub(crate) fn html(
     csp: Option<&HeaderValue>,
     cookies: Vec<HeaderValue>,
 ) -> Reply {
-    let mut res = finish(
+    let mut res = reply(
         StatusCode::OK,
         status.state.as_str(),
         "text/html; charset=utf-8",
@@ -167,7 +167,7 @@ pub(crate) fn html(
 
 /// `303 See Other` to a same-site path.
 pub(crate) fn see_other(state: &'static str, to: &str, cookies: Vec<HeaderValue>) -> Reply {
-    let mut res = finish(
+    let mut res = reply(
         StatusCode::SEE_OTHER,
         state,
         "text/plain; charset=utf-8",
@@ -189,7 +189,7 @@ pub(crate) fn problem(status: StatusCode, state: &'static str, title: &str, deta
         "status": status.as_u16(),
         "detail": detail,
     });
-    finish(
+    reply(
         status,
         state,
         "application/problem+json",

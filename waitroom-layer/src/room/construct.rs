@@ -17,7 +17,7 @@ use super::liveness::{PENDING_SHARDS, Pending};
 use super::metrics::RoomMetrics;
 use super::tokens::Tokens;
 use super::{Inner, WaitingRoom};
-use crate::error::ConfigError;
+use crate::error::BuildError;
 use crate::store::Settings;
 
 /// Most `finished_since` calls at build (each returns a batch of finishes; the rest are read by the ticks).
@@ -37,25 +37,25 @@ impl WaitingRoom {
     pub(crate) async fn from_builder(
         b: RoomBuilder,
         defaults: Settings,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, BuildError> {
         let settings = b
             .store
             .init(&b.config.event, &defaults)
             .await
-            .map_err(ConfigError::Store)?;
+            .map_err(BuildError::Store)?;
         let _ = settings;
         let snap = b
             .store
             .snapshot(&b.config.event)
             .await
-            .map_err(ConfigError::Store)?;
+            .map_err(BuildError::Store)?;
         let pass = b.pass;
         let key = match pass.signing_key {
             Some(k) => k,
             None => {
                 let kid = format!("waitroom-{}", &Self::new_session_id()[..8]);
                 waitroom_verify::SigningKey::generate_ed25519(kid).map_err(|source| {
-                    ConfigError::Key {
+                    BuildError::Key {
                         setting: "signing_key",
                         source,
                     }
@@ -118,7 +118,7 @@ impl WaitingRoom {
         // instances, or before a restart) are refused from the start, not a tick later. A backlog bigger than one
         // read takes a few reads (the ticks read whatever is left beyond MAX_FINISHED_READS_AT_START).
         for _ in 0..MAX_FINISHED_READS_AT_START {
-            let read = room.read_finished().await.map_err(ConfigError::Store)?;
+            let read = room.read_finished().await.map_err(BuildError::Store)?;
             if read == 0 {
                 break;
             }

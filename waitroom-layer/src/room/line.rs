@@ -5,7 +5,7 @@ use tracing::Instrument as _;
 use waitroom_verify::fingerprint;
 
 use super::WaitingRoom;
-use super::events::RoomEventKind;
+use super::lifecycle::RoomEventKind;
 use crate::error::StoreError;
 use crate::store::{Join, Placement, SessionState};
 

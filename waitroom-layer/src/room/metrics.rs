@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 use waitroom_verify::Refusal;
 
-use crate::room::Stats;
+use crate::room::RoomStats;
 
 /// The content type of [`WaitingRoom::metrics_text`](crate::WaitingRoom::metrics_text): OpenMetrics text 1.0.0,
 /// which Prometheus scrapes natively.
@@ -69,7 +69,7 @@ impl RoomMetrics {
     }
 
     /// The exposition: this instance's counters and the room's figures from `stats`.
-    pub(crate) fn render(&self, stats: &Stats) -> String {
+    pub(crate) fn render(&self, stats: &RoomStats) -> String {
         let labels = std::iter::once((Cow::Borrowed("event"), Cow::Owned(stats.event.clone())));
         let mut r = Registry::with_prefix_and_labels("waitroom", labels);
         self.register_instance(&mut r);
@@ -125,7 +125,7 @@ fn total(r: &mut Registry, name: &str, help: &str, v: u64) {
 }
 
 /// The line: who waits, who is in, the running totals.
-fn register_line(r: &mut Registry, stats: &Stats) {
+fn register_line(r: &mut Registry, stats: &RoomStats) {
     gauge(
         r,
         "waiting",
@@ -201,7 +201,7 @@ fn register_line(r: &mut Registry, stats: &Stats) {
 }
 
 /// The door: its pace, the seats, its switches.
-fn register_door(r: &mut Registry, stats: &Stats) {
+fn register_door(r: &mut Registry, stats: &RoomStats) {
     if let Some(rate) = stats.head_rate_per_minute {
         r.register(
             "head_rate_per_minute",
@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn every_refusal_reason_is_present_from_the_start() {
         let m = RoomMetrics::new();
-        let stats = Stats {
+        let stats = RoomStats {
             event: "ev".into(),
             waiting: 3,
             prequeue: 0,

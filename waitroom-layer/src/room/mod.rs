@@ -2,7 +2,7 @@
 //! and what it is made of. Nothing here imports the HTTP face (`crate::http`).
 //!
 //! - [`builder`]: [`RoomBuilder`] and the fixed configuration. [`estimate`]: waits and reach from the head's pace.
-//! - [`events`]: the lifecycle stream. [`metrics`]: the instance's counters in the OpenMetrics text format.
+//! - [`lifecycle`]: the lifecycle stream. [`metrics`]: the instance's counters in the OpenMetrics text format.
 //! - [`cookie`] and [`tokens`]: the pass (the signed session cookie, the admission token).
 //!
 //! [`WaitingRoom`]'s methods are grouped by what they touch in its [`Inner`]:
@@ -10,14 +10,14 @@
 //! - `outage`: whether the store answers, and what an outage does to the door.
 //! - `liveness`: the marks of waiting and active sessions, batched and flushed to the store.
 //! - `line`: join, locate, claim, finish (a session's way through the line).
-//! - `status`: what a session is told ([`Status`]), what operators see ([`Stats`]), the counters.
+//! - `status`: what a session is told ([`Status`]), what operators see ([`RoomStats`]), the counters.
 //! - `tick`: the background round (flush, admission tick, refresh).
 //! - `controls`: the operator's settings.
 
 pub(crate) mod builder;
 pub(crate) mod cookie;
 pub(crate) mod estimate;
-pub mod events;
+pub mod lifecycle;
 pub mod metrics;
 pub(crate) mod tokens;
 
@@ -42,18 +42,18 @@ use crate::store::{SessionState, Snapshot, Store};
 use builder::RoomConfig;
 use cookie::CookieCodec;
 use estimate::HeadMeter;
-use events::{RoomEvent, RoomEventKind};
+use lifecycle::{RoomEvent, RoomEventKind};
 use liveness::Pending;
 use metrics::RoomMetrics;
 use tokens::Tokens;
 
-pub use status::{Stats, Status, ViewState};
+pub use status::{RoomStats, Status, ViewState};
 
 /// A waiting room for one on-sale. Cheap to clone: one `Arc` inside, so every clone (every route, every layer) shares
 /// one line.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), waitroom_layer::ConfigError> {
+/// # async fn demo() -> Result<(), waitroom_layer::BuildError> {
 /// use waitroom_layer::WaitingRoom;
 /// let room = WaitingRoom::builder("tour-2026-stadium").capacity(8_000).build().await?;
 /// let me = WaitingRoom::new_session_id();
@@ -103,7 +103,7 @@ pub(crate) struct Inner {
     cookies: CookieCodec,
     /// This instance's counters (see [`crate::metrics`]).
     pub(crate) metrics: RoomMetrics,
-    /// The lifecycle events (see [`crate::events`]).
+    /// The lifecycle events (see [`crate::lifecycle`]).
     events: tokio::sync::broadcast::Sender<RoomEvent>,
     /// Sold out was reported (once per instance).
     sold_out_reported: AtomicBool,
@@ -175,7 +175,7 @@ impl WaitingRoom {
     /// Subscribes to the room's lifecycle events (joined, admitted, finished, expired, abandoned, turned away, sold
     /// out) as
     /// this instance sees them. The buffer is bounded: a subscriber that falls behind loses the oldest events
-    /// (its `recv` says how many with `RecvError::Lagged`). See [`crate::events`].
+    /// (its `recv` says how many with `RecvError::Lagged`). See [`crate::lifecycle`].
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RoomEvent> {
         self.inner.events.subscribe()
     }

@@ -1,4 +1,4 @@
-//! What the room tells: a session's [`Status`] (local, no store call), the operators' [`Stats`], the pace the
+//! What the room tells: a session's [`Status`] (local, no store call), the operators' [`RoomStats`], the pace the
 //! estimates use, and the counters behind the metrics.
 
 use std::sync::Arc;
@@ -85,7 +85,7 @@ pub struct Status {
 
 /// A snapshot of the room for operators.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Stats {
+pub struct RoomStats {
     /// The on-sale id.
     pub event: String,
     /// People in line (numbers not yet served) plus the pre-queue.
@@ -222,14 +222,14 @@ impl WaitingRoom {
     }
 
     /// A snapshot of the room for operators and dashboards.
-    pub fn stats(&self) -> Stats {
+    pub fn stats(&self) -> RoomStats {
         let snap = self.inner.snap.load();
         let (pace, served_pm, admitted_pm) = {
             let m = self.inner.meter.lock().unwrap_or_else(|e| e.into_inner());
             (m.pace(), m.served_per_minute(), m.admitted_per_minute())
         };
         let tail = snap.waiting();
-        Stats {
+        RoomStats {
             event: self.inner.config.event.clone(),
             waiting: tail,
             prequeue: snap.prequeue,

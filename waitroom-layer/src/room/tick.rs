@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use waitroom_verify::fingerprint;
 
 use super::WaitingRoom;
-use super::events::RoomEventKind;
+use super::lifecycle::RoomEventKind;
 use super::liveness::FLUSH_EVERY_MS;
 use crate::error::StoreError;
 use crate::store::{Tick, TickReport};

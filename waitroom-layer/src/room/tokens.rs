@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use waitroom_verify::{Claims, KeySet, Refusal, SharedClock, SigningKey, Verified, Verifier};
 
-use crate::error::ConfigError;
+use crate::error::BuildError;
 
 /// Clock skew the room's own verifier allows (several instances sharing a key may disagree slightly).
 pub(crate) const ROOM_LEEWAY: Duration = Duration::from_secs(5);
@@ -50,10 +50,10 @@ impl Tokens {
         lifetime: Duration,
         max_qty: Option<u32>,
         clock: SharedClock,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, BuildError> {
         let mut keys = KeySet::from(&key);
         for k in also_publish {
-            keys.insert(k).map_err(|source| ConfigError::Key {
+            keys.insert(k).map_err(|source| BuildError::Key {
                 setting: "publish_key",
                 source,
             })?;
@@ -67,7 +67,7 @@ impl Tokens {
             .max_token_lifetime(lifetime)
             .clock(clock.clone())
             .build()
-            .map_err(|source| ConfigError::Verifier {
+            .map_err(|source| BuildError::Verifier {
                 setting: "signing_key",
                 source,
             })?;
