@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use waitroom_layer::store::Store;
-use waitroom_layer::{ConfigError, Fairness, RoomBody, WaitingRoom, WaitingRoomLayer};
+use waitroom_layer::{BuildError, Fairness, RoomBody, WaitingRoom, WaitingRoomLayer};
 use waitroom_verify::jwks::{JwksHandle, JwksSource};
 use waitroom_verify::{SigningKey, Verifier};
 
@@ -26,7 +26,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// # Errors
 /// Never with these paths; the signature follows [`WaitingRoomLayer::builder`].
-pub fn room_layer(room: WaitingRoom) -> Result<WaitingRoomLayer, ConfigError> {
+pub fn room_layer(room: WaitingRoom) -> Result<WaitingRoomLayer, BuildError> {
     let mut b = WaitingRoomLayer::builder(room);
     for p in PROTECTED_PATHS {
         b = b.protect_prefix(*p);

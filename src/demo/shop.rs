@@ -166,11 +166,9 @@ impl std::fmt::Debug for Shop {
     }
 }
 
+/// JSON unless the client names HTML: the one `Accept` rule both layers follow ([`waitroom_verify::negotiate`]).
 fn wants_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("application/json"))
+    !waitroom_verify::negotiate::wants_html(headers)
 }
 
 fn no_store(mut r: Response) -> Response {

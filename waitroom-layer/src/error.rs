@@ -7,8 +7,8 @@ use std::sync::Arc;
 use thiserror::Error;
 
 /// Why a room (or one of its parts) could not be built. The message says what to change.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum ConfigError {
+#[derive(Debug, Error, Clone)]
+pub enum BuildError {
     /// A setting is out of range or inconsistent.
     #[error("invalid setting `{setting}`: {reason}")]
     Invalid {
@@ -17,12 +17,32 @@ pub enum ConfigError {
         /// What is wrong and what would be right.
         reason: String,
     },
-    /// The store could not be reached or initialised.
+    /// A key setting could not be used: the signing key could not be made, or a key to publish clashes with the
+    /// key set. The source is the key error.
+    #[error("invalid setting `{setting}`: {source}")]
+    Key {
+        /// The setting's builder name.
+        setting: &'static str,
+        /// What is wrong with the key.
+        #[source]
+        source: waitroom_verify::KeyError,
+    },
+    /// The room's own token verifier refused its keys or settings (`signing_key`, `issuer`, `idle_timeout`). The
+    /// source is the verifier's configuration error.
+    #[error("invalid setting `{setting}`: {source}")]
+    Verifier {
+        /// The setting's builder name.
+        setting: &'static str,
+        /// What the verifier refused.
+        #[source]
+        source: waitroom_verify::ConfigError,
+    },
+    /// The store could not be reached or initialised at build. The source is the store's error.
     #[error("the store could not be initialised: {0}")]
-    Store(String),
+    Store(#[source] StoreError),
 }
 
-impl ConfigError {
+impl BuildError {
     pub(crate) fn invalid(setting: &'static str, reason: impl Into<String>) -> Self {
         Self::Invalid {
             setting,

@@ -45,9 +45,11 @@
 //!   here); `{base}/jwks.json` publishes the token keys for the order service; `{base}/holding.js` is the
 //!   default holding page's script (the page itself runs no inline script and is sent with a strict
 //!   `Content-Security-Policy`, [`DEFAULT_CSP`]).
-//! - Everything the room writes carries `Cache-Control: no-store` and `Waitroom-State: <state>`. Clients that
-//!   send `Accept: application/json` get the JSON status instead of the page (`429` with `Retry-After` while in
-//!   line on a protected path, `410` when sold out or closed).
+//! - Everything the room writes carries `Cache-Control: no-store` and `Waitroom-State: <state>`. Pages go to
+//!   clients whose `Accept` names `text/html` (a browser navigating); everyone else, `Accept: */*` (curl) and no
+//!   `Accept` included, gets the JSON status instead of the page (`429` with `Retry-After` while in line on a
+//!   protected path, `410` when sold out or closed). The verify crate's refusals follow the same rule
+//!   ([`waitroom_verify::negotiate`]): a client gets the same kind of answer from both layers.
 //!
 //! # Several instances
 //! The room's signing key and cookie secret default to fresh random values: fine for one process. Instances
@@ -97,7 +99,7 @@
 //!   callers with `Authorization: Bearer <secret>`: stats, capacity, per-minute cap, pause, resume, open now,
 //!   close, inventory. See [`admin`].
 //! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, abandonments and sold
-//!   out. See [`events`].
+//!   out. See [`lifecycle`].
 //! - **Tracing**: joins, admissions, token issues, refusals and finishes are `DEBUG` spans (`waitroom.join`,
 //!   `waitroom.admit`, `waitroom.token`, `waitroom.refusal`, `waitroom.finish`; expiries and abandonments
 //!   `waitroom.expire`, `waitroom.abandon`), each with the on-sale id as its `event` field and the session as its
@@ -115,44 +117,40 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod admin;
-mod body;
-mod builder;
-mod cookie;
-mod endpoints;
 mod error;
-mod estimate;
-pub mod events;
-mod future;
-mod gate;
-mod hooks;
-mod layer;
-pub mod metrics;
-mod page;
-mod paths;
-mod respond;
+mod http;
 mod room;
-mod service;
 pub mod store;
-mod tokens;
 
-pub use body::RoomBody;
-pub use builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
-pub use cookie::{SessionCookie, valid_session_id};
-pub use endpoints::RoomEndpoints;
-pub use error::{ConfigError, StoreError};
-pub use estimate::{Eta, EtaBasis, reach as estimate_reach};
-pub use events::{RoomEvent, RoomEventKind};
-pub use future::ResponseFuture;
-pub use hooks::{GuardFuture, JoinGuard};
-pub use layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
-pub use metrics::METRICS_CONTENT_TYPE;
-pub use page::{
+pub use http::admin;
+/// The lifecycle stream's module under its old name (it is [`lifecycle`]; "event" is the on-sale's id).
+#[doc(hidden)]
+pub use room::lifecycle as events;
+pub use room::{lifecycle, metrics};
+
+pub use error::{BuildError, StoreError};
+/// The old name of [`BuildError`] (the verify crate has its own `ConfigError`).
+#[deprecated(note = "renamed `BuildError`")]
+pub type ConfigError = BuildError;
+pub use http::body::RoomBody;
+pub use http::endpoints::RoomEndpoints;
+pub use http::future::ResponseFuture;
+pub use http::hooks::{GuardFuture, JoinGuard};
+pub use http::layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
+pub use http::page::{
     DEFAULT_CSP, DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words,
 };
-pub use respond::STATE_HEADER;
-pub use room::{Stats, Status, ViewState, WaitingRoom};
-pub use service::WaitingRoomService;
+pub use http::respond::STATE_HEADER;
+pub use http::service::WaitingRoomService;
+pub use room::builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
+pub use room::cookie::{SessionCookie, valid_session_id};
+pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};
+pub use room::lifecycle::{RoomEvent, RoomEventKind};
+pub use room::metrics::METRICS_CONTENT_TYPE;
+pub use room::{RoomStats, Status, ViewState, WaitingRoom};
+/// The old name of [`RoomStats`] (it read too much like [`Status`]).
+#[deprecated(note = "renamed `RoomStats`")]
+pub type Stats = RoomStats;
 pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};

@@ -173,8 +173,13 @@ async fn outage_instance(
     (format!("http://{addr}"), room)
 }
 
+/// A browser navigating: a cookie jar, redirects shown, an `Accept` naming `text/html` (so pages, not JSON).
 fn a_browser() -> reqwest::Client {
     reqwest::Client::builder()
+        .default_headers(reqwest::header::HeaderMap::from_iter([(
+            reqwest::header::ACCEPT,
+            reqwest::header::HeaderValue::from_static("text/html,application/xhtml+xml,*/*;q=0.8"),
+        )]))
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()

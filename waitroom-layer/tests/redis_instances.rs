@@ -139,9 +139,13 @@ async fn instances(s: &Setup<'_>, n: usize) -> Vec<Instance> {
 }
 
 /// A browser: cookie store on (cookies are per host, not per port, so one jar serves the three instances, as
-/// behind one load balancer), redirects off.
+/// behind one load balancer), redirects off, an `Accept` naming `text/html` (so pages, not JSON).
 fn browser() -> reqwest::Client {
     reqwest::Client::builder()
+        .default_headers(reqwest::header::HeaderMap::from_iter([(
+            reqwest::header::ACCEPT,
+            reqwest::header::HeaderValue::from_static("text/html,application/xhtml+xml,*/*;q=0.8"),
+        )]))
         .cookie_store(true)
         .redirect(Policy::none())
         .timeout(Duration::from_secs(20))

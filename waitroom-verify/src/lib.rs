@@ -8,8 +8,9 @@
 //! refuses its token from then on, and a [`FinishSink`] tells the room (by default through the
 //! [`FINISH_HEADER`] response header, `Waitroom-Command: finish; seats=<n>`).
 //!
-//! Refusals are responses, not errors: browsers are redirected (`303`) to the room's join URL, API clients get
-//! `401` with an `application/problem+json` body whose `reason` is a [`Refusal::code`].
+//! Refusals are responses, not errors: browsers (an `Accept` naming `text/html`) are redirected (`303`) to the
+//! room's join URL; everyone else, `Accept: */*` (curl) included, gets `401` with an `application/problem+json` body
+//! whose `reason` is a [`Refusal::code`]. The room answers by the same rule ([`negotiate`]).
 //!
 //! # Example
 //! ```
@@ -66,6 +67,8 @@
 //! - [`verified`]: [`Verified`], a token the room layer already checked, so the layer does not check it twice.
 //! - [`admission`]: [`Admission`], finishing, [`FinishSink`], [`HeaderSink`], the finish header.
 //! - [`layer`], [`service`], [`future`]: the Tower middleware; [`response`]: the refusal responses.
+//! - [`negotiate`]: the one `Accept` rule both layers follow (HTML when `text/html` is named, JSON otherwise, `*/*`
+//!   included).
 //! - [`error`]: [`Refusal`] and the configuration, key and signing errors.
 //! - [`clock`]: where time comes from.
 //!
@@ -89,6 +92,11 @@ pub mod future;
 pub mod jwks;
 pub mod keys;
 pub mod layer;
+#[doc(hidden)]
+pub mod log_gate;
+pub mod negotiate;
+#[doc(hidden)]
+pub mod percent;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod response;

@@ -60,6 +60,7 @@ use ::redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 use http::HeaderMap;
 
 use crate::admission::{Finish, FinishFuture, FinishSink};
+use crate::log_gate::LogGate;
 use crate::verifier::Verifier;
 
 /// The default key prefix, the room store's: keys are `wr:{<event>}:<part>`.
@@ -152,9 +153,6 @@ if applied then return 1 end
 return 0
 "#;
 
-/// How often a failing Redis is logged, at most.
-const LOG_EVERY_MS: u64 = 10_000;
-
 /// The name of `event`'s finish stream under `prefix`: `<prefix>:{<event>}:finished`.
 ///
 /// # Errors
@@ -201,22 +199,6 @@ fn wall_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// Logs at most once per [`LOG_EVERY_MS`] (the first failure at once).
-#[derive(Debug, Default)]
-struct LogGate(AtomicU64);
-
-impl LogGate {
-    fn due(&self) -> bool {
-        let now = wall_ms().max(1);
-        let last = self.0.load(Ordering::Relaxed);
-        (last == 0 || now >= last.saturating_add(LOG_EVERY_MS) || now < last)
-            && self
-                .0
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-    }
 }
 
 /// Connection settings shared by the sink and the listener.

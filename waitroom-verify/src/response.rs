@@ -1,14 +1,16 @@
 //! The responses a refused request gets. The body type is the inner service's response body `B`, built with
 //! `B: From<Bytes>` (so `axum::body::Body`, `http_body_util::Full<Bytes>` and `String`-like bodies all work).
 //!
+//! Who is a browser is [`negotiate`](crate::negotiate)'s rule, the room's too.
+//!
 //! - A browser (`Accept` naming `text/html` or `application/xhtml+xml`) gets `303 See Other` to the room's join
 //!   URL with `return_to=<original path and query, percent-encoded>` and `Cache-Control: no-store`, empty body.
-//! - Anyone else gets `401 Unauthorized`, `Content-Type: application/problem+json`, `Cache-Control: no-store`,
+//! - Anyone else (`Accept: */*` as curl sends it, `application/json`, no `Accept`) gets `401 Unauthorized`, `Content-Type: application/problem+json`, `Cache-Control: no-store`,
 //!   `WWW-Authenticate: Bearer error="invalid_token"` (just `Bearer` when no token was sent, as RFC 6750 3.1
 //!   asks) and a body `{"type":"urn:waitroom:refusal:<code>","title":..,"status":401,"reason":"<code>","join_url":..}`.
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Response, StatusCode, Uri};
 
 use crate::error::Refusal;
@@ -16,33 +18,7 @@ use crate::error::Refusal;
 /// `return_to` targets longer than this fall back to the bare path (or `/`).
 pub const MAX_RETURN_TO_BYTES: usize = 2048;
 
-/// Whether the client is a browser navigating (its `Accept` names an HTML type).
-#[must_use]
-pub fn wants_html(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|range| range.split(';').next().unwrap_or("").trim())
-        .any(|t| {
-            t.eq_ignore_ascii_case("text/html") || t.eq_ignore_ascii_case("application/xhtml+xml")
-        })
-}
-
-/// Percent-encodes everything but RFC 3986 unreserved characters.
-fn percent_encode(input: &str, out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for b in input.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push('%');
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 15) as usize] as char);
-        }
-    }
-}
+pub use crate::negotiate::wants_html;
 
 /// The join URL with `return_to` for this request.
 #[must_use]
@@ -56,7 +32,7 @@ pub fn join_location(join_url: &str, uri: &Uri) -> String {
     location.push_str(join_url);
     location.push(if join_url.contains('?') { '&' } else { '?' });
     location.push_str("return_to=");
-    percent_encode(target, &mut location);
+    crate::percent::encode_into(target, &mut location);
     location
 }
 
@@ -109,21 +85,12 @@ pub fn refusal_response<B: From<Bytes>>(
 mod tests {
     use super::*;
 
+    use http::header::ACCEPT;
+
     fn headers(accept: &'static str) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(ACCEPT, HeaderValue::from_static(accept));
         h
-    }
-
-    #[test]
-    fn html_detection() {
-        assert!(wants_html(&headers(
-            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
-        )));
-        assert!(wants_html(&headers("TEXT/HTML; charset=utf-8")));
-        assert!(!wants_html(&headers("application/json")));
-        assert!(!wants_html(&headers("*/*")));
-        assert!(!wants_html(&HeaderMap::new()));
     }
 
     #[test]

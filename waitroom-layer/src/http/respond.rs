@@ -2,11 +2,11 @@
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE,
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION, RETRY_AFTER, SET_COOKIE,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
-use crate::estimate::EtaBasis;
+use crate::room::estimate::EtaBasis;
 use crate::room::{Status, ViewState};
 
 /// The header naming the room's state on every response the room makes.
@@ -15,23 +15,7 @@ pub const STATE_HEADER: HeaderName = HeaderName::from_static("waitroom-state");
 /// A response the room wrote, before its body is wrapped for the service's body type.
 pub(crate) type Reply = Response<Bytes>;
 
-/// Whether the client asked for JSON rather than HTML. Anything unreadable counts as HTML (a browser).
-pub(crate) fn wants_json(headers: &HeaderMap) -> bool {
-    let Some(accept) = headers.get(ACCEPT) else {
-        return false;
-    };
-    if accept.len() > 1024 {
-        return false;
-    }
-    let Ok(accept) = accept.to_str() else {
-        return false;
-    };
-    let accept = accept.to_ascii_lowercase();
-    (accept.contains("application/json") || accept.contains("+json"))
-        && !accept.contains("text/html")
-}
-
-pub(crate) fn finish(
+pub(crate) fn reply(
     status: StatusCode,
     state: &'static str,
     content_type: &'static str,
@@ -134,7 +118,7 @@ pub(crate) fn status_json(
     // Sized for the whole status (about 350 bytes) so the body is written once, not regrown.
     let mut body = Vec::with_capacity(512);
     write_status(&mut body, status, next);
-    let mut res = finish(
+    let mut res = reply(
         http_status,
         status.state.as_str(),
         "application/json",
@@ -167,7 +151,7 @@ pub(crate) fn html(
     csp: Option<&HeaderValue>,
     cookies: Vec<HeaderValue>,
 ) -> Reply {
-    let mut res = finish(
+    let mut res = reply(
         StatusCode::OK,
         status.state.as_str(),
         "text/html; charset=utf-8",
@@ -183,7 +167,7 @@ pub(crate) fn html(
 
 /// `303 See Other` to a same-site path.
 pub(crate) fn see_other(state: &'static str, to: &str, cookies: Vec<HeaderValue>) -> Reply {
-    let mut res = finish(
+    let mut res = reply(
         StatusCode::SEE_OTHER,
         state,
         "text/plain; charset=utf-8",
@@ -205,7 +189,7 @@ pub(crate) fn problem(status: StatusCode, state: &'static str, title: &str, deta
         "status": status.as_u16(),
         "detail": detail,
     });
-    finish(
+    reply(
         status,
         state,
         "application/problem+json",
@@ -217,26 +201,6 @@ pub(crate) fn problem(status: StatusCode, state: &'static str, title: &str, deta
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn json_is_chosen_only_when_asked_for() {
-        let mut h = HeaderMap::new();
-        assert!(!wants_json(&h));
-        h.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        assert!(wants_json(&h));
-        h.insert(
-            ACCEPT,
-            HeaderValue::from_static("text/html,application/xhtml+xml,application/json;q=0.9"),
-        );
-        assert!(!wants_json(&h));
-        h.insert(ACCEPT, HeaderValue::from_static("application/problem+json"));
-        assert!(wants_json(&h));
-        h.insert(
-            ACCEPT,
-            HeaderValue::from_bytes(b"application/json\xff").unwrap(),
-        );
-        assert!(!wants_json(&h));
-    }
 
     #[test]
     fn every_room_response_is_stamped() {

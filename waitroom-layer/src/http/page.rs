@@ -14,7 +14,7 @@ use std::sync::Arc;
 use http::HeaderValue;
 use serde::Serialize;
 
-use crate::error::ConfigError;
+use crate::error::BuildError;
 use crate::room::{Status, ViewState};
 
 /// What a holding page is rendered from.
@@ -137,8 +137,8 @@ impl PageTemplate {
     /// A template string with `{{placeholder}}` slots (see [`PLACEHOLDERS`]).
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] naming an unknown placeholder or an unclosed `{{`.
-    pub fn from_template(template: &str) -> Result<Self, ConfigError> {
+    /// [`BuildError::Invalid`] naming an unknown placeholder or an unclosed `{{`.
+    pub fn from_template(template: &str) -> Result<Self, BuildError> {
         let mut pieces = Vec::new();
         let mut rest = template;
         while let Some(open) = rest.find("{{") {
@@ -147,14 +147,14 @@ impl PageTemplate {
             }
             let after = &rest[open + 2..];
             let Some(close) = after.find("}}") else {
-                return Err(ConfigError::invalid(
+                return Err(BuildError::invalid(
                     "page",
                     "a `{{` is never closed by `}}`",
                 ));
             };
             let name = after[..close].trim();
             let Some(i) = PLACEHOLDERS.iter().position(|p| *p == name) else {
-                return Err(ConfigError::invalid(
+                return Err(BuildError::invalid(
                     "page",
                     format!(
                         "unknown placeholder `{{{{{name}}}}}`; known: {}",
@@ -190,18 +190,18 @@ impl PageTemplate {
     /// let t = PageTemplate::from_template("<p>{{position}}</p><script src=\"{{script_url}}\"></script>")?
     ///     .with_content_security_policy(DEFAULT_CSP)?;
     /// assert_eq!(t.content_security_policy(), Some(DEFAULT_CSP));
-    /// # Ok::<(), waitroom_layer::ConfigError>(())
+    /// # Ok::<(), waitroom_layer::BuildError>(())
     /// ```
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] when `policy` is empty or cannot be a header value (a line break, a control
+    /// [`BuildError::Invalid`] when `policy` is empty or cannot be a header value (a line break, a control
     /// character).
-    pub fn with_content_security_policy(mut self, policy: &str) -> Result<Self, ConfigError> {
+    pub fn with_content_security_policy(mut self, policy: &str) -> Result<Self, BuildError> {
         let value = HeaderValue::from_str(policy.trim())
             .ok()
             .filter(|v| !v.is_empty())
             .ok_or_else(|| {
-                ConfigError::invalid(
+                BuildError::invalid(
                     "content_security_policy",
                     "a policy such as `default-src 'none'; script-src 'self'`, on one line",
                 )

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use http::request::Parts;
 use tower::Layer;
 
-use crate::admin::BearerGuard;
-use crate::endpoints::RoomEndpoints;
-use crate::error::ConfigError;
-use crate::hooks::{AccountKeyFn, BypassFn, JoinGuard};
-use crate::page::PageTemplate;
-use crate::paths::Paths;
+use crate::error::BuildError;
+use crate::http::admin::BearerGuard;
+use crate::http::endpoints::RoomEndpoints;
+use crate::http::hooks::{AccountKeyFn, BypassFn, JoinGuard};
+use crate::http::page::PageTemplate;
+use crate::http::paths::Paths;
+use crate::http::service::WaitingRoomService;
 use crate::room::WaitingRoom;
-use crate::service::WaitingRoomService;
 
 /// What every service made by one layer shares (one `Arc`, built once by [`WaitingRoomLayerBuilder::build`]).
 pub(crate) struct Shared {
@@ -150,9 +150,9 @@ pub struct WaitingRoomLayerBuilder {
     join_guard: Option<Arc<dyn JoinGuard>>,
     metrics_path: Option<String>,
     /// The admin secret, already digested (the builder never holds it in the clear).
-    admin: Option<Result<BearerGuard, ConfigError>>,
+    admin: Option<Result<BearerGuard, BuildError>>,
     /// The metrics secret, digested the same way.
-    metrics_auth: Option<Result<BearerGuard, ConfigError>>,
+    metrics_auth: Option<Result<BearerGuard, BuildError>>,
 }
 
 impl std::fmt::Debug for WaitingRoomLayerBuilder {
@@ -259,10 +259,10 @@ impl WaitingRoomLayerBuilder {
     /// Builds the layer.
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] for a base path, prefix, pattern or metrics path that is not an absolute path (or a
+    /// [`BuildError::Invalid`] for a base path, prefix, pattern or metrics path that is not an absolute path (or a
     /// pattern with `**` anywhere but at its end), a protected path under the base path, or an admin token shorter
     /// than 16 bytes.
-    pub fn build(self) -> Result<WaitingRoomLayer, ConfigError> {
+    pub fn build(self) -> Result<WaitingRoomLayer, BuildError> {
         let mut paths = Paths::new(&self.base_path)?;
         if let Some(m) = &self.metrics_path {
             paths.set_metrics(m)?;

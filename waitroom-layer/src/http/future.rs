@@ -11,10 +11,10 @@ use pin_project::pin_project;
 use tower::Service;
 use waitroom_verify::{Claims, FINISH_HEADER, parse_finish_command};
 
-use crate::body::RoomBody;
-use crate::gate::Decision;
-use crate::layer::Shared;
-use crate::respond::Reply;
+use crate::http::body::RoomBody;
+use crate::http::gate::Decision;
+use crate::http::layer::Shared;
+use crate::http::respond::Reply;
 
 /// The room's asynchronous checks (store lookups, joins, claims) are boxed: they are `async fn`s over the room
 /// whose types cannot be named, and they run only off the hot path (polls, joins, one renewal per half token

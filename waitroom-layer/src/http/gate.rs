@@ -7,14 +7,14 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
 
-use crate::cookie::{SessionCookie, SessionRef};
-use crate::layer::Shared;
-use crate::page::PageContext;
-use crate::paths::{Endpoint, safe_return_to};
-use crate::respond::{self, Reply};
+use crate::http::layer::Shared;
+use crate::http::page::PageContext;
+use crate::http::paths::{Endpoint, safe_return_to};
+use crate::http::respond::{self, Reply};
+use crate::room::cookie::{SessionCookie, SessionRef};
 use crate::room::{Status, ViewState, WaitingRoom};
 use crate::store::{Placement, SessionState};
-use waitroom_verify::Verified;
+use waitroom_verify::{Verified, negotiate, percent};
 
 /// The outcome of a check.
 pub(crate) enum Decision {
@@ -199,54 +199,18 @@ fn return_to(parts: &Parts) -> Option<String> {
         return None;
     }
     let raw = q.split('&').find_map(|kv| kv.strip_prefix("return_to="))?;
-    let decoded = percent_decode(raw)?;
+    let decoded = percent::decode_query_value(raw)?;
     safe_return_to(&decoded).map(str::to_owned)
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(h, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3 / 2);
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn held_reply(shared: &Shared, parts: &Parts, placed: Placed, next: &str) -> Reply {
     let status = status_of(&shared.room, &placed);
-    if respond::wants_json(&parts.headers) {
+    if !negotiate::wants_html(&parts.headers) {
         let next = (status.state == ViewState::Admitted).then_some(next);
         return respond::status_json(respond::held_status(&status), &status, next, placed.cookies);
     }
     let base = shared.paths.base();
-    let enc = percent_encode(next);
+    let enc = percent::encode(next);
     let ctx = PageContext {
         next: next.to_owned(),
         status_url: format!("{base}/status?return_to={enc}"),
@@ -384,18 +348,18 @@ pub(crate) async fn endpoint(
     let get_like = parts.method == Method::GET || parts.method == Method::HEAD;
     let state = ViewState::NotInLine.as_str();
     match endpoint {
-        Endpoint::Jwks if get_like => respond::finish(
+        Endpoint::Jwks if get_like => respond::reply(
             StatusCode::OK,
             "jwks",
             "application/jwk-set+json",
             shared.room.tokens().jwks(),
             Vec::new(),
         ),
-        Endpoint::Script if get_like => respond::finish(
+        Endpoint::Script if get_like => respond::reply(
             StatusCode::OK,
             state,
             "text/javascript; charset=utf-8",
-            Bytes::from_static(crate::page::HOLDING_SCRIPT.as_bytes()),
+            Bytes::from_static(crate::http::page::HOLDING_SCRIPT.as_bytes()),
             Vec::new(),
         ),
         Endpoint::Metrics
@@ -417,10 +381,10 @@ pub(crate) async fn endpoint(
             );
             r
         }
-        Endpoint::Metrics if get_like => respond::finish(
+        Endpoint::Metrics if get_like => respond::reply(
             StatusCode::OK,
             "metrics",
-            crate::metrics::METRICS_CONTENT_TYPE,
+            crate::room::metrics::METRICS_CONTENT_TYPE,
             shared.room.metrics_text(),
             Vec::new(),
         ),
@@ -443,10 +407,10 @@ pub(crate) async fn endpoint(
                 Look::Placed(p) => p,
                 Look::Refused(r) => return r,
             };
-            if placed.admitted && !respond::wants_json(&parts.headers) {
+            if placed.admitted && negotiate::wants_html(&parts.headers) {
                 return respond::see_other(ViewState::Admitted.as_str(), &next, placed.cookies);
             }
-            if respond::wants_json(&parts.headers) {
+            if !negotiate::wants_html(&parts.headers) {
                 let status = status_of(&shared.room, &placed);
                 let next = (status.state == ViewState::Admitted).then_some(next.as_str());
                 return respond::status_json(StatusCode::OK, &status, next, placed.cookies);
@@ -495,7 +459,7 @@ mod tests {
         );
         assert_eq!(return_to(&parts("/waitroom/join?return_to=%ff")), None);
         assert_eq!(return_to(&parts("/waitroom/join?return_to=%")), None);
-        assert_eq!(percent_encode("/a b?c=1"), "%2Fa%20b%3Fc%3D1");
+        assert_eq!(percent::encode("/a b?c=1"), "%2Fa%20b%3Fc%3D1");
         assert_eq!(asked_for(&parts("/checkout?x=1")), "/checkout?x=1");
     }
 }

@@ -6,12 +6,12 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use tower::Service;
 
-use crate::admin;
-use crate::body::RoomBody;
-use crate::future::{After, ResponseFuture, Tracked};
-use crate::gate;
-use crate::layer::Shared;
-use crate::paths::{Endpoint, Route};
+use crate::http::admin;
+use crate::http::body::RoomBody;
+use crate::http::future::{After, ResponseFuture, Tracked};
+use crate::http::gate;
+use crate::http::layer::Shared;
+use crate::http::paths::{Endpoint, Route};
 use waitroom_verify::Verified;
 
 /// The service made by [`WaitingRoomLayer`](crate::WaitingRoomLayer). Generic over request bodies; its
@@ -223,8 +223,12 @@ mod tests {
             .unwrap()
     }
 
+    /// A browser's navigation (`Accept` names `text/html`: the room answers with pages).
     fn get(path: &str, cookies: &[String]) -> http::Request<Full<Bytes>> {
-        let mut req = http::Request::get(path).body(Full::default()).unwrap();
+        let mut req = http::Request::get(path)
+            .header(http::header::ACCEPT, "text/html,*/*;q=0.8")
+            .body(Full::default())
+            .unwrap();
         if !cookies.is_empty() {
             req.headers_mut()
                 .insert(COOKIE, HeaderValue::try_from(cookies.join("; ")).unwrap());
@@ -396,6 +400,49 @@ mod tests {
             .await
             .unwrap();
         assert_ne!(body(res).await, session);
+    }
+
+    #[tokio::test]
+    async fn curl_s_accept_gets_json_from_the_room_as_from_the_verifier() {
+        let clock = ManualClock::starting_now();
+        let room = room(&clock, 1).await;
+        let layer = WaitingRoomLayer::builder(room.clone())
+            .protect_prefix("/checkout")
+            .build()
+            .unwrap();
+        let mut svc = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(handler));
+        let curl = |path: &str| {
+            http::Request::get(path)
+                .header(ACCEPT, "*/*")
+                .body(Full::<Bytes>::default())
+                .unwrap()
+        };
+        // The room: held in line, told so in JSON with when to ask again.
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(curl("/checkout"))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers()["content-type"], "application/json");
+        assert!(res.headers().contains_key("retry-after"));
+        // The verifier, for the same request: 401 JSON, not a redirect to the join page.
+        let mut verify = ServiceBuilder::new()
+            .layer(waitroom_verify::VerifyLayer::new(room.verifier().clone()))
+            .service(service_fn(handler));
+        let res = verify
+            .ready()
+            .await
+            .unwrap()
+            .call(curl("/checkout"))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(res.headers()["content-type"], "application/problem+json");
     }
 
     #[tokio::test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use waitroom_verify::{Claims, KeySet, Refusal, SharedClock, SigningKey, Verified, Verifier};
 
-use crate::error::ConfigError;
+use crate::error::BuildError;
 
 /// Clock skew the room's own verifier allows (several instances sharing a key may disagree slightly).
 pub(crate) const ROOM_LEEWAY: Duration = Duration::from_secs(5);
@@ -50,11 +50,13 @@ impl Tokens {
         lifetime: Duration,
         max_qty: Option<u32>,
         clock: SharedClock,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, BuildError> {
         let mut keys = KeySet::from(&key);
         for k in also_publish {
-            keys.insert(k)
-                .map_err(|e| ConfigError::invalid("publish_key", e.to_string()))?;
+            keys.insert(k).map_err(|source| BuildError::Key {
+                setting: "publish_key",
+                source,
+            })?;
         }
         let jwks = Bytes::from(keys.to_jwks_json());
         let verifier = Verifier::builder()
@@ -65,7 +67,10 @@ impl Tokens {
             .max_token_lifetime(lifetime)
             .clock(clock.clone())
             .build()
-            .map_err(|e| ConfigError::invalid("signing_key", e.to_string()))?;
+            .map_err(|source| BuildError::Verifier {
+                setting: "signing_key",
+                source,
+            })?;
         Ok(Self {
             key,
             verifier,

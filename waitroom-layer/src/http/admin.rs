@@ -5,7 +5,7 @@
 //!
 //! | call | body | does |
 //! | --- | --- | --- |
-//! | `GET stats` | | the room's [`Stats`](crate::Stats) |
+//! | `GET stats` | | the room's [`RoomStats`](crate::RoomStats) |
 //! | `POST capacity` | `{"capacity": 9000}` | sets the capacity (at least 1) |
 //! | `POST admit-per-minute` | `{"per_minute": 1500}` or `{"per_minute": null}` | sets or clears the per-minute cap |
 //! | `POST pause` | | stops letting people in |
@@ -20,8 +20,6 @@
 //! instance sharing it applies them at its next refresh (a few times a second). A bad body gets `400`, a store
 //! that cannot be reached `503`; bodies over 4 KiB are refused.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
@@ -30,10 +28,11 @@ use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use waitroom_verify::log_gate::LogGate;
 
-use crate::error::ConfigError;
-use crate::layer::Shared;
-use crate::respond::{self, Reply};
+use crate::error::BuildError;
+use crate::http::layer::Shared;
+use crate::http::respond::{self, Reply};
 use crate::store::Inventory;
 
 /// The state header value of admin responses.
@@ -42,8 +41,6 @@ const STATE: &str = "admin";
 const MAX_BODY_BYTES: usize = 4 * 1024;
 /// The shortest admin secret accepted.
 pub(crate) const MIN_ADMIN_TOKEN_BYTES: usize = 16;
-/// How often refused admin calls are logged.
-const REFUSAL_LOG_EVERY_MS: u64 = 10_000;
 
 /// One admin call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +77,7 @@ impl AdminOp {
 /// Never printed.
 pub(crate) struct BearerGuard {
     digest: [u8; 32],
-    last_refusal_log_ms: AtomicU64,
+    refusal_log: LogGate,
 }
 
 impl std::fmt::Debug for BearerGuard {
@@ -92,9 +89,9 @@ impl std::fmt::Debug for BearerGuard {
 impl BearerGuard {
     /// A bearer secret for the admin API, or for another endpoint guarded the same way (`field` names the builder
     /// method in the error).
-    pub(crate) fn new(field: &'static str, secret: &[u8]) -> Result<Self, ConfigError> {
+    pub(crate) fn new(field: &'static str, secret: &[u8]) -> Result<Self, BuildError> {
         if secret.len() < MIN_ADMIN_TOKEN_BYTES {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 field,
                 format!(
                     "must be at least {MIN_ADMIN_TOKEN_BYTES} bytes (use a random secret, e.g. 32 bytes in base64)"
@@ -103,7 +100,7 @@ impl BearerGuard {
         }
         Ok(Self {
             digest: Sha256::digest(secret).into(),
-            last_refusal_log_ms: AtomicU64::new(0),
+            refusal_log: LogGate::default(),
         })
     }
 
@@ -169,14 +166,7 @@ where
     };
     let room = &shared.room;
     if !admin.authorised(&parts) {
-        let now = room.clock().now_ms();
-        let last = admin.last_refusal_log_ms.load(Ordering::Relaxed);
-        if now >= last.saturating_add(REFUSAL_LOG_EVERY_MS)
-            && admin
-                .last_refusal_log_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
+        if admin.refusal_log.due_at(room.clock().now_ms()) {
             tracing::warn!(
                 event = %room.config().event,
                 path = parts.uri.path(),
@@ -294,7 +284,7 @@ where
 
 fn stats_reply(shared: &Shared) -> Reply {
     let body = serde_json::to_vec(&shared.room.stats()).unwrap_or_else(|_| b"{}".to_vec());
-    respond::finish(
+    respond::reply(
         StatusCode::OK,
         STATE,
         "application/json",

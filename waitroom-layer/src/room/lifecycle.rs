@@ -1,4 +1,5 @@
-//! [`RoomEvent`]: the lifecycle of sessions as a stream the app subscribes to with
+//! The lifecycle stream: [`RoomEvent`]s (a session joined, was let in, finished, ...; not to be confused with the
+//! on-sale, whose id is the room's `event`), which the app subscribes to with
 //! [`WaitingRoom::subscribe`](crate::WaitingRoom::subscribe), for its own analytics.
 //!
 //! # Where events come from

@@ -11,11 +11,11 @@ use http::{Request, Response};
 use http_body_util::Empty;
 use tower::Service;
 
-use crate::admin;
-use crate::body::RoomBody;
-use crate::gate;
-use crate::layer::Shared;
-use crate::paths::Endpoint;
+use crate::http::admin;
+use crate::http::body::RoomBody;
+use crate::http::gate;
+use crate::http::layer::Shared;
+use crate::http::paths::Endpoint;
 
 /// Answers `{base}/status`, `{base}/jwks.json`, `{base}/join` and `{base}/holding.js` (and the same without the
 /// base when mounted with a prefix-stripping `nest_service`), plus the metrics path and `{base}/admin/...` when those

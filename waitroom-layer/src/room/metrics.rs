@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 use waitroom_verify::Refusal;
 
-use crate::room::Stats;
+use crate::room::RoomStats;
 
 /// The content type of [`WaitingRoom::metrics_text`](crate::WaitingRoom::metrics_text): OpenMetrics text 1.0.0,
 /// which Prometheus scrapes natively.
@@ -69,11 +69,21 @@ impl RoomMetrics {
     }
 
     /// The exposition: this instance's counters and the room's figures from `stats`.
-    pub(crate) fn render(&self, stats: &Stats) -> String {
+    pub(crate) fn render(&self, stats: &RoomStats) -> String {
         let labels = std::iter::once((Cow::Borrowed("event"), Cow::Owned(stats.event.clone())));
         let mut r = Registry::with_prefix_and_labels("waitroom", labels);
+        self.register_instance(&mut r);
+        // The room (the same on every instance sharing the store).
+        register_line(&mut r, stats);
+        register_door(&mut r, stats);
+        let mut out = String::with_capacity(8 * 1024);
+        // Writing to a String cannot fail.
+        let _ = encode(&mut out, &r);
+        out
+    }
 
-        // This instance.
+    /// This instance's own counters.
+    fn register_instance(&self, r: &mut Registry) {
         r.register(
             "polls",
             "Status polls answered by this instance",
@@ -99,168 +109,157 @@ impl RoomMetrics {
             "Store calls that failed on this instance",
             self.store_errors.clone(),
         );
-
-        // The room (the same on every instance sharing the store).
-        let gauge = |r: &mut Registry, name: &str, help: &str, v: u64| {
-            r.register(name, help, ConstGauge::new(v as i64));
-        };
-        let flag = |r: &mut Registry, name: &str, help: &str, v: bool| {
-            r.register(name, help, ConstGauge::new(i64::from(v)));
-        };
-        let total = |r: &mut Registry, name: &str, help: &str, v: u64| {
-            r.register(name, help, ConstCounter::new(v));
-        };
-        gauge(
-            &mut r,
-            "waiting",
-            "People in line (numbers not yet served) plus the pre-queue",
-            stats.waiting,
-        );
-        gauge(
-            &mut r,
-            "prequeue",
-            "People in the pre-queue (joined before the draw)",
-            stats.prequeue,
-        );
-        gauge(
-            &mut r,
-            "active",
-            "Sessions admitted or active",
-            stats.active,
-        );
-        gauge(
-            &mut r,
-            "capacity",
-            "Most sessions active at once",
-            stats.capacity,
-        );
-        if let Some(n) = stats.admit_per_minute {
-            gauge(
-                &mut r,
-                "admit_per_minute",
-                "Most new admissions in any minute (absent when no cap is set)",
-                n,
-            );
-        }
-        total(
-            &mut r,
-            "served",
-            "Line numbers that left the head (admitted, skipped or turned away)",
-            stats.served,
-        );
-        let c = &stats.counters;
-        total(&mut r, "joined", "Sessions that joined the line", c.joined);
-        total(&mut r, "admitted", "Sessions let in", c.admitted);
-        total(
-            &mut r,
-            "finished",
-            "Sessions finished by the order service",
-            c.finished,
-        );
-        total(
-            &mut r,
-            "expired",
-            "Admitted or active sessions that idled out",
-            c.expired,
-        );
-        total(
-            &mut r,
-            "abandoned",
-            "Sessions skipped at the head because they stopped polling",
-            c.abandoned,
-        );
-        total(
-            &mut r,
-            "turned_away",
-            "Sessions still in line when the on-sale closed or sold out, turned away",
-            c.turned_away,
-        );
-        total(
-            &mut r,
-            "orders",
-            "Finished sessions that bought at least one seat",
-            c.orders,
-        );
-        total(
-            &mut r,
-            "seats_bought",
-            "Seats bought by finished sessions",
-            c.seats_bought,
-        );
-        if let Some(rate) = stats.head_rate_per_minute {
-            r.register(
-                "head_rate_per_minute",
-                "Places freeing per minute at the head, as measured (absent until measured)",
-                ConstGauge::new(rate),
-            );
-        }
-        r.register(
-            "served_per_minute",
-            "Line numbers served over the last minute",
-            ConstGauge::new(stats.served_per_minute),
-        );
-        r.register(
-            "admitted_per_minute",
-            "Sessions let in over the last minute (the measured admission rate)",
-            ConstGauge::new(stats.admitted_per_minute),
-        );
-        r.register_with_unit(
-            "tail_eta",
-            "Estimated wait at the back of the line (0 when nobody waits)",
-            Unit::Seconds,
-            ConstGauge::new(stats.tail_eta_seconds.unwrap_or(0) as i64),
-        );
-        if let Some(inv) = stats.inventory {
-            gauge(
-                &mut r,
-                "seats_on_sale",
-                "Seats on sale in all (absent until the app reports its inventory)",
-                inv.total,
-            );
-            gauge(&mut r, "seats_sold", "Seats sold", inv.sold);
-            gauge(
-                &mut r,
-                "seats_held",
-                "Seats held at checkout (they come back if the hold expires)",
-                inv.held,
-            );
-            gauge(
-                &mut r,
-                "seats_available",
-                "Seats neither sold nor held",
-                inv.available(),
-            );
-        }
-        flag(
-            &mut r,
-            "paused",
-            "1 while an operator has paused the door",
-            stats.paused,
-        );
-        flag(
-            &mut r,
-            "closed",
-            "1 once the on-sale is closed",
-            stats.closed,
-        );
-        flag(
-            &mut r,
-            "sold_out",
-            "1 once every seat is sold",
-            stats.sold_out,
-        );
-        flag(
-            &mut r,
-            "store_up",
-            "1 while this instance reaches the store",
-            stats.store_ok,
-        );
-
-        let mut out = String::with_capacity(8 * 1024);
-        // Writing to a String cannot fail.
-        let _ = encode(&mut out, &r);
-        out
     }
+}
+
+fn gauge(r: &mut Registry, name: &str, help: &str, v: u64) {
+    r.register(name, help, ConstGauge::new(v as i64));
+}
+
+fn flag(r: &mut Registry, name: &str, help: &str, v: bool) {
+    r.register(name, help, ConstGauge::new(i64::from(v)));
+}
+
+fn total(r: &mut Registry, name: &str, help: &str, v: u64) {
+    r.register(name, help, ConstCounter::new(v));
+}
+
+/// The line: who waits, who is in, the running totals.
+fn register_line(r: &mut Registry, stats: &RoomStats) {
+    gauge(
+        r,
+        "waiting",
+        "People in line (numbers not yet served) plus the pre-queue",
+        stats.waiting,
+    );
+    gauge(
+        r,
+        "prequeue",
+        "People in the pre-queue (joined before the draw)",
+        stats.prequeue,
+    );
+    gauge(r, "active", "Sessions admitted or active", stats.active);
+    gauge(
+        r,
+        "capacity",
+        "Most sessions active at once",
+        stats.capacity,
+    );
+    if let Some(n) = stats.admit_per_minute {
+        gauge(
+            r,
+            "admit_per_minute",
+            "Most new admissions in any minute (absent when no cap is set)",
+            n,
+        );
+    }
+    total(
+        r,
+        "served",
+        "Line numbers that left the head (admitted, skipped or turned away)",
+        stats.served,
+    );
+    let c = &stats.counters;
+    total(r, "joined", "Sessions that joined the line", c.joined);
+    total(r, "admitted", "Sessions let in", c.admitted);
+    total(
+        r,
+        "finished",
+        "Sessions finished by the order service",
+        c.finished,
+    );
+    total(
+        r,
+        "expired",
+        "Admitted or active sessions that idled out",
+        c.expired,
+    );
+    total(
+        r,
+        "abandoned",
+        "Sessions skipped at the head because they stopped polling",
+        c.abandoned,
+    );
+    total(
+        r,
+        "turned_away",
+        "Sessions still in line when the on-sale closed or sold out, turned away",
+        c.turned_away,
+    );
+    total(
+        r,
+        "orders",
+        "Finished sessions that bought at least one seat",
+        c.orders,
+    );
+    total(
+        r,
+        "seats_bought",
+        "Seats bought by finished sessions",
+        c.seats_bought,
+    );
+}
+
+/// The door: its pace, the seats, its switches.
+fn register_door(r: &mut Registry, stats: &RoomStats) {
+    if let Some(rate) = stats.head_rate_per_minute {
+        r.register(
+            "head_rate_per_minute",
+            "Places freeing per minute at the head, as measured (absent until measured)",
+            ConstGauge::new(rate),
+        );
+    }
+    r.register(
+        "served_per_minute",
+        "Line numbers served over the last minute",
+        ConstGauge::new(stats.served_per_minute),
+    );
+    r.register(
+        "admitted_per_minute",
+        "Sessions let in over the last minute (the measured admission rate)",
+        ConstGauge::new(stats.admitted_per_minute),
+    );
+    r.register_with_unit(
+        "tail_eta",
+        "Estimated wait at the back of the line (0 when nobody waits)",
+        Unit::Seconds,
+        ConstGauge::new(stats.tail_eta_seconds.unwrap_or(0) as i64),
+    );
+    if let Some(inv) = stats.inventory {
+        gauge(
+            r,
+            "seats_on_sale",
+            "Seats on sale in all (absent until the app reports its inventory)",
+            inv.total,
+        );
+        gauge(r, "seats_sold", "Seats sold", inv.sold);
+        gauge(
+            r,
+            "seats_held",
+            "Seats held at checkout (they come back if the hold expires)",
+            inv.held,
+        );
+        gauge(
+            r,
+            "seats_available",
+            "Seats neither sold nor held",
+            inv.available(),
+        );
+    }
+    flag(
+        r,
+        "paused",
+        "1 while an operator has paused the door",
+        stats.paused,
+    );
+    flag(r, "closed", "1 once the on-sale is closed", stats.closed);
+    flag(r, "sold_out", "1 once every seat is sold", stats.sold_out);
+    flag(
+        r,
+        "store_up",
+        "1 while this instance reaches the store",
+        stats.store_ok,
+    );
 }
 
 #[cfg(test)]
@@ -270,7 +269,7 @@ mod tests {
     #[test]
     fn every_refusal_reason_is_present_from_the_start() {
         let m = RoomMetrics::new();
-        let stats = Stats {
+        let stats = RoomStats {
             event: "ev".into(),
             waiting: 3,
             prequeue: 0,

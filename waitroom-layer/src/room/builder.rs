@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use waitroom_verify::{CookieNames, SharedClock, SigningKey, SystemClock, VerifyingKey};
 
-use crate::error::ConfigError;
+use crate::error::BuildError;
 use crate::room::WaitingRoom;
 use crate::store::{MemoryStore, Settings, Store};
 
@@ -140,7 +140,7 @@ impl RoomBuilder {
                 fairness: Fairness::Fifo,
                 max_scan_per_tick: 20_000,
                 session_cache_capacity: 1_000_000,
-                event_buffer: crate::events::DEFAULT_EVENT_BUFFER,
+                event_buffer: crate::room::lifecycle::DEFAULT_EVENT_BUFFER,
                 store_outage: StoreOutage::FailClosed,
             },
             capacity: 8_000,
@@ -333,7 +333,7 @@ impl RoomBuilder {
         self
     }
 
-    pub(crate) fn validate(&self) -> Result<Settings, ConfigError> {
+    pub(crate) fn validate(&self) -> Result<Settings, BuildError> {
         let c = &self.config;
         if c.event.is_empty()
             || c.event.len() > 64
@@ -342,7 +342,7 @@ impl RoomBuilder {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
         {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "event",
                 format!(
                     "`{}` must be 1 to 64 characters of letters, digits, `-`, `_`, `.`, `:`",
@@ -351,19 +351,19 @@ impl RoomBuilder {
             ));
         }
         if c.event_buffer == 0 || c.event_buffer > 1 << 20 {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "event_buffer",
                 "must be between 1 and 1,048,576 events",
             ));
         }
         if self.capacity == 0 {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "capacity",
                 "must be at least 1 (pause the door instead of a zero capacity)",
             ));
         }
         if self.admit_per_minute == Some(0) {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "admit_per_minute",
                 "must be at least 1 (pause the door to stop admitting)",
             ));
@@ -377,11 +377,11 @@ impl RoomBuilder {
             ("expected_visit", c.expected_visit),
         ] {
             if d.is_zero() {
-                return Err(ConfigError::invalid(name, "must be longer than zero"));
+                return Err(BuildError::invalid(name, "must be longer than zero"));
             }
         }
         if c.abandon_after < c.poll_interval {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "abandon_after",
                 format!(
                     "{:?} is shorter than the poll interval {:?}: people who poll on time would be skipped",
@@ -392,7 +392,7 @@ impl RoomBuilder {
         if let Some(secret) = &self.pass.cookie_secret
             && secret.len() < MIN_COOKIE_SECRET_BYTES
         {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "cookie_secret",
                 format!(
                     "{} bytes is too short; use at least {MIN_COOKIE_SECRET_BYTES} random bytes",
@@ -401,19 +401,19 @@ impl RoomBuilder {
             ));
         }
         if self.pass.cookie_names.validate().is_err() {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "cookie_names",
                 "names must be distinct RFC 6265 tokens of 1 to 64 characters",
             ));
         }
         if self.pass.issuer.is_empty() {
-            return Err(ConfigError::invalid("issuer", "must not be empty"));
+            return Err(BuildError::invalid("issuer", "must not be empty"));
         }
         if self.pass.max_qty == Some(0) {
-            return Err(ConfigError::invalid("max_qty", "must be at least 1"));
+            return Err(BuildError::invalid("max_qty", "must be at least 1"));
         }
         if c.idle_timeout < Duration::from_secs(2) {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "idle_timeout",
                 "must be at least 2 s (it is also the token lifetime, in whole seconds)",
             ));
@@ -427,7 +427,7 @@ impl RoomBuilder {
             Fairness::Fifo => (false, self.opens_at.map(to_ms)),
             Fairness::RandomAtOpen { opens_at } => {
                 if self.opens_at.is_some_and(|o| o != opens_at) {
-                    return Err(ConfigError::invalid(
+                    return Err(BuildError::invalid(
                         "opens_at",
                         "differs from the opening time given in Fairness::RandomAtOpen; give it once",
                     ));
@@ -451,9 +451,9 @@ impl RoomBuilder {
     /// (when inside a Tokio runtime and [`background`](Self::background) is on).
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] names the setting and the reason; [`ConfigError::Store`] when the store cannot be
+    /// [`BuildError::Invalid`] names the setting and the reason; [`BuildError::Store`] when the store cannot be
     /// reached at start.
-    pub async fn build(self) -> Result<WaitingRoom, ConfigError> {
+    pub async fn build(self) -> Result<WaitingRoom, BuildError> {
         let defaults = self.validate()?;
         WaitingRoom::from_builder(self, defaults).await
     }

@@ -11,8 +11,8 @@
 
 use std::borrow::Cow;
 
-use crate::admin::AdminOp;
-use crate::error::ConfigError;
+use crate::error::BuildError;
+use crate::http::admin::AdminOp;
 
 /// One of the room's own endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub(crate) struct Paths {
 }
 
 impl Paths {
-    pub(crate) fn new(base: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn new(base: &str) -> Result<Self, BuildError> {
         let base = base.trim_end_matches('/');
         if !base.starts_with('/')
             || base.len() < 2
@@ -75,7 +75,7 @@ impl Paths {
             || base.contains(['?', '#', '%', '*', ' '])
             || base.contains("//")
         {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "base_path",
                 format!(
                     "`{base}` must be an absolute path such as `/waitroom`, without `?`, `#`, `%`, `*`"
@@ -90,7 +90,7 @@ impl Paths {
     }
 
     /// Serves metrics at `path` (an absolute path; anywhere, the base path included).
-    pub(crate) fn set_metrics(&mut self, path: &str) -> Result<(), ConfigError> {
+    pub(crate) fn set_metrics(&mut self, path: &str) -> Result<(), BuildError> {
         let p = path.trim_end_matches('/');
         if !p.starts_with('/')
             || p.len() < 2
@@ -99,7 +99,7 @@ impl Paths {
             || p.contains("//")
             || p.contains("/.")
         {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "metrics_path",
                 format!(
                     "`{path}` must be an absolute path such as `/waitroom/metrics`, without `?`, `#`, `%`, `*`"
@@ -128,10 +128,10 @@ impl Paths {
         &self.base
     }
 
-    pub(crate) fn add_prefix(&mut self, prefix: &str) -> Result<(), ConfigError> {
+    pub(crate) fn add_prefix(&mut self, prefix: &str) -> Result<(), BuildError> {
         let p = prefix.trim_end_matches('/');
         if !prefix.starts_with('/') || prefix.contains(['?', '#', '%', '*']) {
-            return Err(ConfigError::invalid(
+            return Err(BuildError::invalid(
                 "protect_prefix",
                 format!(
                     "`{prefix}` must be an absolute path such as `/checkout`, without `?`, `#`, `%`, `*`"
@@ -142,9 +142,9 @@ impl Paths {
         Ok(())
     }
 
-    pub(crate) fn add_pattern(&mut self, pattern: &str) -> Result<(), ConfigError> {
+    pub(crate) fn add_pattern(&mut self, pattern: &str) -> Result<(), BuildError> {
         let bad = |why: &str| {
-            Err(ConfigError::invalid(
+            Err(BuildError::invalid(
                 "protect_pattern",
                 format!("`{pattern}`: {why}"),
             ))
@@ -249,7 +249,7 @@ pub(crate) fn normalise(raw: &str) -> Cow<'_, str> {
     if !needs {
         return Cow::Borrowed(raw);
     }
-    let decoded = percent_decode_ascii(raw);
+    let decoded = waitroom_verify::percent::decode_ascii(raw);
     let mut out: Vec<&str> = Vec::new();
     for seg in decoded.split('/') {
         match seg {
@@ -269,37 +269,6 @@ pub(crate) fn normalise(raw: &str) -> Cow<'_, str> {
         s.push('/');
     }
     Cow::Owned(s)
-}
-
-fn percent_decode_ascii(raw: &str) -> String {
-    let b = raw.as_bytes();
-    let mut out = String::with_capacity(raw.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && i + 2 < b.len()
-            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
-            && (h << 4 | l) < 0x80
-        {
-            out.push(char::from(h << 4 | l));
-            i += 3;
-            continue;
-        }
-        // `raw` is a valid str; copy the char starting here.
-        let ch = raw[i..].chars().next().unwrap_or('?');
-        out.push(ch);
-        i += ch.len_utf8();
-    }
-    out
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// Whether `target` is a same-site path the room may send a browser to: starts with one `/`, no scheme or

@@ -1,0 +1,220 @@
+//! A session's way through the line: join, locate (answered from memory when it can be), claim the pass,
+//! finish; and the finishes read back from the store into the token deny list.
+
+use tracing::Instrument as _;
+use waitroom_verify::fingerprint;
+
+use super::WaitingRoom;
+use super::lifecycle::RoomEventKind;
+use crate::error::StoreError;
+use crate::store::{Join, Placement, SessionState};
+
+impl WaitingRoom {
+    /// Joins the line (idempotent). With an `account`, the account holds one place whichever session asks; the
+    /// returned placement names the session that holds it.
+    ///
+    /// # Errors
+    /// When the store cannot be reached; nothing changed then.
+    pub async fn join(
+        &self,
+        session: &str,
+        account: Option<&str>,
+    ) -> Result<Placement, StoreError> {
+        self.inner.metrics.joins.inc();
+        let span = tracing::debug_span!("waitroom.join", event = %self.event(), session = %fingerprint(session));
+        async move {
+            let join = Join {
+                session: session.to_owned(),
+                account: account.map(str::to_owned),
+                now_ms: self.now_ms(),
+                draw_key: rand::random(),
+            };
+            let p = self.observe(self.inner.store.join(self.event(), &join).await)?;
+            self.remember(&p, false);
+            tracing::debug!(
+                holder = %fingerprint(&p.session),
+                state = ?p.state,
+                number = p.number,
+                "joined"
+            );
+            if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
+                self.emit(RoomEventKind::Joined {
+                    session: p.session.clone(),
+                    number: p.number,
+                });
+            }
+            Ok(p)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Where a session stands. The hot path: a waiting session whose line number is known (from its signed cookie,
+    /// `number_hint`, or from the local cache) is answered from local memory with no store call; its liveness is
+    /// recorded for the next batch. Others are looked up once in the store. While the on-sale is closed or sold
+    /// out, a `number_hint` the head has passed is answered [`SessionState::TurnedAway`] without a store call.
+    ///
+    /// # Errors
+    /// When the store must be asked and cannot be reached.
+    pub async fn locate(
+        &self,
+        session: &str,
+        number_hint: Option<u64>,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.locate_marked(session, number_hint, false).await
+    }
+
+    /// [`locate`](Self::locate) with the session cookie's pre-queue mark.
+    pub(crate) async fn locate_marked(
+        &self,
+        session: &str,
+        number_hint: Option<u64>,
+        prequeue_hint: bool,
+    ) -> Result<Option<Placement>, StoreError> {
+        if let Some((state, number)) = self.locate_local(session, number_hint, prequeue_hint) {
+            return Ok(Some(Placement {
+                session: session.to_owned(),
+                state,
+                number,
+            }));
+        }
+        let p = self.observe(self.inner.store.lookup(self.event(), session).await)?;
+        if let Some(p) = &p {
+            self.remember(p, true);
+        }
+        Ok(p)
+    }
+
+    /// [`locate`](Self::locate)'s answer when local memory has it, as (state, line number): a session waiting behind
+    /// the head (its line number from `number_hint` or the local cache) or in the pre-queue before the draw
+    /// (`prequeue_hint`, from its signed cookie, or the local cache); its liveness is recorded for the next batch.
+    /// `None`: only the store knows.
+    pub(crate) fn locate_local(
+        &self,
+        session: &str,
+        number_hint: Option<u64>,
+        prequeue_hint: bool,
+    ) -> Option<(SessionState, Option<u64>)> {
+        let snap = self.inner.snap.load();
+        if let Some(n) = number_hint
+            && n > snap.served
+        {
+            self.mark_waiting(session, Some(n), &snap);
+            return Some((SessionState::Waiting, Some(n)));
+        }
+        // While the on-sale is closed or sold out, the line only leaves by being turned away: a session the head
+        // has passed, or in the pre-queue, is answered as turned away without a store call, so the whole line can
+        // hear "sold out" at its next poll without a lookup each. One the head passed because it was let in just
+        // before hears the same: an unclaimed admission is not let in any more (see `status`), and a claimed pass
+        // keeps working on its token.
+        if snap.settings.turning_away() && (number_hint.is_some() || prequeue_hint) {
+            return Some((SessionState::TurnedAway, number_hint));
+        }
+        // Before the draw, the signed pre-queue mark is the place, unless sessions were turned away since (a
+        // sell-out withdrawn before the draw): then the store says whether this one still has it.
+        if prequeue_hint && !snap.drawn && snap.counters.turned_away == 0 {
+            self.mark_waiting(session, None, &snap);
+            return Some((SessionState::PreQueue, None));
+        }
+        let (state, number) = self.inner.cache.get(session)?;
+        let fresh = match state {
+            SessionState::Waiting => number.is_some_and(|n| n > snap.served),
+            SessionState::PreQueue => !snap.drawn && snap.counters.turned_away == 0,
+            _ => false,
+        };
+        if fresh {
+            self.mark_waiting(session, number, &snap);
+            Some((state, number))
+        } else {
+            None
+        }
+    }
+
+    /// An admitted session comes for its pass: it turns active (its idle deadline starts). Returns its placement.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn claim(&self, session: &str) -> Result<Option<Placement>, StoreError> {
+        let idle = self.inner.config.idle_timeout.as_millis() as u64;
+        let p = self.observe(
+            self.inner
+                .store
+                .claim(self.event(), session, self.now_ms(), idle)
+                .await,
+        )?;
+        self.inner.cache.invalidate(session);
+        Ok(p)
+    }
+
+    /// Marks a session finished: it leaves the active count at once and the next tick lets the next person in.
+    /// `seats` is what its order bought (0 when it left without buying). Returns whether it was active.
+    ///
+    /// The seats feed the measured share of buyers and their average order (the reach estimate), and move from
+    /// held to sold in the room's inventory. An app that also reports absolute counts with
+    /// [`set_inventory`](Self::set_inventory) must not count an order as sold there before its finish has reached
+    /// the room, or the order is counted twice (report its seats as held until then, as the demo's `Shop` does).
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
+        let span = tracing::debug_span!("waitroom.finish", event = %self.event(), session = %fingerprint(session), seats);
+        let r = self.observe(
+            self.inner
+                .store
+                .finish(self.event(), session, seats, self.now_ms())
+                .instrument(span.clone())
+                .await,
+        )?;
+        span.in_scope(|| tracing::debug!(was_active = r, "finished"));
+        if r {
+            self.emit(RoomEventKind::Finished {
+                session: session.to_owned(),
+                seats,
+            });
+        }
+        self.inner.cache.invalidate(session);
+        if r {
+            self.inner.tokens.deny(session);
+        }
+        self.forget_active(session);
+        self.refresh().await.ok();
+        Ok(r)
+    }
+
+    /// Whether `session` finished lately (within the idle timeout), through this room or through anything sharing
+    /// its store (another instance, a verifier's finish sink): a layer must not renew its token. Local: no store
+    /// call; finishes recorded elsewhere arrive within a tick or two.
+    pub fn finished_recently(&self, session: &str) -> bool {
+        self.inner.tokens.verifier.is_denied(session)
+    }
+
+    /// Reads the finishes recorded since this instance's cursor into the token deny list; returns how many it read.
+    /// The first read (empty cursor) reaches back over the deny TTL (the tokens' longest life plus twice the
+    /// leeway), so an instance started mid-sale refuses the tokens of sessions finished before it started.
+    pub(super) async fn read_finished(&self) -> Result<usize, StoreError> {
+        let cursor = self
+            .inner
+            .finished_cursor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let lookback_ms = self.inner.tokens.verifier.deny_ttl().as_millis() as u64;
+        let (ids, next) = self.observe(
+            self.inner
+                .store
+                .finished_since(self.event(), &cursor, self.now_ms(), lookback_ms)
+                .await,
+        )?;
+        let read = ids.len();
+        for s in ids {
+            self.inner.cache.invalidate(&s);
+            self.inner.tokens.deny(&s);
+        }
+        *self
+            .inner
+            .finished_cursor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = next;
+        Ok(read)
+    }
+}

@@ -1,0 +1,153 @@
+//! The tick: flush the liveness marks, run the admission tick in the store, report what it did, refresh the
+//! shared numbers. The background task runs it every `tick_interval`; [`WaitingRoom::tick_now`] runs it at once.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use waitroom_verify::fingerprint;
+
+use super::WaitingRoom;
+use super::lifecycle::RoomEventKind;
+use super::liveness::FLUSH_EVERY_MS;
+use crate::error::StoreError;
+use crate::store::{Tick, TickReport};
+
+impl WaitingRoom {
+    /// Reads the shared numbers from the store now.
+    ///
+    /// # Errors
+    /// When the store cannot be reached; the last snapshot stays in force.
+    pub async fn refresh(&self) -> Result<(), StoreError> {
+        let snap = self.observe(self.inner.store.snapshot(self.event()).await)?;
+        let sold_out = snap.settings.sold_out();
+        self.inner.snap.store(Arc::new(snap));
+        self.record_snapshot();
+        if sold_out && !self.inner.sold_out_reported.swap(true, Ordering::Relaxed) {
+            tracing::info!(event = %self.event(), "sold out");
+            self.emit(RoomEventKind::SoldOut);
+        }
+        Ok(())
+    }
+
+    pub(super) async fn run_once(&self, force_flush: bool) -> Result<TickReport, StoreError> {
+        let now = self.now_ms();
+        let last = self.inner.last_flush_ms.load(Ordering::Relaxed);
+        let retry = self.inner.flush_failed.load(Ordering::Relaxed);
+        if force_flush || retry || now >= last + FLUSH_EVERY_MS || now < last {
+            self.inner.last_flush_ms.store(now, Ordering::Relaxed);
+            if let Err(e) = self.flush().await {
+                // The liveness marks did not reach the store: a tick now could skip people who polled all along
+                // as abandoned. No tick until they are sent.
+                self.inner.flush_failed.store(true, Ordering::Relaxed);
+                let _ = self.refresh().await;
+                return Err(e);
+            }
+            self.inner.flush_failed.store(false, Ordering::Relaxed);
+        }
+        if now < self.inner.hold_ticks_until_ms.load(Ordering::Relaxed) {
+            // Just back from an outage: other instances may still hold liveness marks (see HOLD_AFTER_OUTAGE_MS).
+            let _ = self.refresh().await;
+            return Ok(TickReport::default());
+        }
+        let tick = Tick {
+            now_ms: now,
+            arrival_window_ms: self.inner.config.arrival_window.as_millis() as u64,
+            abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
+            max_scan: self.inner.config.max_scan_per_tick,
+        };
+        let report = self.observe(self.inner.store.tick(self.event(), &tick).await);
+        if let Ok(r) = &report {
+            self.report_tick(r);
+            for s in r
+                .expired
+                .iter()
+                .chain(&r.admitted)
+                .chain(&r.abandoned)
+                .chain(&r.turned_away)
+            {
+                self.inner.cache.invalidate(s);
+            }
+            if r.drew {
+                tracing::info!(event = %self.event(), "the draw ran; the door is open");
+            }
+            let _ = self.read_finished().await;
+        }
+        let _ = self.refresh().await;
+        report
+    }
+
+    /// Logs and emits what a tick of this instance did.
+    fn report_tick(&self, r: &TickReport) {
+        if r.admitted.is_empty()
+            && r.abandoned.is_empty()
+            && r.expired.is_empty()
+            && r.turned_away.is_empty()
+        {
+            return;
+        }
+        tracing::debug!(
+            event = %self.event(),
+            admitted = r.admitted.len(),
+            abandoned = r.abandoned.len(),
+            expired = r.expired.len(),
+            turned_away = r.turned_away.len(),
+            "tick"
+        );
+        type Make = fn(String) -> RoomEventKind;
+        // One `DEBUG` span per session (a span's name is fixed where it is made, hence one function per kind); the
+        // fields are only computed when the span is enabled.
+        type Log = fn(&str, &str);
+        let kinds: [(&[String], Make, Log); 4] = [
+            (
+                &r.admitted,
+                |session| RoomEventKind::Admitted { session },
+                |event, s| {
+                    tracing::debug_span!("waitroom.admit", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("admitted"));
+                },
+            ),
+            (
+                &r.abandoned,
+                |session| RoomEventKind::Abandoned { session },
+                |event, s| {
+                    tracing::debug_span!("waitroom.abandon", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("abandoned"));
+                },
+            ),
+            (
+                &r.expired,
+                |session| RoomEventKind::Expired { session },
+                |event, s| {
+                    tracing::debug_span!("waitroom.expire", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("expired"));
+                },
+            ),
+            (
+                &r.turned_away,
+                |session| RoomEventKind::TurnedAway { session },
+                |event, s| {
+                    tracing::debug_span!("waitroom.turn_away", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("turned away"));
+                },
+            ),
+        ];
+        let listening = self.inner.events.receiver_count() > 0;
+        for (sessions, make, log) in kinds {
+            for s in sessions {
+                log(self.event(), s);
+                if listening {
+                    self.emit(make(s.clone()));
+                }
+            }
+        }
+    }
+
+    /// Runs one round of the background work now: flushes liveness and touches, runs the admission tick, refreshes
+    /// the shared numbers. Tests and rehearsals with a manual clock call this instead of waiting.
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn tick_now(&self) -> Result<TickReport, StoreError> {
+        self.run_once(true).await
+    }
+}
