@@ -406,8 +406,12 @@ impl Seen {
 
 const SESSIONS: usize = 2_000;
 const CAPACITY: u64 = 20;
-/// How long the crowd runs at most; whoever is still in line then stops polling.
-const BUDGET: Duration = Duration::from_secs(35);
+/// The run stops once this many people went through (the door's capacity filled and freed ten times over), so the
+/// test counts work done, not work per second: a loaded machine takes longer, not fewer.
+const TARGET_SERVED: u64 = 10 * CAPACITY;
+/// How long the crowd runs at most (a bound for a hang, far above what the target takes on an idle 2-core
+/// machine); whoever is still in line then stops polling.
+const BUDGET: Duration = Duration::from_secs(180);
 
 /// `WR_SESSIONS` overrides the crowd's size (for a quick local run).
 fn sessions() -> usize {
@@ -574,7 +578,11 @@ async fn three_instances_one_line_thousands_of_sessions() {
     let stopper = {
         let crowd = crowd.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(BUDGET).await;
+            while crowd.served.load(Ordering::Relaxed) < TARGET_SERVED
+                && crowd.t0.elapsed() < BUDGET
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             crowd.stop.store(true, Ordering::Relaxed);
         })
     };
@@ -622,8 +630,8 @@ async fn three_instances_one_line_thousands_of_sessions() {
     assert!(max_local <= CAPACITY, "an instance saw {max_local} active");
     assert_eq!(max_store, CAPACITY, "the door was full at some point");
     assert!(
-        served >= 10 * CAPACITY,
-        "places freed and refilled many times over: only {served} served"
+        served >= TARGET_SERVED,
+        "places freed and refilled many times over: only {served} served within {BUDGET:?}"
     );
 
     // Every number 1..=n once, each told the same by every instance that was asked.
@@ -671,7 +679,6 @@ async fn three_instances_one_line_thousands_of_sessions() {
         (c.admitted - served, c.admitted)
     );
     assert_eq!(snap.last_number, n as u64);
-    assert!(elapsed < Duration::from_secs(60), "took {elapsed:?}");
 }
 
 /// One person in the fault test, with what it was told at the start.
