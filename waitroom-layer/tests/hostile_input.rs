@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 use http::StatusCode;
 use waitroom_layer::{ManualClock, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
 use waitroom_testkit::http::serve;
+use waitroom_verify::{OriginCheck, VerifyLayer};
 
 struct Site {
     url: String,
@@ -39,6 +40,12 @@ async fn site() -> Site {
     let app = Router::new()
         .route("/checkout", get(|| async { "seat map" }))
         .route("/checkout/holds", post(|| async { "held" }))
+        .route(
+            "/orders",
+            post(|| async { "ordered" }).layer(
+                VerifyLayer::new(room.verifier().clone()).origin_check(OriginCheck::same_origin()),
+            ),
+        )
         .layer(layer);
     Site {
         url: serve(app).await,
@@ -176,4 +183,88 @@ async fn more_session_cookies_than_the_room_reads_get_a_clear_431_and_never_a_ne
         .unwrap();
     assert_eq!(res.status(), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
     assert_eq!(cookie_value(&set_cookies(&res), "waitroom_session"), None);
+}
+
+#[tokio::test]
+async fn a_sibling_subdomain_cannot_post_with_the_persons_cookies_and_the_own_page_can() {
+    let s = site().await;
+    let session = admitted_session(&s).await;
+    let post = |site_header: Option<&'static str>, origin: &'static str| {
+        let mut req = client()
+            .post(s.at("/checkout/holds"))
+            .header("cookie", format!("waitroom_session={session}"))
+            .header("origin", origin);
+        if let Some(v) = site_header {
+            req = req.header("sec-fetch-site", v);
+        }
+        req.send()
+    };
+    // A form on blog.example.com is same-site (SameSite=Lax sends the cookies) but not same-origin.
+    let res = post(Some("same-site"), "https://blog.example.com")
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("\"code\":\"cross_origin\"")
+    );
+    let res = post(Some("cross-site"), "https://evil.test").await.unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    // An older browser without Sec-Fetch-Site: the Origin decides.
+    let res = post(None, "https://evil.test").await.unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    // The site's own page.
+    let res = post(Some("same-origin"), "http://ignored").await.unwrap();
+    assert_eq!(res.text().await.unwrap(), "held");
+    let host = s.url.trim_start_matches("http://").to_owned();
+    let res = client()
+        .post(s.at("/checkout/holds"))
+        .header("cookie", format!("waitroom_session={session}"))
+        .header("origin", format!("http://{host}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.text().await.unwrap(), "held");
+    // The room's own unsafe endpoint too.
+    let res = client()
+        .post(s.at("/waitroom/join"))
+        .header("sec-fetch-site", "cross-site")
+        .header("origin", "https://evil.test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(
+        set_cookies(&res).is_empty(),
+        "nobody is joined from another site"
+    );
+}
+
+#[tokio::test]
+async fn an_order_service_reached_directly_can_refuse_cross_origin_posts_too() {
+    let s = site().await;
+    let res = client()
+        .post(s.at("/orders"))
+        .header("sec-fetch-site", "same-site")
+        .header("origin", "https://blog.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("\"code\":\"cross_origin\"")
+    );
+    // From its own page the request goes on to the token check (no token here: 401).
+    let res = client()
+        .post(s.at("/orders"))
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
 }

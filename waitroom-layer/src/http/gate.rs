@@ -293,6 +293,9 @@ pub(crate) enum Answer {
 /// Reads the session cookie for a room endpoint and answers a waiting session's status poll at once
 /// ([`status_now`]); anything else is for [`endpoint`].
 pub(crate) fn endpoint_now(shared: &Shared, endpoint: Endpoint, parts: &Parts) -> Answer {
+    if let Some(refusal) = shared.cross_origin(parts) {
+        return Answer::Now(refusal);
+    }
     let Ok(session) = shared.room.cookies().read_session(&parts.headers) else {
         return Answer::Now(respond::unreadable_session());
     };

@@ -100,6 +100,9 @@ where
                 ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body)
             }
             Route::Protected => {
+                if let Some(refusal) = shared.cross_origin(&parts) {
+                    return ResponseFuture::reply(shared, refusal);
+                }
                 let room = &shared.room;
                 let jar = room.cookies().read(&parts.headers);
                 // The token first, with the session cookie as presented: a token that passed before with this very
