@@ -485,6 +485,29 @@ mod tests {
         assert_eq!(jar.tokens.as_slice(), ["t1"]);
     }
 
+    proptest::proptest! {
+        /// Arbitrary bytes as `Cookie` lines and as session cookie values: no panic, and nothing but a cookie the
+        /// room sealed itself opens.
+        #[test]
+        fn arbitrary_cookie_bytes_never_panic_and_never_open(
+            lines in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..400), 0..12),
+            value in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+        ) {
+            let c = codec();
+            let mut h = HeaderMap::new();
+            for line in &lines {
+                if let Ok(v) = HeaderValue::from_bytes(line) {
+                    h.append(COOKIE, v);
+                }
+            }
+            let jar = c.read(&h);
+            proptest::prop_assert!(matches!(c.session(&jar), Ok(None) | Err(Unreadable)));
+            if let Ok(text) = std::str::from_utf8(&value) {
+                proptest::prop_assert_eq!(c.open(text), None);
+            }
+        }
+    }
+
     #[test]
     fn set_cookie_lines_carry_the_attributes() {
         let c = codec();
