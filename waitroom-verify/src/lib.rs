@@ -95,6 +95,7 @@ pub mod layer;
 #[doc(hidden)]
 pub mod log_gate;
 pub mod negotiate;
+pub mod origin;
 #[doc(hidden)]
 pub mod percent;
 #[cfg(feature = "redis")]
@@ -115,6 +116,7 @@ pub use error::{ConfigError, KeyError, Refusal, SignError};
 pub use future::ResponseFuture;
 pub use keys::{Algorithm, KeySet, SigningKey, VerifyingKey};
 pub use layer::{DEFAULT_JOIN_URL, VerifyLayer};
+pub use origin::OriginCheck;
 pub use service::VerifyService;
 pub use session::{
     CookieNames, Fingerprint, SESSION_HEADER, fingerprint, session_id_from_cookie_value,

@@ -69,6 +69,11 @@ where
 
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
         let shared = &*self.shared;
+        if let Some(check) = &shared.origin_check
+            && !check.allows(req.method(), req.uri(), req.headers())
+        {
+            return ResponseFuture::reply(crate::origin::cross_origin_response());
+        }
         let verifier = &shared.finisher.verifier;
         // A token the room layer in front already checked for this request's session with this verifier (see
         // `crate::verified`): it stands for the request's credentials. The marker is taken out either way, so the

@@ -184,6 +184,12 @@ pub fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&[u8], &[u8])>
         .flat_map(|v| Pairs { rest: v.as_bytes() })
 }
 
+/// The `(name, value)` pairs of one `Cookie` header value, with no bound on its length: for a reader that scans
+/// every `Cookie` line the server accepted (the server's header limit bounds the work), such as the room's.
+pub fn cookie_pairs_of(value: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    Pairs { rest: value }
+}
+
 /// The pairs of one `Cookie` header, split with `memchr` (SIMD): a header with a token is ~500 bytes and is read
 /// on every admitted request.
 struct Pairs<'h> {

@@ -202,7 +202,7 @@ where
                             set_cookies(res.headers_mut(), [room.cookies().clear_token()]);
                             let fut: FinishFuture = Box::pin(async move {
                                 if let Err(e) = room.finish(session.id(), seats).await {
-                                    tracing::warn!(error = %e, "could not record a finish; the session will idle out");
+                                    tracing::warn!(error = %e, "could not record a finish yet; it is kept and retried");
                                 }
                             });
                             this.state.set(State::Finish {

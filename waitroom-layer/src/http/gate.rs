@@ -293,7 +293,12 @@ pub(crate) enum Answer {
 /// Reads the session cookie for a room endpoint and answers a waiting session's status poll at once
 /// ([`status_now`]); anything else is for [`endpoint`].
 pub(crate) fn endpoint_now(shared: &Shared, endpoint: Endpoint, parts: &Parts) -> Answer {
-    let session = shared.room.cookies().read_session(&parts.headers);
+    if let Some(refusal) = shared.cross_origin(parts) {
+        return Answer::Now(refusal);
+    }
+    let Ok(session) = shared.room.cookies().read_session(&parts.headers) else {
+        return Answer::Now(respond::unreadable_session());
+    };
     if endpoint == Endpoint::Status
         && let Some(cookie) = session
         && let Some(reply) = status_now(shared, parts, cookie)

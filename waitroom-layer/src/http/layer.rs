@@ -13,6 +13,7 @@ use crate::http::page::PageTemplate;
 use crate::http::paths::Paths;
 use crate::http::service::WaitingRoomService;
 use crate::room::WaitingRoom;
+use waitroom_verify::OriginCheck;
 
 /// What every service made by one layer shares (one `Arc`, built once by [`WaitingRoomLayerBuilder::build`]).
 pub(crate) struct Shared {
@@ -26,6 +27,25 @@ pub(crate) struct Shared {
     pub(crate) admin: Option<BearerGuard>,
     /// The bearer secret the metrics endpoint asks for, when set.
     pub(crate) metrics_auth: Option<BearerGuard>,
+    /// Refuses cross-origin unsafe-method requests to protected paths and the room's endpoints; `None` when off.
+    pub(crate) origin_check: Option<OriginCheck>,
+}
+
+impl Shared {
+    /// The 403 for an unsafe-method request from another origin, when the origin check is on and refuses it.
+    pub(crate) fn cross_origin(&self, parts: &Parts) -> Option<crate::http::respond::Reply> {
+        let check = self.origin_check.as_ref()?;
+        if check.allows(&parts.method, &parts.uri, &parts.headers) {
+            return None;
+        }
+        Some(crate::http::respond::problem_coded(
+            http::StatusCode::FORBIDDEN,
+            crate::room::ViewState::NotInLine.as_str(),
+            waitroom_verify::origin::CROSS_ORIGIN_CODE,
+            "Cross-origin request refused",
+            "This request changes something and did not come from this site's own pages.",
+        ))
+    }
 }
 
 /// Where metrics are served by default once they are on.
@@ -92,6 +112,7 @@ impl WaitingRoomLayer {
             metrics_path: None,
             admin: None,
             metrics_auth: None,
+            origin_check: Some(OriginCheck::same_origin()),
         }
     }
 
@@ -153,6 +174,7 @@ pub struct WaitingRoomLayerBuilder {
     admin: Option<Result<BearerGuard, BuildError>>,
     /// The metrics secret, digested the same way.
     metrics_auth: Option<Result<BearerGuard, BuildError>>,
+    origin_check: Option<OriginCheck>,
 }
 
 impl std::fmt::Debug for WaitingRoomLayerBuilder {
@@ -256,6 +278,22 @@ impl WaitingRoomLayerBuilder {
         self
     }
 
+    /// Which origins may send unsafe-method requests (`POST`, `PUT`, `DELETE`...) to protected paths and the
+    /// room's endpoints. On by default with [`OriginCheck::same_origin`]: a request whose `Sec-Fetch-Site` is not
+    /// `same-origin` (or, without it, whose `Origin`/`Referer` is not the request's own origin) gets a 403 with
+    /// the code `cross_origin`. `SameSite=Lax` alone lets a page on a sibling subdomain post with the person's
+    /// cookies; see [`waitroom_verify::origin`]. Add origins with [`OriginCheck::allow_origin`].
+    pub fn origin_check(mut self, check: OriginCheck) -> Self {
+        self.origin_check = Some(check);
+        self
+    }
+
+    /// Turns the cross-origin refusal off (for an app with its own CSRF defence).
+    pub fn no_origin_check(mut self) -> Self {
+        self.origin_check = None;
+        self
+    }
+
     /// Builds the layer.
     ///
     /// # Errors
@@ -285,6 +323,7 @@ impl WaitingRoomLayerBuilder {
                 join_guard: self.join_guard,
                 admin,
                 metrics_auth,
+                origin_check: self.origin_check,
             }),
         })
     }

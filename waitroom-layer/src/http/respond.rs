@@ -198,6 +198,44 @@ pub(crate) fn problem(status: StatusCode, state: &'static str, title: &str, deta
     )
 }
 
+/// A problem document with a stable `code` (one per reason, like the verifier's `Refusal` codes) for clients to
+/// match on.
+pub(crate) fn problem_coded(
+    status: StatusCode,
+    state: &'static str,
+    code: &'static str,
+    title: &str,
+    detail: &str,
+) -> Reply {
+    let body = serde_json::json!({
+        "type": "about:blank",
+        "title": title,
+        "status": status.as_u16(),
+        "code": code,
+        "detail": detail,
+    });
+    reply(
+        status,
+        state,
+        "application/problem+json",
+        body.to_string(),
+        Vec::new(),
+    )
+}
+
+/// 431 for a request whose session cookie the room could not read (more `waitroom_session` values than it tries,
+/// none of the tried ones valid). Never a new session: its `Set-Cookie` would overwrite the person's real one.
+pub(crate) fn unreadable_session() -> Reply {
+    problem_coded(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        crate::room::ViewState::NotInLine.as_str(),
+        "session_cookie_unreadable",
+        "Too many session cookies",
+        "The request carries more session cookies than the waiting room reads, and none of those it read is \
+         valid. Clear this site's cookies and reload.",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

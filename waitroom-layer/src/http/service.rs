@@ -12,6 +12,7 @@ use crate::http::future::{After, ResponseFuture, Tracked};
 use crate::http::gate;
 use crate::http::layer::Shared;
 use crate::http::paths::{Endpoint, Route};
+use crate::http::respond;
 use waitroom_verify::Verified;
 
 /// The service made by [`WaitingRoomLayer`](crate::WaitingRoomLayer). Generic over request bodies; its
@@ -99,6 +100,9 @@ where
                 ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body)
             }
             Route::Protected => {
+                if let Some(refusal) = shared.cross_origin(&parts) {
+                    return ResponseFuture::reply(shared, refusal);
+                }
                 let room = &shared.room;
                 let jar = room.cookies().read(&parts.headers);
                 // The token first, with the session cookie as presented: a token that passed before with this very
@@ -113,7 +117,9 @@ where
                 {
                     return admit(shared, &mut self.inner, parts, body, verified);
                 }
-                let session = room.cookies().session(&jar);
+                let Ok(session) = room.cookies().session(&jar) else {
+                    return ResponseFuture::reply(shared, respond::unreadable_session());
+                };
                 if let Some(session) = session {
                     match room.tokens().check(jar.tokens.as_slice(), session.id) {
                         Ok(verified) => {

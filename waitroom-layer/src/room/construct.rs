@@ -112,6 +112,7 @@ impl WaitingRoom {
             tokens,
             cookies,
             finished_cursor: Mutex::new(String::new()),
+            pending_finishes: Mutex::new(std::collections::VecDeque::new()),
         });
         let room = Self { inner };
         // Before the first request: the sessions finished while their tokens may still be valid (by other

@@ -21,17 +21,23 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
 use http::header::AUTHORIZATION;
+use http::header::COOKIE;
 use http::{HeaderMap, HeaderValue};
 use sha2::Sha256;
-use waitroom_verify::session::{cookie_pairs, cookie_text};
+use waitroom_verify::session::{cookie_pairs_of, cookie_text};
 use waitroom_verify::{CookieNames, session_id_from_cookie_value};
 
 /// Longest session cookie value read (a real one is about 70 characters).
 pub(crate) const MAX_SESSION_VALUE: usize = 160;
 /// Longest token read (from a cookie or `Authorization`).
 pub(crate) const MAX_TOKEN_LEN: usize = 4096;
-/// Most values of one cookie tried (duplicated cookies at different paths), and most token candidates.
+/// Most token candidates tried (cookies first, then `Authorization: Bearer`).
 pub(crate) const MAX_CANDIDATES: usize = 3;
+/// Most session cookie values tried. Stale values at other paths, or values tossed in from a sibling subdomain,
+/// may come before the real one: each is checked in turn and the first whose tag verifies wins. A request with
+/// more than this many session values and none of the first verifying is refused (431) rather than treated as a
+/// new visitor, so a stuffed `Cookie` header can never push a person out of line.
+pub(crate) const MAX_SESSION_CANDIDATES: usize = 8;
 /// Length of the tag, base64url without padding (32 bytes).
 const TAG_LEN: usize = 43;
 
@@ -74,19 +80,35 @@ impl SessionRef<'_> {
 #[derive(Debug, Default)]
 pub(crate) struct Jar<'h> {
     /// Session cookie values in the order found (a stale cookie at another path may come first).
-    pub sessions: Candidates<'h>,
+    pub sessions: Candidates<'h, MAX_SESSION_CANDIDATES>,
     /// Token candidates in the order found (cookies first, then `Authorization: Bearer`).
-    pub tokens: Candidates<'h>,
+    pub tokens: Candidates<'h, MAX_CANDIDATES>,
+    /// More session cookie values came than [`MAX_SESSION_CANDIDATES`]: the ones past it were not read.
+    pub overflow: bool,
 }
 
-/// At most [`MAX_CANDIDATES`] cookie values, without allocating.
-#[derive(Debug, Default)]
-pub(crate) struct Candidates<'h> {
-    slots: [&'h str; MAX_CANDIDATES],
+/// The request carried a session cookie the room could not read (more session values than it tries, none of the
+/// tried ones valid): answered 431, never with a new session that would overwrite the real one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unreadable;
+
+/// At most `N` cookie values, without allocating.
+#[derive(Debug)]
+pub(crate) struct Candidates<'h, const N: usize> {
+    slots: [&'h str; N],
     len: usize,
 }
 
-impl<'h> Candidates<'h> {
+impl<const N: usize> Default for Candidates<'_, N> {
+    fn default() -> Self {
+        Self {
+            slots: [""; N],
+            len: 0,
+        }
+    }
+}
+
+impl<'h, const N: usize> Candidates<'h, N> {
     fn push(&mut self, token: &'h str) {
         if let Some(slot) = self.slots.get_mut(self.len) {
             *slot = token;
@@ -95,7 +117,7 @@ impl<'h> Candidates<'h> {
     }
 
     fn is_full(&self) -> bool {
-        self.len == MAX_CANDIDATES
+        self.len == N
     }
 
     /// The candidates, in order.
@@ -207,18 +229,27 @@ impl CookieCodec {
         })
     }
 
-    /// Reads the session cookie values and the token candidates from `headers`, with the verify crate's cookie
-    /// reader (bounded: a few header lines of bounded length; anything odd is skipped). Nothing is verified here:
-    /// see [`session`](Self::session).
+    /// Reads the session cookie values and the token candidates from `headers`: every `Cookie` line the server
+    /// accepted, each of any length (the server's header limit bounds the work, one `memchr` pass; past it the
+    /// server answers 431 itself), so a session cookie behind kilobytes of other cookies is still found. Values
+    /// that cannot be a session cookie (too long, not visible ASCII) are skipped. Nothing is verified here: see
+    /// [`session`](Self::session).
     pub(crate) fn read<'h>(&self, headers: &'h HeaderMap) -> Jar<'h> {
         let mut jar = Jar::default();
-        for (name, value) in cookie_pairs(headers) {
+        let pairs = headers
+            .get_all(COOKIE)
+            .iter()
+            .flat_map(|v| cookie_pairs_of(v.as_bytes()));
+        for (name, value) in pairs {
             if name == self.names.session.as_bytes() {
-                if !jar.sessions.is_full()
-                    && value.len() <= MAX_SESSION_VALUE
+                if value.len() <= MAX_SESSION_VALUE
                     && let Some(v) = cookie_text(value)
                 {
-                    jar.sessions.push(v);
+                    if jar.sessions.is_full() {
+                        jar.overflow = true;
+                    } else {
+                        jar.sessions.push(v);
+                    }
                 }
             } else if name == self.names.token.as_bytes()
                 && !jar.tokens.is_full()
@@ -245,13 +276,21 @@ impl CookieCodec {
         jar
     }
 
-    /// The first of the jar's session cookies whose tag verifies.
-    pub(crate) fn session<'h>(&self, jar: &Jar<'h>) -> Option<SessionRef<'h>> {
-        jar.sessions.as_slice().iter().find_map(|v| self.open(v))
+    /// The first of the jar's session cookies whose tag verifies; [`Unreadable`] when none of the tried ones does
+    /// and more were left unread.
+    pub(crate) fn session<'h>(&self, jar: &Jar<'h>) -> Result<Option<SessionRef<'h>>, Unreadable> {
+        match jar.sessions.as_slice().iter().find_map(|v| self.open(v)) {
+            Some(s) => Ok(Some(s)),
+            None if jar.overflow => Err(Unreadable),
+            None => Ok(None),
+        }
     }
 
-    /// The request's first session cookie whose tag verifies.
-    pub(crate) fn read_session<'h>(&self, headers: &'h HeaderMap) -> Option<SessionRef<'h>> {
+    /// The request's first session cookie whose tag verifies (see [`session`](Self::session)).
+    pub(crate) fn read_session<'h>(
+        &self,
+        headers: &'h HeaderMap,
+    ) -> Result<Option<SessionRef<'h>>, Unreadable> {
         self.session(&self.read(headers))
     }
 
@@ -298,7 +337,6 @@ impl CookieCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::header::COOKIE;
 
     fn codec() -> CookieCodec {
         CookieCodec::new(
@@ -422,7 +460,7 @@ mod tests {
         );
         h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t2"));
         let jar = c.read(&h);
-        assert_eq!(c.session(&jar).unwrap().number, Some(7));
+        assert_eq!(c.session(&jar).unwrap().unwrap().number, Some(7));
         assert_eq!(jar.tokens.as_slice(), ["t1", "t2"]);
     }
 
@@ -443,8 +481,31 @@ mod tests {
         );
         h.append(COOKIE, HeaderValue::from_static("waitroom_token=t1"));
         let jar = c.read(&h);
-        assert_eq!(c.session(&jar).unwrap().number, Some(9));
+        assert_eq!(c.session(&jar).unwrap().unwrap().number, Some(9));
         assert_eq!(jar.tokens.as_slice(), ["t1"]);
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes as `Cookie` lines and as session cookie values: no panic, and nothing but a cookie the
+        /// room sealed itself opens.
+        #[test]
+        fn arbitrary_cookie_bytes_never_panic_and_never_open(
+            lines in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..400), 0..12),
+            value in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+        ) {
+            let c = codec();
+            let mut h = HeaderMap::new();
+            for line in &lines {
+                if let Ok(v) = HeaderValue::from_bytes(line) {
+                    h.append(COOKIE, v);
+                }
+            }
+            let jar = c.read(&h);
+            proptest::prop_assert!(matches!(c.session(&jar), Ok(None) | Err(Unreadable)));
+            if let Ok(text) = std::str::from_utf8(&value) {
+                proptest::prop_assert_eq!(c.open(text), None);
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,10 @@ use waitroom_verify::fingerprint;
 use super::WaitingRoom;
 use super::lifecycle::RoomEventKind;
 use crate::error::StoreError;
+
+/// Most finishes kept while the store is out of reach (see [`WaitingRoom::finish`]); past it the oldest stay and
+/// new ones are given up (those sessions idle out), counted by `waitroom_finishes_dropped`.
+pub(crate) const MAX_PENDING_FINISHES: usize = 10_000;
 use crate::store::{Join, Placement, SessionState};
 
 impl WaitingRoom {
@@ -154,9 +158,72 @@ impl WaitingRoom {
     /// [`set_inventory`](Self::set_inventory) must not count an order as sold there before its finish has reached
     /// the room, or the order is counted twice (report its seats as held until then, as the demo's `Shop` does).
     ///
+    /// A finish the store cannot take (it is out of reach) is not lost: the session's tokens are refused at once
+    /// by this instance's deny list, and the finish is kept (in order, at most 10,000) and
+    /// retried before every tick and every later finish until the store takes it; the metric
+    /// `waitroom_finishes_pending` counts them. Only finishes get this: a join or a claim that fails is made again
+    /// by the browser's next request, and liveness marks are kept and flushed again by the tick already.
+    ///
     /// # Errors
-    /// When the store cannot be reached.
+    /// When the store cannot be reached (the finish is kept and retried, as above).
     pub async fn finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
+        // Behind the finishes still waiting for the store, in order.
+        if let Err(e) = self.retry_finishes().await {
+            self.keep_finish(session, seats);
+            return Err(e);
+        }
+        match self.record_finish(session, seats).await {
+            Err(e @ StoreError::Unavailable { .. }) => {
+                self.keep_finish(session, seats);
+                Err(e)
+            }
+            r => r,
+        }
+    }
+
+    /// Finishes kept because the store could not take them, waiting to be retried.
+    pub fn finishes_pending(&self) -> usize {
+        self.pending_finishes().len()
+    }
+
+    fn pending_finishes(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::VecDeque<(String, u32)>> {
+        self.inner
+            .pending_finishes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps a finish the store did not take: its tokens are refused here at once, and it is retried later.
+    fn keep_finish(&self, session: &str, seats: u32) {
+        self.inner.tokens.deny(session);
+        let mut q = self.pending_finishes();
+        if q.len() >= MAX_PENDING_FINISHES {
+            self.inner.metrics.finishes_dropped.inc();
+            tracing::warn!(event = %self.event(), "the queue of pending finishes is full; this session will idle out");
+        } else {
+            q.push_back((session.to_owned(), seats));
+        }
+        self.inner.metrics.finishes_pending.set(q.len() as i64);
+    }
+
+    /// Records the kept finishes, oldest first, until the queue is empty or the store fails again.
+    pub(super) async fn retry_finishes(&self) -> Result<(), StoreError> {
+        loop {
+            let Some((session, seats)) = self.pending_finishes().front().cloned() else {
+                return Ok(());
+            };
+            self.record_finish(&session, seats).await?;
+            let mut q = self.pending_finishes();
+            if q.front().is_some_and(|(s, n)| *s == session && *n == seats) {
+                q.pop_front();
+            }
+            self.inner.metrics.finishes_pending.set(q.len() as i64);
+        }
+    }
+
+    async fn record_finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
         let span = tracing::debug_span!("waitroom.finish", event = %self.event(), session = %fingerprint(session), seats);
         let r = self.observe(
             self.inner

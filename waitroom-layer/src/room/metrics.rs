@@ -17,7 +17,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::{Registry, Unit};
 use waitroom_verify::Refusal;
 
@@ -40,6 +40,10 @@ pub(crate) struct RoomMetrics {
     pub(crate) joins: Counter,
     pub(crate) tokens_issued: Counter,
     pub(crate) store_errors: Counter,
+    /// Finishes kept because the store could not take them, waiting to be retried.
+    pub(crate) finishes_pending: Gauge,
+    /// Finishes given up because the queue of pending ones was full.
+    pub(crate) finishes_dropped: Counter,
     refusals: Family<Reason, Counter>,
 }
 
@@ -55,6 +59,8 @@ impl RoomMetrics {
             joins: Counter::default(),
             tokens_issued: Counter::default(),
             store_errors: Counter::default(),
+            finishes_pending: Gauge::default(),
+            finishes_dropped: Counter::default(),
             refusals,
         }
     }
@@ -108,6 +114,16 @@ impl RoomMetrics {
             "store_errors",
             "Store calls that failed on this instance",
             self.store_errors.clone(),
+        );
+        r.register(
+            "finishes_pending",
+            "Finishes this instance could not record yet (the store was out of reach), kept and retried in order",
+            self.finishes_pending.clone(),
+        );
+        r.register(
+            "finishes_dropped",
+            "Finishes given up because the queue of pending finishes was full",
+            self.finishes_dropped.clone(),
         );
     }
 }

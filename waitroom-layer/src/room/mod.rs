@@ -110,6 +110,9 @@ pub(crate) struct Inner {
     /// Where this instance has read the store's finishes up to (`Store::finished_since`); the finished sessions
     /// themselves go to the token verifier's deny list.
     finished_cursor: Mutex<String>,
+    /// Finishes the store could not take yet (session, seats), oldest first, at most `MAX_PENDING_FINISHES`:
+    /// retried in order before each tick until the store takes them (see `WaitingRoom::finish`).
+    pending_finishes: Mutex<std::collections::VecDeque<(String, u32)>>,
 }
 
 impl WaitingRoom {

@@ -44,6 +44,11 @@ impl WaitingRoom {
             }
             self.inner.flush_failed.store(false, Ordering::Relaxed);
         }
+        // Finishes the store could not take before: recorded first, so the places they free are used now.
+        if let Err(e) = self.retry_finishes().await {
+            let _ = self.refresh().await;
+            return Err(e);
+        }
         if now < self.inner.hold_ticks_until_ms.load(Ordering::Relaxed) {
             // Just back from an outage: other instances may still hold liveness marks (see HOLD_AFTER_OUTAGE_MS).
             let _ = self.refresh().await;

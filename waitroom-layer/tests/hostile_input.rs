@@ -1,0 +1,270 @@
+//! Hostile input against the room layer over a real axum server: stuffed and tossed cookies, and cross-site
+//! requests (issue 21). Each test moves the door by hand on a manual clock; nothing sleeps.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use http::StatusCode;
+use waitroom_layer::{ManualClock, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
+use waitroom_testkit::http::serve;
+use waitroom_verify::{OriginCheck, VerifyLayer};
+
+struct Site {
+    url: String,
+    room: WaitingRoom,
+}
+
+impl Site {
+    fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+}
+
+async fn site() -> Site {
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder("tour-2026")
+        .capacity(1)
+        .idle_timeout(Duration::from_secs(60))
+        .clock(Arc::new(clock))
+        .background(false)
+        .secure_cookies(false)
+        .build()
+        .await
+        .unwrap();
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/checkout")
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/checkout", get(|| async { "seat map" }))
+        .route("/checkout/holds", post(|| async { "held" }))
+        .route(
+            "/orders",
+            post(|| async { "ordered" }).layer(
+                VerifyLayer::new(room.verifier().clone()).origin_check(OriginCheck::same_origin()),
+            ),
+        )
+        .layer(layer);
+    Site {
+        url: serve(app).await,
+        room,
+    }
+}
+
+/// A client with no cookie store: every test writes its `Cookie` header by hand.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+fn set_cookies(res: &reqwest::Response) -> Vec<String> {
+    res.headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect()
+}
+
+fn cookie_value(set_cookies: &[String], name: &str) -> Option<String> {
+    set_cookies.iter().find_map(|c| {
+        c.split(';')
+            .next()
+            .and_then(|p| p.strip_prefix(&format!("{name}=")))
+            .map(str::to_owned)
+    })
+}
+
+/// Joins, lets the door admit, and returns the admitted person's session cookie value.
+async fn admitted_session(s: &Site) -> String {
+    let c = client();
+    let res = c.get(s.at("/checkout")).send().await.unwrap();
+    let session = cookie_value(&set_cookies(&res), "waitroom_session").expect("a session cookie");
+    s.room.tick_now().await.unwrap();
+    let res = c
+        .get(s.at("/waitroom/status"))
+        .header("accept", "application/json")
+        .header("cookie", format!("waitroom_session={session}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()[STATE_HEADER], "admitted");
+    cookie_value(&set_cookies(&res), "waitroom_session").unwrap_or(session)
+}
+
+/// A value shaped like a session cookie whose tag does not verify (a stale or tossed one).
+fn forged(i: usize) -> String {
+    format!("forgedSession{i:06}AAAA.{}.{}", i + 1, "A".repeat(43))
+}
+
+/// Sends `GET /checkout` with `cookie` and says whether it reached the handler, and the session `Set-Cookie`.
+async fn checkout_with(s: &Site, cookie: &str) -> (StatusCode, String, Option<String>) {
+    let res = client()
+        .get(s.at("/checkout"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let session = cookie_value(&set_cookies(&res), "waitroom_session");
+    (status, res.text().await.unwrap(), session)
+}
+
+#[tokio::test]
+async fn a_session_cookie_behind_eighteen_kilobytes_of_other_cookies_is_still_read() {
+    let s = site().await;
+    let session = admitted_session(&s).await;
+    let stuffing: String = (0..60)
+        .map(|i| format!("site_{i}={}; ", "v".repeat(300)))
+        .collect();
+    assert!(stuffing.len() > 18_000);
+    let (status, body, new_session) =
+        checkout_with(&s, &format!("{stuffing}waitroom_session={session}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, "seat map", "the admitted person gets in again");
+    assert_eq!(
+        new_session, None,
+        "the real session cookie is not overwritten"
+    );
+}
+
+#[tokio::test]
+async fn three_stale_session_cookies_before_the_real_one_do_not_push_the_person_out() {
+    let s = site().await;
+    let session = admitted_session(&s).await;
+    let cookie = format!(
+        "waitroom_session={}; waitroom_session={}; waitroom_session={}; waitroom_session={session}",
+        forged(1),
+        forged(2),
+        forged(3)
+    );
+    let (status, body, new_session) = checkout_with(&s, &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, "seat map", "the one with a valid signature wins");
+    assert_eq!(
+        new_session, None,
+        "the real session cookie is not overwritten"
+    );
+    // Sent as separate `Cookie` lines, as HTTP/2 clients do, the same.
+    let mut req = client().get(s.at("/checkout"));
+    for i in 0..5 {
+        req = req.header("cookie", format!("waitroom_session={}", forged(i)));
+    }
+    let res = req
+        .header("cookie", format!("waitroom_session={session}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cookie_value(&set_cookies(&res), "waitroom_session"), None);
+    assert_eq!(res.text().await.unwrap(), "seat map");
+}
+
+#[tokio::test]
+async fn more_session_cookies_than_the_room_reads_get_a_clear_431_and_never_a_new_session() {
+    let s = site().await;
+    let session = admitted_session(&s).await;
+    let mut cookie: String = (0..20)
+        .map(|i| format!("waitroom_session={}; ", forged(i)))
+        .collect();
+    cookie.push_str(&format!("waitroom_session={session}"));
+    let (status, body, new_session) = checkout_with(&s, &cookie).await;
+    assert_eq!(status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    assert!(body.contains("session_cookie_unreadable"), "{body}");
+    assert_eq!(new_session, None, "no Set-Cookie overwrites the real one");
+    let res = client()
+        .get(s.at("/waitroom/status"))
+        .header("accept", "application/json")
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    assert_eq!(cookie_value(&set_cookies(&res), "waitroom_session"), None);
+}
+
+#[tokio::test]
+async fn a_sibling_subdomain_cannot_post_with_the_persons_cookies_and_the_own_page_can() {
+    let s = site().await;
+    let session = admitted_session(&s).await;
+    let post = |site_header: Option<&'static str>, origin: &'static str| {
+        let mut req = client()
+            .post(s.at("/checkout/holds"))
+            .header("cookie", format!("waitroom_session={session}"))
+            .header("origin", origin);
+        if let Some(v) = site_header {
+            req = req.header("sec-fetch-site", v);
+        }
+        req.send()
+    };
+    // A form on blog.example.com is same-site (SameSite=Lax sends the cookies) but not same-origin.
+    let res = post(Some("same-site"), "https://blog.example.com")
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("\"code\":\"cross_origin\"")
+    );
+    let res = post(Some("cross-site"), "https://evil.test").await.unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    // An older browser without Sec-Fetch-Site: the Origin decides.
+    let res = post(None, "https://evil.test").await.unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    // The site's own page.
+    let res = post(Some("same-origin"), "http://ignored").await.unwrap();
+    assert_eq!(res.text().await.unwrap(), "held");
+    let host = s.url.trim_start_matches("http://").to_owned();
+    let res = client()
+        .post(s.at("/checkout/holds"))
+        .header("cookie", format!("waitroom_session={session}"))
+        .header("origin", format!("http://{host}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.text().await.unwrap(), "held");
+    // The room's own unsafe endpoint too.
+    let res = client()
+        .post(s.at("/waitroom/join"))
+        .header("sec-fetch-site", "cross-site")
+        .header("origin", "https://evil.test")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(
+        set_cookies(&res).is_empty(),
+        "nobody is joined from another site"
+    );
+}
+
+#[tokio::test]
+async fn an_order_service_reached_directly_can_refuse_cross_origin_posts_too() {
+    let s = site().await;
+    let res = client()
+        .post(s.at("/orders"))
+        .header("sec-fetch-site", "same-site")
+        .header("origin", "https://blog.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("\"code\":\"cross_origin\"")
+    );
+    // From its own page the request goes on to the token check (no token here: 401).
+    let res = client()
+        .post(s.at("/orders"))
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+}
