@@ -140,6 +140,7 @@ pub use http::layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBu
 pub use http::page::{
     DEFAULT_CSP, DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words,
 };
+pub use http::gate::{SESSION_VALUE_HEADER, TOKEN_HEADER};
 pub use http::respond::STATE_HEADER;
 pub use http::service::WaitingRoomService;
 pub use room::builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
@@ -156,5 +157,5 @@ pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snaps
 pub use store::{RedisStore, RedisStoreBuilder};
 pub use waitroom_verify::{
     Claims, Clock, CookieNames, FINISH_HEADER, Fingerprint, KeySet, ManualClock, Refusal,
-    SharedClock, SigningKey, SystemClock, Verifier, VerifyingKey, fingerprint,
+    SESSION_HEADER, SharedClock, SigningKey, SystemClock, Verifier, VerifyingKey, fingerprint,
 };

@@ -11,6 +11,14 @@
 //! A cookie that is too long, not UTF-8, malformed, or whose tag does not verify (checked in constant time) is
 //! treated as no cookie at all: the store is never asked about it.
 //!
+//! # Clients without a cookie jar
+//! An app or a script names its session with the `X-Waitroom-Session` header instead
+//! ([`waitroom_verify::SESSION_HEADER`]): the same sealed value, checked the same way. The header is read only when
+//! the request carries **no** session cookie at all (the cookie wins, as in the verify crate: a request with both is
+//! a browser's, and the header is not looked at even when the cookie is forged), and only when it comes on exactly
+//! one header line (two lines are ambiguous and count as no session). How the request named its session is its
+//! [`Carrier`]: it decides what the room may put in its answers (see `http::gate`).
+//!
 //! On an admitted session's requests the tag is checked once per token: the room's verifier remembers the cookie
 //! value that passed with a token, and the same token with the very same value (compared in constant time) skips
 //! the HMAC (`Tokens::check_with_cookie`). Any other value is checked in full.
@@ -24,7 +32,7 @@ use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue};
 use sha2::Sha256;
 use waitroom_verify::session::{cookie_pairs, cookie_text};
-use waitroom_verify::{CookieNames, session_id_from_cookie_value};
+use waitroom_verify::{CookieNames, SESSION_HEADER, session_id_from_cookie_value};
 
 /// Longest session cookie value read (a real one is about 70 characters).
 pub(crate) const MAX_SESSION_VALUE: usize = 160;
@@ -69,6 +77,20 @@ impl SessionRef<'_> {
     }
 }
 
+/// How a request named its session (whether or not the value verifies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Carrier {
+    /// A session cookie: a browser (or a client with a cookie jar). The room answers with `Set-Cookie` only.
+    Cookie,
+    /// No session cookie, and the `X-Waitroom-Session` header: an app. The room answers with the values in the
+    /// answers (JSON fields and response headers), not in cookies.
+    Header,
+    /// Neither: a newcomer. The room sets the cookie and also says the session value in its answers (the client
+    /// may be an app on its first request); never a token.
+    #[default]
+    Nothing,
+}
+
 /// What the room read from a request's cookies, borrowed from the request's headers. Nothing in it is checked
 /// yet: [`CookieCodec::session`] gives the first session cookie whose tag verifies.
 #[derive(Debug, Default)]
@@ -77,6 +99,10 @@ pub(crate) struct Jar<'h> {
     pub sessions: Candidates<'h>,
     /// Token candidates in the order found (cookies first, then `Authorization: Bearer`).
     pub tokens: Candidates<'h>,
+    /// The `X-Waitroom-Session` value, read only without a session cookie and from a single header line.
+    pub header: Option<&'h str>,
+    /// How the request named its session.
+    pub carrier: Carrier,
 }
 
 /// At most [`MAX_CANDIDATES`] cookie values, without allocating.
@@ -212,8 +238,10 @@ impl CookieCodec {
     /// see [`session`](Self::session).
     pub(crate) fn read<'h>(&self, headers: &'h HeaderMap) -> Jar<'h> {
         let mut jar = Jar::default();
+        let mut session_cookie = false;
         for (name, value) in cookie_pairs(headers) {
             if name == self.names.session.as_bytes() {
+                session_cookie = true;
                 if !jar.sessions.is_full()
                     && value.len() <= MAX_SESSION_VALUE
                     && let Some(v) = cookie_text(value)
@@ -242,17 +270,40 @@ impl CookieCodec {
                 jar.tokens.push(token);
             }
         }
+        if session_cookie {
+            jar.carrier = Carrier::Cookie;
+        } else {
+            let mut lines = headers.get_all(SESSION_HEADER).iter();
+            if let Some(first) = lines.next() {
+                jar.carrier = Carrier::Header;
+                if lines.next().is_none()
+                    && first.len() <= MAX_SESSION_VALUE
+                    && let Some(v) = cookie_text(first.as_bytes().trim_ascii())
+                {
+                    jar.header = Some(v);
+                }
+            }
+        }
         jar
     }
 
-    /// The first of the jar's session cookies whose tag verifies.
+    /// The first of the jar's session cookies whose tag verifies; without a session cookie, the
+    /// `X-Waitroom-Session` header's value if its tag verifies.
     pub(crate) fn session<'h>(&self, jar: &Jar<'h>) -> Option<SessionRef<'h>> {
-        jar.sessions.as_slice().iter().find_map(|v| self.open(v))
+        match jar.carrier {
+            Carrier::Cookie => jar.sessions.as_slice().iter().find_map(|v| self.open(v)),
+            Carrier::Header => jar.header.and_then(|v| self.open(v)),
+            Carrier::Nothing => None,
+        }
     }
 
-    /// The request's first session cookie whose tag verifies.
-    pub(crate) fn read_session<'h>(&self, headers: &'h HeaderMap) -> Option<SessionRef<'h>> {
-        self.session(&self.read(headers))
+    /// The request's session (as [`session`](Self::session)) and how the request named it.
+    pub(crate) fn read_session<'h>(
+        &self,
+        headers: &'h HeaderMap,
+    ) -> (Option<SessionRef<'h>>, Carrier) {
+        let jar = self.read(headers);
+        (self.session(&jar), jar.carrier)
     }
 
     fn attributes(&self, max_age_secs: u64) -> String {
@@ -262,10 +313,15 @@ impl CookieCodec {
 
     /// `Set-Cookie` for the session cookie.
     pub(crate) fn set_session(&self, id: &str, number: Option<u64>, prequeue: bool) -> HeaderValue {
+        self.set_sealed(&self.seal(id, number, prequeue))
+    }
+
+    /// `Set-Cookie` for the session cookie with a value made by [`seal`](Self::seal).
+    pub(crate) fn set_sealed(&self, sealed: &str) -> HeaderValue {
         let v = format!(
             "{}={}{}",
             self.names.session,
-            self.seal(id, number, prequeue),
+            sealed,
             self.attributes(self.session_max_age.as_secs())
         );
         HeaderValue::try_from(v).expect("cookie names are validated tokens and values are ASCII")
