@@ -161,7 +161,10 @@ mod tests {
             .unwrap();
         let json: Value = res.json().await.unwrap();
         assert_eq!(json["state"], "admitted");
-        assert!(json.get("token").is_none(), "a browser's token stays a cookie");
+        assert!(
+            json.get("token").is_none(),
+            "a browser's token stays a cookie"
+        );
         let res = b.get(at("/checkout")).send().await.unwrap();
         assert_eq!(res.text().await.unwrap(), "seat map");
         let res = b.post(at("/checkout/buy")).send().await.unwrap();

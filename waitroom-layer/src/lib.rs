@@ -135,12 +135,12 @@ pub type ConfigError = BuildError;
 pub use http::body::RoomBody;
 pub use http::endpoints::RoomEndpoints;
 pub use http::future::ResponseFuture;
+pub use http::gate::{SESSION_VALUE_HEADER, TOKEN_HEADER};
 pub use http::hooks::{GuardFuture, JoinGuard};
 pub use http::layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
 pub use http::page::{
     DEFAULT_CSP, DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words,
 };
-pub use http::gate::{SESSION_VALUE_HEADER, TOKEN_HEADER};
 pub use http::respond::STATE_HEADER;
 pub use http::service::WaitingRoomService;
 pub use room::builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};

@@ -199,12 +199,19 @@ async fn an_app_goes_from_the_line_to_a_finished_order_with_headers_only() {
     assert_eq!(header(&res, STATE_HEADER.as_str()).unwrap(), "waiting");
     app.absorb(&res);
     let json: Value = res.json().await.unwrap();
-    let session = json["session"].as_str().expect("the session value").to_owned();
+    let session = json["session"]
+        .as_str()
+        .expect("the session value")
+        .to_owned();
     assert_eq!(app.session.as_deref(), Some(session.as_str()));
     assert!(json.get("token").is_none(), "no token before admission");
 
     // A poll with the header: the same session (still in line: no new value, no token).
-    let res = app.sign(c.get(s.at("/waitroom/status"))).send().await.unwrap();
+    let res = app
+        .sign(c.get(s.at("/waitroom/status")))
+        .send()
+        .await
+        .unwrap();
     let json: Value = res.json().await.unwrap();
     assert_eq!(json["state"], "waiting");
     assert_eq!(json["position"], 1);
@@ -212,7 +219,11 @@ async fn an_app_goes_from_the_line_to_a_finished_order_with_headers_only() {
 
     // Admitted at the next tick: the poll hands over the token.
     s.room.tick_now().await.unwrap();
-    let res = app.sign(c.get(s.at("/waitroom/status"))).send().await.unwrap();
+    let res = app
+        .sign(c.get(s.at("/waitroom/status")))
+        .send()
+        .await
+        .unwrap();
     assert!(res.headers().get("set-cookie").is_none());
     app.absorb(&res);
     let json: Value = res.json().await.unwrap();
@@ -299,7 +310,11 @@ async fn the_room_refuses_what_an_app_cannot_prove() {
     assert!(passes(&c, &s, &alice, "/checkout").await);
     // Bob waits (capacity 2, but the door moves only on a tick).
     let mut bob = Creds::default();
-    let res = bob.sign(c.post(s.at("/waitroom/join"))).send().await.unwrap();
+    let res = bob
+        .sign(c.post(s.at("/waitroom/join")))
+        .send()
+        .await
+        .unwrap();
     bob.absorb(&res);
 
     let refused = async |creds: &Creds, what: &str| {

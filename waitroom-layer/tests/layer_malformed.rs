@@ -334,9 +334,12 @@ async fn the_session_header_passes_only_in_its_one_good_form() {
     // Two genuine sessions (as an app gets them: no cookie sent); a token for the first.
     let mut sessions = Vec::new();
     for _ in 0..2 {
-        let (_, text) = raw(&addr, &request("GET", b"/checkout", &[h("Accept: application/json")]))
-            .await
-            .unwrap();
+        let (_, text) = raw(
+            &addr,
+            &request("GET", b"/checkout", &[h("Accept: application/json")]),
+        )
+        .await
+        .unwrap();
         let value = text
             .lines()
             .find_map(|l| l.strip_prefix("waitroom-session: "))
@@ -365,7 +368,10 @@ async fn the_session_header_passes_only_in_its_one_good_form() {
         ("a bearer without the header", vec![bearer.clone()], false),
         (
             "oversized header",
-            vec![header(&format!("{session}{}", "A".repeat(200))), bearer.clone()],
+            vec![
+                header(&format!("{session}{}", "A".repeat(200))),
+                bearer.clone(),
+            ],
             false,
         ),
         (
@@ -377,7 +383,10 @@ async fn the_session_header_passes_only_in_its_one_good_form() {
         ("unsigned id", vec![header(sid), bearer.clone()], false),
         (
             "non-UTF-8 header",
-            vec![[h("X-Waitroom-Session: "), h(b"\xff\xfe")].concat(), bearer.clone()],
+            vec![
+                [h("X-Waitroom-Session: "), h(b"\xff\xfe")].concat(),
+                bearer.clone(),
+            ],
             false,
         ),
         (
@@ -431,7 +440,10 @@ async fn the_session_header_passes_only_in_its_one_good_form() {
         assert!(code < 500, "{name}: {code}\n{text}");
         assert_eq!(text.ends_with("seat map"), passes, "{name}: {code}\n{text}");
         if !passes {
-            assert!(!text.contains("waitroom-token:"), "{name}: a token handed out");
+            assert!(
+                !text.contains("waitroom-token:"),
+                "{name}: a token handed out"
+            );
         }
     }
 }

@@ -15,8 +15,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::request::Parts;
 use http::header::AUTHORIZATION;
+use http::request::Parts;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 use crate::http::layer::Shared;
@@ -291,7 +291,13 @@ fn held_reply(
     let status = status_of(&shared.room, &placed);
     if !negotiate::wants_html(&parts.headers) {
         let next = (status.state == ViewState::Admitted).then_some(next);
-        return status_reply(respond::held_status(&status), &status, next, placed, carrier);
+        return status_reply(
+            respond::held_status(&status),
+            &status,
+            next,
+            placed,
+            carrier,
+        );
     }
     let base = shared.paths.base();
     let enc = percent::encode(next);

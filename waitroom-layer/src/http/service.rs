@@ -114,7 +114,14 @@ where
                                 room.cookies().open(v).map(|s| s.id)
                             })
                 {
-                    return admit(shared, &mut self.inner, parts, body, verified, Carrier::Cookie);
+                    return admit(
+                        shared,
+                        &mut self.inner,
+                        parts,
+                        body,
+                        verified,
+                        Carrier::Cookie,
+                    );
                 }
                 // The session cookie, or without one the `X-Waitroom-Session` header (the cookie wins).
                 let carrier = jar.carrier;
