@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde_json::Value;
 use waitroom::demo::gateway::{Upstream, router, spawn_inventory_poll};
 use waitroom::demo::{DEFAULT_EVENT, Shop, room_layer, verifier_from_jwks_url};
-use waitroom::layer::WaitingRoom;
+use waitroom::layer::{
+    SESSION_HEADER, SESSION_VALUE_HEADER, STATE_HEADER, TOKEN_HEADER, WaitingRoom,
+};
 use waitroom::verify::{FINISH_HEADER, VerifyLayer};
 use waitroom_testkit::http::browser as client;
 
@@ -34,8 +36,9 @@ async fn eventually(what: &str, mut f: impl AsyncFnMut() -> bool) {
     panic!("never: {what}");
 }
 
-#[tokio::test]
-async fn the_gateway_holds_forwards_and_consumes_the_finish() {
+/// The gateway (the room in front, everything forwarded) and the order service (the room's public keys from the
+/// gateway, the verify layer, no room), each on a free port: their URLs, the gateway's room and its inventory poll.
+async fn split() -> (String, String, WaitingRoom, tokio::task::JoinHandle<()>) {
     let gw_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let os_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let gateway = format!("http://{}", gw_listener.local_addr().unwrap());
@@ -67,7 +70,18 @@ async fn the_gateway_holds_forwards_and_consumes_the_finish() {
     .unwrap();
     let shop = Shop::builder(4).payment_latency(Duration::ZERO).build();
     let app = shop.router(VerifyLayer::new(keys.verifier().clone()));
-    tokio::spawn(async move { axum::serve(os_listener, app).await.unwrap() });
+    tokio::spawn(async move {
+        // The key refresh lives as long as the order service.
+        let _keys = keys;
+        axum::serve(os_listener, app).await.unwrap()
+    });
+
+    (gateway, order_service, room, poll)
+}
+
+#[tokio::test]
+async fn the_gateway_holds_forwards_and_consumes_the_finish() {
+    let (gateway, order_service, room, poll) = split().await;
 
     // The public page and the health route pass (the latter never reaches the order service).
     let res = client().get(format!("{gateway}/")).send().await.unwrap();
@@ -146,6 +160,119 @@ async fn the_gateway_holds_forwards_and_consumes_the_finish() {
         status(&b, &gateway).await["state"] == "sold_out"
     })
     .await;
+    poll.abort();
+}
+
+/// An app's request: JSON, its session in the header and its token as a bearer (no cookie jar anywhere).
+fn app_request(
+    req: reqwest::RequestBuilder,
+    session: &str,
+    token: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let req = req
+        .header("accept", "application/json")
+        .header(SESSION_HEADER, session);
+    match token {
+        Some(t) => req.bearer_auth(t),
+        None => req,
+    }
+}
+
+#[tokio::test]
+async fn an_app_without_cookies_goes_through_the_gateway_to_a_finished_order() {
+    let (gateway, order_service, room, poll) = split().await;
+    let app = reqwest::Client::new();
+
+    // Two apps join; the first is let in at the tick.
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let res = app
+            .post(format!("{gateway}/waitroom/join"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        let from_header = res.headers()[SESSION_VALUE_HEADER.as_str()]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let json: Value = res.json().await.unwrap();
+        assert_eq!(json["session"], from_header.as_str());
+        sessions.push(from_header);
+    }
+    let (mine, theirs) = (sessions[0].clone(), sessions[1].clone());
+    room.tick_now().await.unwrap();
+    let res = app_request(app.get(format!("{gateway}/waitroom/status")), &mine, None)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.headers().get("set-cookie").is_none());
+    let json: Value = res.json().await.unwrap();
+    assert_eq!(json["state"], "admitted");
+    let token = json["token"].as_str().expect("the token").to_owned();
+
+    // Through the gateway to the order service: seats, a hold, nothing else needed.
+    let res = app_request(app.get(format!("{gateway}/seats")), &mine, Some(&token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
+    // Refused at the gateway: another session's token, a forged or unsigned session header, a bearer alone.
+    let sid = mine.split('.').next().unwrap();
+    let (head, tag) = mine.rsplit_once('.').unwrap();
+    let flipped = if tag.starts_with('A') { "B" } else { "A" };
+    let forged = format!("{head}.{flipped}{}", &tag[1..]);
+    for (what, session) in [
+        ("another session's token", Some(theirs.as_str())),
+        ("a forged session header", Some(forged.as_str())),
+        ("an unsigned session header", Some(sid)),
+        ("a bearer without the header", None),
+    ] {
+        let req = app.get(format!("{gateway}/seats"));
+        let req = match session {
+            Some(s) => app_request(req, s, Some(&token)),
+            None => req.header("accept", "application/json").bearer_auth(&token),
+        };
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 429, "{what}");
+        assert!(res.headers().get(TOKEN_HEADER.as_str()).is_none(), "{what}");
+    }
+    // The order service checks the binding on its own too: a token with another session is refused there.
+    let res = app_request(
+        app.get(format!("{order_service}/seats")),
+        &theirs,
+        Some(&token),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert!(res.status().is_client_error(), "{}", res.status());
+
+    // The order: hold two seats and pay. The gateway's room consumes the finish and tells the app.
+    let res = app_request(app.post(format!("{gateway}/holds")), &mine, Some(&token))
+        .header("content-type", "application/json")
+        .body(r#"{"seats":[0,1]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let res = app_request(app.post(format!("{gateway}/pay")), &mine, Some(&token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers().get(FINISH_HEADER).is_none());
+    assert_eq!(res.headers()[STATE_HEADER.as_str()], "finished");
+    assert_eq!(room.stats().active, 0, "the finish freed the place");
+    assert_eq!(room.stats().counters.seats_bought, 2);
+
+    // The finished token opens nothing at the gateway: the app would join again under a new session.
+    let res = app_request(app.get(format!("{gateway}/seats")), &mine, Some(&token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 429);
     poll.abort();
 }
 

@@ -51,6 +51,22 @@
 //!   protected path, `410` when sold out or closed). The verify crate's refusals follow the same rule
 //!   ([`waitroom_verify::negotiate`]): a client gets the same kind of answer from both layers.
 //!
+//! # Apps and API clients (no cookie jar)
+//! A client without cookies names its session with `X-Waitroom-Session: <session value>` ([`SESSION_HEADER`]) and
+//! shows its pass as `Authorization: Bearer <token>`, on the endpoints and on protected routes. The contract:
+//! - The header's value is the session cookie's value, checked the same way (HMAC, bounds); a forged, unsigned,
+//!   oversized or duplicated header is no session. The header is read only when the request has **no** session
+//!   cookie: with both, the cookie wins (as in the verify crate).
+//! - The room hands values over in its answers, never in cookies, to a client that sent the header: `session` (when
+//!   new or changed) and, once admitted, `token` in the JSON status, and the same in the [`SESSION_VALUE_HEADER`]
+//!   (`Waitroom-Session`) and [`TOKEN_HEADER`] (`Waitroom-Token`) response headers; a token renewed on a protected
+//!   request comes only in `Waitroom-Token`. A finish answers `Waitroom-State: finished`.
+//! - A newcomer (no cookie, no header) is told its `session` in the JSON answer (and gets the cookie); never a
+//!   token. A request with a session cookie (a browser) gets `Set-Cookie` only, as above: nothing secret in a body
+//!   or header its page's script could read.
+//! - Behind `tower-http`'s `CorsLayer`, allow the `x-waitroom-session` and `authorization` request headers and
+//!   expose `waitroom-session`, `waitroom-token` and `waitroom-state`.
+//!
 //! # Several instances
 //! The room's signing key and cookie secret default to fresh random values: fine for one process. Instances
 //! sharing a store must share both ([`RoomBuilder::signing_key`] from PEM, [`RoomBuilder::cookie_secret`]).
@@ -135,6 +151,7 @@ pub type ConfigError = BuildError;
 pub use http::body::RoomBody;
 pub use http::endpoints::RoomEndpoints;
 pub use http::future::ResponseFuture;
+pub use http::gate::{SESSION_VALUE_HEADER, TOKEN_HEADER};
 pub use http::hooks::{GuardFuture, JoinGuard};
 pub use http::layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBuilder};
 pub use http::page::{
@@ -156,5 +173,5 @@ pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snaps
 pub use store::{RedisStore, RedisStoreBuilder};
 pub use waitroom_verify::{
     Claims, Clock, CookieNames, FINISH_HEADER, Fingerprint, KeySet, ManualClock, Refusal,
-    SharedClock, SigningKey, SystemClock, Verifier, VerifyingKey, fingerprint,
+    SESSION_HEADER, SharedClock, SigningKey, SystemClock, Verifier, VerifyingKey, fingerprint,
 };

@@ -1,6 +1,10 @@
 //! Malformed input thrown at the room layer over raw TCP (so nothing is cleaned up by a client library): bad
 //! cookies (huge, non-UTF-8, wrong signature, duplicated), bad `Accept` headers, odd paths and methods. No
 //! response may be a 5xx, and the server must keep answering (no panic took a connection task down).
+//!
+//! The header forms of an app's credentials (`X-Waitroom-Session` with `Authorization: Bearer`) have a table of
+//! their own, with the outcome each must get: oversized, forged, duplicated, and the header next to a different
+//! session cookie (the cookie wins: the header is not read when a session cookie is present).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -303,4 +307,143 @@ async fn malformed_input_never_gets_a_5xx_or_a_panic() {
     let (code, text) = raw(&addr, &request("GET", b"/", &[])).await.unwrap();
     assert_eq!(code, 200);
     assert!(text.ends_with("home"));
+}
+
+#[tokio::test]
+async fn the_session_header_passes_only_in_its_one_good_form() {
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder("ev")
+        .capacity(1)
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .secure_cookies(false)
+        .build()
+        .await
+        .unwrap();
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/checkout")
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/checkout", get(|| async { "seat map" }))
+        .layer(layer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    // Two genuine sessions (as an app gets them: no cookie sent); a token for the first.
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let (_, text) = raw(
+            &addr,
+            &request("GET", b"/checkout", &[h("Accept: application/json")]),
+        )
+        .await
+        .unwrap();
+        let value = text
+            .lines()
+            .find_map(|l| l.strip_prefix("waitroom-session: "))
+            .expect("the session value in a header")
+            .to_owned();
+        sessions.push(value);
+    }
+    let (session, other) = (&sessions[0], &sessions[1]);
+    let sid = session.split('.').next().unwrap();
+    let token = room.issue_token(sid).unwrap();
+    let bearer = h(format!("Authorization: Bearer {token}"));
+    let header = |v: &str| h(format!("X-Waitroom-Session: {v}"));
+    let (head, tag) = session.rsplit_once('.').unwrap();
+    let flipped = if tag.starts_with('A') { "B" } else { "A" };
+    let forged = format!("{head}.{flipped}{}", &tag[1..]);
+
+    // name, header lines, whether the request reaches the handler.
+    let table: Vec<(&str, Vec<Vec<u8>>, bool)> = vec![
+        ("the good form", vec![header(session), bearer.clone()], true),
+        (
+            "the good form, padded with spaces",
+            vec![header(&format!("  {session}  ")), bearer.clone()],
+            true,
+        ),
+        ("no bearer", vec![header(session)], false),
+        ("a bearer without the header", vec![bearer.clone()], false),
+        (
+            "oversized header",
+            vec![
+                header(&format!("{session}{}", "A".repeat(200))),
+                bearer.clone(),
+            ],
+            false,
+        ),
+        (
+            "huge header",
+            vec![header(&"A".repeat(60_000)), bearer.clone()],
+            false,
+        ),
+        ("forged tag", vec![header(&forged), bearer.clone()], false),
+        ("unsigned id", vec![header(sid), bearer.clone()], false),
+        (
+            "non-UTF-8 header",
+            vec![
+                [h("X-Waitroom-Session: "), h(b"\xff\xfe")].concat(),
+                bearer.clone(),
+            ],
+            false,
+        ),
+        (
+            "duplicated header, same value",
+            vec![header(session), header(session), bearer.clone()],
+            false,
+        ),
+        (
+            "duplicated header, forged first",
+            vec![header(&forged), header(session), bearer.clone()],
+            false,
+        ),
+        (
+            "header plus a different session cookie (the cookie wins)",
+            vec![
+                header(session),
+                h(format!("Cookie: waitroom_session={other}")),
+                bearer.clone(),
+            ],
+            false,
+        ),
+        (
+            "header plus a forged session cookie (the cookie wins)",
+            vec![
+                header(session),
+                h(format!("Cookie: waitroom_session={forged}")),
+                bearer.clone(),
+            ],
+            false,
+        ),
+        (
+            "header plus the same session cookie",
+            vec![
+                header(session),
+                h(format!("Cookie: waitroom_session={session}")),
+                bearer.clone(),
+            ],
+            true,
+        ),
+        (
+            "another session's header",
+            vec![header(other), bearer.clone()],
+            false,
+        ),
+    ];
+    for (name, mut headers, passes) in table {
+        headers.push(h("Accept: application/json"));
+        let (code, text) = raw(&addr, &request("GET", b"/checkout", &headers))
+            .await
+            .unwrap_or_else(|| panic!("{name}: no response"));
+        assert!(code < 500, "{name}: {code}\n{text}");
+        assert_eq!(text.ends_with("seat map"), passes, "{name}: {code}\n{text}");
+        if !passes {
+            assert!(
+                !text.contains("waitroom-token:"),
+                "{name}: a token handed out"
+            );
+        }
+    }
 }

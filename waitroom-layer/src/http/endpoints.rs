@@ -67,14 +67,14 @@ where
                 Ok(reply.map(RoomBody::room))
             });
         }
-        let session = match gate::endpoint_now(&shared, ep, &parts) {
+        let (session, carrier) = match gate::endpoint_now(&shared, ep, &parts) {
             gate::Answer::Now(reply) => {
                 return Box::pin(std::future::ready(Ok(reply.map(RoomBody::room))));
             }
-            gate::Answer::Later(session) => session,
+            gate::Answer::Later(session, carrier) => (session, carrier),
         };
         Box::pin(async move {
-            let reply = gate::endpoint(shared, ep, parts, session).await;
+            let reply = gate::endpoint(shared, ep, parts, session, carrier).await;
             Ok(reply.map(RoomBody::room))
         })
     }

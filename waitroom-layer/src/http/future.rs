@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use http::header::SET_COOKIE;
-use http::{HeaderValue, Request, Response};
+use http::{HeaderName, HeaderValue, Request, Response};
 use pin_project::pin_project;
 use tower::Service;
 use waitroom_verify::{Claims, FINISH_HEADER, parse_finish_command};
@@ -14,7 +14,8 @@ use waitroom_verify::{Claims, FINISH_HEADER, parse_finish_command};
 use crate::http::body::RoomBody;
 use crate::http::gate::Decision;
 use crate::http::layer::Shared;
-use crate::http::respond::Reply;
+use crate::http::respond::{Reply, STATE_HEADER};
+use crate::room::cookie::Carrier;
 
 /// The room's asynchronous checks (store lookups, joins, claims) are boxed: they are `async fn`s over the room
 /// whose types cannot be named, and they run only off the hot path (polls, joins, one renewal per half token
@@ -28,10 +29,12 @@ pub(crate) enum After {
     Untouched,
     /// Remove any finish command (an unprotected path: no session was checked).
     Strip,
-    /// A session with a valid admission: add `cookies`; a finish command ends `session`.
+    /// A session with a valid admission: add `headers` (`Set-Cookie` lines, or the values for a client without
+    /// cookies); a finish command ends `session`.
     Track {
         session: Tracked,
-        cookies: Vec<HeaderValue>,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        carrier: Carrier,
     },
 }
 
@@ -159,7 +162,8 @@ where
                         Decision::Pass {
                             parts,
                             session,
-                            cookies,
+                            headers,
+                            carrier,
                         } => {
                             let (Some(mut inner), Some(body)) = (inner.take(), body.take()) else {
                                 unreachable!(
@@ -170,7 +174,8 @@ where
                                 fut: inner.call(Request::from_parts(parts, body)),
                                 after: After::Track {
                                     session: Tracked::Id(session),
-                                    cookies,
+                                    headers,
+                                    carrier,
                                 },
                             }
                         }
@@ -185,21 +190,36 @@ where
                             res.headers_mut().remove(FINISH_HEADER);
                             return Poll::Ready(Ok(res.map(RoomBody::inner)));
                         }
-                        After::Track { session, cookies } => {
+                        After::Track {
+                            session,
+                            headers,
+                            carrier,
+                        } => {
                             let command = res.headers_mut().remove(FINISH_HEADER);
                             let Some(seats) = command.as_ref().and_then(parse_finish_command)
                             else {
                                 if command.is_some() {
                                     tracing::debug!("ignored a malformed finish command");
                                 }
-                                set_cookies(res.headers_mut(), cookies);
+                                add_headers(res.headers_mut(), headers);
                                 return Poll::Ready(Ok(res.map(RoomBody::inner)));
                             };
-                            // Finished: no renewed token; the token cookie goes, and the room and its verifier
-                            // learn of it before the response leaves.
+                            // Finished: no renewed token; the token cookie goes (a client without cookies is told
+                            // `Waitroom-State: finished`), and the room and its verifier learn of it before the
+                            // response leaves.
                             let room = this.shared.room.clone();
                             room.tokens().deny(session.id());
-                            set_cookies(res.headers_mut(), [room.cookies().clear_token()]);
+                            if carrier == Carrier::Cookie {
+                                add_headers(
+                                    res.headers_mut(),
+                                    [(SET_COOKIE, room.cookies().clear_token())],
+                                );
+                            } else {
+                                add_headers(
+                                    res.headers_mut(),
+                                    [(STATE_HEADER, HeaderValue::from_static("finished"))],
+                                );
+                            }
                             let fut: FinishFuture = Box::pin(async move {
                                 if let Err(e) = room.finish(session.id(), seats).await {
                                     tracing::warn!(error = %e, "could not record a finish yet; it is kept and retried");
@@ -226,15 +246,20 @@ where
     }
 }
 
-/// Adds the room's `Set-Cookie` lines to the inner service's response. A response carrying a person's pass must
-/// not be stored by a shared cache and handed to someone else, whatever the app said: it becomes `no-store`.
-fn set_cookies(
+/// Adds the room's headers (`Set-Cookie` lines, a session value or a token for a client without cookies) to the
+/// inner service's response. A response carrying a person's pass must not be stored by a shared cache and handed
+/// to someone else, whatever the app said: it becomes `no-store`.
+fn add_headers(
     headers: &mut http::HeaderMap,
-    cookies: impl IntoIterator<Item = http::HeaderValue>,
+    add: impl IntoIterator<Item = (HeaderName, HeaderValue)>,
 ) {
     let mut any = false;
-    for c in cookies {
-        headers.append(SET_COOKIE, c);
+    for (name, value) in add {
+        if name == SET_COOKIE {
+            headers.append(name, value);
+        } else {
+            headers.insert(name, value);
+        }
         any = true;
     }
     if any {

@@ -1,29 +1,50 @@
 //! What the room decides for a request it has to think about: a protected request without a valid token (join
 //! or hold, or let in an admitted session), a token due for renewal, and the room's own endpoints.
+//!
+//! # What goes where: cookies or answers
+//! How a request named its session ([`Carrier`]) decides how the room hands over a session value or a token:
+//! - [`Carrier::Cookie`] (a browser): `Set-Cookie` only, as always. Nothing secret appears in a JSON body or a
+//!   response header that the page's script could read: the token cookie stays `HttpOnly`.
+//! - [`Carrier::Header`] (an app sending `X-Waitroom-Session`): no cookies. The JSON answers carry `session` (the
+//!   value to send back, when it is new or changed) and, once admitted, `token`; the same values come in the
+//!   [`SESSION_VALUE_HEADER`] and [`TOKEN_HEADER`] response headers, which is how a token renewed on a protected
+//!   request (or issued on one that passes) reaches it. A finish says `Waitroom-State: finished`.
+//! - [`Carrier::Nothing`] (a newcomer, browser or app): the cookie, and the session value in the answers too (an
+//!   app's first request); never a token, which goes only to a request that named its session by the header.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use http::header::AUTHORIZATION;
 use http::request::Parts;
-use http::{HeaderValue, Method, StatusCode};
+use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 use crate::http::layer::Shared;
 use crate::http::page::PageContext;
 use crate::http::paths::{Endpoint, safe_return_to};
 use crate::http::respond::{self, Reply};
-use crate::room::cookie::{SessionCookie, SessionRef};
+use crate::room::cookie::{Carrier, SessionCookie, SessionRef};
 use crate::room::{Status, ViewState, WaitingRoom};
 use crate::store::{Placement, SessionState};
 use waitroom_verify::{Verified, negotiate, percent};
 
+/// The response header that gives a client without cookies its session value (what it sends back in
+/// `X-Waitroom-Session`), when the room made a new one or changed it.
+pub const SESSION_VALUE_HEADER: HeaderName = HeaderName::from_static("waitroom-session");
+
+/// The response header that gives a client without cookies its admission token (what it sends back as
+/// `Authorization: Bearer`): on the status that admits it, and on a protected request that renews it.
+pub const TOKEN_HEADER: HeaderName = HeaderName::from_static("waitroom-token");
+
 /// The outcome of a check.
 pub(crate) enum Decision {
-    /// Let the request through to the inner service, adding these `Set-Cookie` lines to its response; a finish
-    /// command in the response ends `session`.
+    /// Let the request through to the inner service, adding these headers (`Set-Cookie` lines, or the values for
+    /// a client without cookies) to its response; a finish command in the response ends `session`.
     Pass {
         parts: Parts,
         session: String,
-        cookies: Vec<HeaderValue>,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        carrier: Carrier,
     },
     /// Let the request through untracked: the store cannot be reached and the room fails open
     /// ([`StoreOutage::FailOpen`](crate::StoreOutage::FailOpen)); a finish command in the response is dropped.
@@ -43,6 +64,46 @@ struct Placed {
     /// The token just issued and its check: the request it was issued on goes on with them (the browser has only
     /// the `Set-Cookie` so far, so a `VerifyLayer` further in would otherwise find no token on this request).
     issued: Option<(String, Option<Verified>)>,
+    /// The session value just sealed (a `Set-Cookie` for it is in `cookies`).
+    sealed: Option<String>,
+}
+
+/// What a client without cookies is told in the answer: its session value and its token.
+#[derive(Default)]
+pub(crate) struct Handover {
+    pub(crate) session: Option<String>,
+    pub(crate) token: Option<String>,
+}
+
+impl Handover {
+    /// What `carrier` may be told of `placed`; for a client that named its session by the header, the
+    /// `Set-Cookie` lines go (it has no jar).
+    fn of(placed: &mut Placed, carrier: Carrier) -> Self {
+        match carrier {
+            Carrier::Cookie => Self::default(),
+            Carrier::Nothing => Self {
+                session: placed.sealed.clone(),
+                token: None,
+            },
+            Carrier::Header => {
+                placed.cookies.clear();
+                Self {
+                    session: placed.sealed.clone(),
+                    token: placed.issued.as_ref().map(|(t, _)| t.clone()),
+                }
+            }
+        }
+    }
+
+    /// The same, as response headers.
+    pub(crate) fn headers(&self) -> impl Iterator<Item = (HeaderName, HeaderValue)> + '_ {
+        let session = self.session.as_deref().map(|v| (SESSION_VALUE_HEADER, v));
+        let token = self.token.as_deref().map(|v| (TOKEN_HEADER, v));
+        session
+            .into_iter()
+            .chain(token)
+            .filter_map(|(n, v)| Some((n, HeaderValue::from_str(v).ok()?)))
+    }
 }
 
 enum Look {
@@ -67,6 +128,7 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
         store_ok: true,
         admitted: false,
         issued: None,
+        sealed: None,
     };
     if !fresh {
         match room.locate_marked(&session, hint.0, hint.1).await {
@@ -146,9 +208,9 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
         || session != original
         || ((joined || !fresh) && mark != hint && placed.placement.is_some())
     {
-        placed
-            .cookies
-            .push(cookies_codec.set_session(&session, mark.0, mark.1));
+        let sealed = cookies_codec.seal(&session, mark.0, mark.1);
+        placed.cookies.push(cookies_codec.set_sealed(&sealed));
+        placed.sealed = Some(sealed);
     }
     // An active session gets its pass again; an admitted one comes for it, unless the on-sale closed or sold out
     // in the meantime (nobody new is let in then; `WaitingRoom::status` says the same).
@@ -203,11 +265,39 @@ fn return_to(parts: &Parts) -> Option<String> {
     safe_return_to(&decoded).map(str::to_owned)
 }
 
-fn held_reply(shared: &Shared, parts: &Parts, placed: Placed, next: &str) -> Reply {
+/// The JSON status for `carrier`: the cookies, or the session value and token in the body and headers.
+fn status_reply(
+    http_status: StatusCode,
+    status: &Status,
+    next: Option<&str>,
+    mut placed: Placed,
+    carrier: Carrier,
+) -> Reply {
+    let handover = Handover::of(&mut placed, carrier);
+    let mut res = respond::status_json(http_status, status, next, &handover, placed.cookies);
+    for (name, value) in handover.headers() {
+        res.headers_mut().insert(name, value);
+    }
+    res
+}
+
+fn held_reply(
+    shared: &Shared,
+    parts: &Parts,
+    placed: Placed,
+    next: &str,
+    carrier: Carrier,
+) -> Reply {
     let status = status_of(&shared.room, &placed);
     if !negotiate::wants_html(&parts.headers) {
         let next = (status.state == ViewState::Admitted).then_some(next);
-        return respond::status_json(respond::held_status(&status), &status, next, placed.cookies);
+        return status_reply(
+            respond::held_status(&status),
+            &status,
+            next,
+            placed,
+            carrier,
+        );
     }
     let base = shared.paths.base();
     let enc = percent::encode(next);
@@ -233,52 +323,91 @@ pub(crate) async fn hold(
     shared: Arc<Shared>,
     parts: Parts,
     cookie: Option<SessionCookie>,
+    carrier: Carrier,
 ) -> Decision {
-    let placed = match place(&shared, &parts, cookie, true).await {
+    let mut placed = match place(&shared, &parts, cookie, true).await {
         Look::Placed(p) => p,
         Look::Refused(r) => return Decision::Reply(r),
     };
     if placed.admitted {
-        // The request goes on as the browser's next ones will: with its new token, as a cookie (for a verify
-        // layer anywhere further in, in this process or behind a proxy) and as the room's checked marker (for one
-        // on the room's own verifier, which then does not check it again).
+        // The request goes on as the client's next ones will: with its new token, as a cookie for a browser or
+        // as `Authorization: Bearer` (with its session in `X-Waitroom-Session`) for a client without cookies (for
+        // a verify layer anywhere further in, in this process or behind a proxy), and as the room's checked
+        // marker (for one on the room's own verifier, which then does not check it again).
         let mut parts = parts;
+        let handover = Handover::of(&mut placed, carrier);
         if let Some((token, verified)) = placed.issued {
-            if let Some(line) = shared.room.cookies().token_request_cookie(&token) {
-                parts.headers.append(http::header::COOKIE, line);
+            if carrier == Carrier::Cookie {
+                if let Some(line) = shared.room.cookies().token_request_cookie(&token) {
+                    parts.headers.append(http::header::COOKIE, line);
+                }
+            } else if let Ok(bearer) = HeaderValue::try_from(format!("Bearer {token}")) {
+                parts.headers.insert(AUTHORIZATION, bearer);
             }
             if let Some(verified) = verified {
                 parts.extensions.insert(verified);
             }
         }
+        if carrier != Carrier::Cookie
+            && let Some(sealed) = placed.sealed.as_deref()
+            && let Ok(v) = HeaderValue::from_str(sealed)
+        {
+            parts
+                .headers
+                .insert(HeaderName::from_static(waitroom_verify::SESSION_HEADER), v);
+        }
+        let mut headers: Vec<_> = placed
+            .cookies
+            .into_iter()
+            .map(|c| (http::header::SET_COOKIE, c))
+            .collect();
+        headers.extend(handover.headers());
         return Decision::Pass {
             parts,
             session: placed.session,
-            cookies: placed.cookies,
+            headers,
+            carrier,
         };
     }
     if !placed.store_ok && shared.room.fails_open() {
         return Decision::PassOpen { parts };
     }
     let next = asked_for(&parts);
-    Decision::Reply(held_reply(&shared, &parts, placed, &next))
+    Decision::Reply(held_reply(&shared, &parts, placed, &next, carrier))
 }
 
 /// A valid token past half its life: the session claims again (its idle deadline moves) and, while still active,
 /// gets a fresh token. The request passes either way: the token it brought is valid.
-pub(crate) async fn renew(shared: Arc<Shared>, parts: Parts, session: String) -> Decision {
+/// A browser gets the fresh token as a cookie, a client that named its session by the header in the
+/// [`TOKEN_HEADER`] response header.
+pub(crate) async fn renew(
+    shared: Arc<Shared>,
+    parts: Parts,
+    session: String,
+    carrier: Carrier,
+) -> Decision {
     let room = &shared.room;
-    let mut cookies = Vec::new();
+    let mut headers = Vec::new();
     if let Ok(Some(p)) = room.claim(&session).await
         && p.state == SessionState::Active
         && let Some(token) = room.issue_token(&session)
     {
-        cookies.push(room.cookies().set_token(&token, room.tokens().lifetime()));
+        if carrier == Carrier::Header {
+            if let Ok(v) = HeaderValue::from_str(&token) {
+                headers.push((TOKEN_HEADER, v));
+            }
+        } else {
+            headers.push((
+                http::header::SET_COOKIE,
+                room.cookies().set_token(&token, room.tokens().lifetime()),
+            ));
+        }
     }
     Decision::Pass {
         parts,
         session,
-        cookies,
+        headers,
+        carrier,
     }
 }
 
@@ -286,8 +415,8 @@ pub(crate) async fn renew(shared: Arc<Shared>, parts: Parts, session: String) ->
 pub(crate) enum Answer {
     /// The answer, made without a store call.
     Now(Reply),
-    /// Take [`endpoint`] with this session cookie.
-    Later(Option<SessionCookie>),
+    /// Take [`endpoint`] with this session (cookie or header) and how the request named it.
+    Later(Option<SessionCookie>, Carrier),
 }
 
 /// Reads the session cookie for a room endpoint and answers a waiting session's status poll at once
@@ -296,22 +425,27 @@ pub(crate) fn endpoint_now(shared: &Shared, endpoint: Endpoint, parts: &Parts) -
     if let Some(refusal) = shared.cross_origin(parts) {
         return Answer::Now(refusal);
     }
-    let Ok(session) = shared.room.cookies().read_session(&parts.headers) else {
+    let Ok((session, carrier)) = shared.room.cookies().read_session(&parts.headers) else {
         return Answer::Now(respond::unreadable_session());
     };
     if endpoint == Endpoint::Status
         && let Some(cookie) = session
-        && let Some(reply) = status_now(shared, parts, cookie)
+        && let Some(reply) = status_now(shared, parts, cookie, carrier)
     {
         return Answer::Now(reply);
     }
-    Answer::Later(session.map(SessionRef::owned))
+    Answer::Later(session.map(SessionRef::owned), carrier)
 }
 
 /// The status poll of a session that local memory knows to be waiting (the hot path: about 30,000 a second in the
 /// seed's crowd), answered without a store call and without a future: what [`endpoint`] answers for it. `None`:
 /// take [`endpoint`].
-fn status_now(shared: &Shared, parts: &Parts, cookie: SessionRef<'_>) -> Option<Reply> {
+fn status_now(
+    shared: &Shared,
+    parts: &Parts,
+    cookie: SessionRef<'_>,
+    carrier: Carrier,
+) -> Option<Reply> {
     if parts.method != Method::GET && parts.method != Method::HEAD {
         return None;
     }
@@ -334,13 +468,22 @@ fn status_now(shared: &Shared, parts: &Parts, cookie: SessionRef<'_>) -> Option<
         || (placement.number, prequeue) == (cookie.number, cookie.prequeue)
     {
         Vec::new()
+    } else if carrier != Carrier::Cookie {
+        // A new value for a client without cookies: [`endpoint`] hands it over.
+        return None;
     } else {
         vec![
             room.cookies()
                 .set_session(cookie.id, placement.number, prequeue),
         ]
     };
-    Some(respond::status_json(StatusCode::OK, &status, None, cookies))
+    Some(respond::status_json(
+        StatusCode::OK,
+        &status,
+        None,
+        &Handover::default(),
+        cookies,
+    ))
 }
 
 /// The room's own endpoints.
@@ -349,6 +492,7 @@ pub(crate) async fn endpoint(
     endpoint: Endpoint,
     parts: Parts,
     cookie: Option<SessionCookie>,
+    carrier: Carrier,
 ) -> Reply {
     let get_like = parts.method == Method::GET || parts.method == Method::HEAD;
     let state = ViewState::NotInLine.as_str();
@@ -404,7 +548,7 @@ pub(crate) async fn endpoint(
             };
             let status = status_of(&shared.room, &placed);
             let next = (status.state == ViewState::Admitted).then_some(next.as_str());
-            respond::status_json(StatusCode::OK, &status, next, placed.cookies)
+            status_reply(StatusCode::OK, &status, next, placed, carrier)
         }
         Endpoint::Join if get_like || parts.method == Method::POST => {
             let next = return_to(&parts).unwrap_or_else(|| "/".into());
@@ -418,9 +562,9 @@ pub(crate) async fn endpoint(
             if !negotiate::wants_html(&parts.headers) {
                 let status = status_of(&shared.room, &placed);
                 let next = (status.state == ViewState::Admitted).then_some(next.as_str());
-                return respond::status_json(StatusCode::OK, &status, next, placed.cookies);
+                return status_reply(StatusCode::OK, &status, next, placed, carrier);
             }
-            held_reply(&shared, &parts, placed, &next)
+            held_reply(&shared, &parts, placed, &next, carrier)
         }
         // The layer and the endpoint service send admin calls to `admin::handle` with their body; never here.
         Endpoint::Unknown | Endpoint::Admin(_) => respond::problem(

@@ -6,6 +6,7 @@ use http::header::{
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
+use crate::http::gate::Handover;
 use crate::room::estimate::EtaBasis;
 use crate::room::{Status, ViewState};
 
@@ -40,12 +41,13 @@ pub(crate) fn stamp(h: &mut HeaderMap, state: &'static str) {
     h.insert(STATE_HEADER, HeaderValue::from_static(state));
 }
 
-/// The JSON status body: [`Status`]'s fields as its `Serialize` writes them, then `next`.
+/// The JSON status body: [`Status`]'s fields as its `Serialize` writes them, then `next`, then `session` and
+/// `token` when the answer hands them to a client without cookies (absent otherwise: a browser's body is as before).
 ///
 /// Written by hand: this is the waiting crowd's poll, and serde's map writer (which the extra `next` field would
 /// need) escapes every key on every poll. Only the free-text fields go through `serde_json`'s string escaping; a
 /// test checks the bytes against serde's own output.
-fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>) {
+fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>, handover: &Handover) {
     fn text(out: &mut Vec<u8>, v: Option<&str>) {
         match v {
             // Printable ASCII without `"` or `\` is written as it is (what serde would write).
@@ -105,6 +107,14 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>) {
     text(out, Some(&s.updated_at));
     out.extend_from_slice(b",\"next\":");
     text(out, next);
+    if let Some(session) = &handover.session {
+        out.extend_from_slice(b",\"session\":");
+        text(out, Some(session));
+    }
+    if let Some(token) = &handover.token {
+        out.extend_from_slice(b",\"token\":");
+        text(out, Some(token));
+    }
     out.push(b'}');
 }
 
@@ -113,11 +123,12 @@ pub(crate) fn status_json(
     http_status: StatusCode,
     status: &Status,
     next: Option<&str>,
+    handover: &Handover,
     cookies: Vec<HeaderValue>,
 ) -> Reply {
     // Sized for the whole status (about 350 bytes) so the body is written once, not regrown.
     let mut body = Vec::with_capacity(512);
-    write_status(&mut body, status, next);
+    write_status(&mut body, status, next, handover);
     let mut res = reply(
         http_status,
         status.state.as_str(),
@@ -255,6 +266,10 @@ mod tests {
             #[serde(flatten)]
             status: &'a Status,
             next: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            session: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            token: Option<&'a str>,
         }
         let full = Status {
             event: "tour-2026".into(),
@@ -311,18 +326,32 @@ mod tests {
                 Some("/"),
             ));
         }
+        let handovers = [
+            (None, None),
+            (Some("AAAAAAAAAAAAAAAAAAAAAA.3.tag"), None),
+            (Some("AAAAAAAAAAAAAAAAAAAAAA.3.tag"), Some("a.b.c")),
+            (None, Some("a.b.c")),
+        ];
         for (status, next) in &cases {
-            let mut ours = Vec::new();
-            write_status(&mut ours, status, *next);
-            let serde = serde_json::to_vec(&Body {
-                status,
-                next: *next,
-            })
-            .unwrap();
-            assert_eq!(
-                String::from_utf8(ours).unwrap(),
-                String::from_utf8(serde).unwrap()
-            );
+            for (session, token) in handovers {
+                let handover = Handover {
+                    session: session.map(str::to_owned),
+                    token: token.map(str::to_owned),
+                };
+                let mut ours = Vec::new();
+                write_status(&mut ours, status, *next, &handover);
+                let serde = serde_json::to_vec(&Body {
+                    status,
+                    next: *next,
+                    session,
+                    token,
+                })
+                .unwrap();
+                assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    String::from_utf8(serde).unwrap()
+                );
+            }
         }
     }
 }

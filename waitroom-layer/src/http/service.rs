@@ -13,6 +13,7 @@ use crate::http::gate;
 use crate::http::layer::Shared;
 use crate::http::paths::{Endpoint, Route};
 use crate::http::respond;
+use crate::room::cookie::Carrier;
 use waitroom_verify::Verified;
 
 /// The service made by [`WaitingRoomLayer`](crate::WaitingRoomLayer). Generic over request bodies; its
@@ -88,14 +89,16 @@ where
                 ResponseFuture::reply_later(shared, fut)
             }
             Route::Endpoint(endpoint) => {
-                let session = match gate::endpoint_now(&shared, endpoint, &parts) {
+                let (session, carrier) = match gate::endpoint_now(&shared, endpoint, &parts) {
                     gate::Answer::Now(reply) => return ResponseFuture::reply(shared, reply),
-                    gate::Answer::Later(session) => session,
+                    gate::Answer::Later(session, carrier) => (session, carrier),
                 };
                 // One allocation for the whole check (the endpoint's future lives inside this one).
                 let s = shared.clone();
                 let fut = Box::pin(async move {
-                    gate::Decision::Reply(gate::endpoint(s, endpoint, parts, session).await)
+                    gate::Decision::Reply(
+                        gate::endpoint(s, endpoint, parts, session, carrier).await,
+                    )
                 });
                 ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body)
             }
@@ -115,15 +118,24 @@ where
                                 room.cookies().open(v).map(|s| s.id)
                             })
                 {
-                    return admit(shared, &mut self.inner, parts, body, verified);
+                    return admit(
+                        shared,
+                        &mut self.inner,
+                        parts,
+                        body,
+                        verified,
+                        Carrier::Cookie,
+                    );
                 }
+                // The session cookie, or without one the `X-Waitroom-Session` header (the cookie wins).
+                let carrier = jar.carrier;
                 let Ok(session) = room.cookies().session(&jar) else {
                     return ResponseFuture::reply(shared, respond::unreadable_session());
                 };
                 if let Some(session) = session {
                     match room.tokens().check(jar.tokens.as_slice(), session.id) {
                         Ok(verified) => {
-                            return admit(shared, &mut self.inner, parts, body, verified);
+                            return admit(shared, &mut self.inner, parts, body, verified, carrier);
                         }
                         Err(Some(refusal)) => room.note_refusal(refusal, session.id),
                         Err(None) => {}
@@ -136,7 +148,7 @@ where
                     return ResponseFuture::call(shared, fut, After::Strip);
                 }
                 let session = session.map(|s| s.owned());
-                let fut = Box::pin(gate::hold(shared.clone(), parts, session));
+                let fut = Box::pin(gate::hold(shared.clone(), parts, session, carrier));
                 ResponseFuture::check(shared, fut, take_ready(&mut self.inner), body)
             }
         }
@@ -158,6 +170,7 @@ fn admit<S, ReqBody, ResBody>(
     mut parts: http::request::Parts,
     body: ReqBody,
     verified: Verified,
+    carrier: Carrier,
 ) -> ResponseFuture<S, ReqBody>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
@@ -168,13 +181,14 @@ where
     let id = verified.claims().sub.as_str();
     room.touch_active(id);
     if room.tokens().renewal_due(&verified) {
-        let fut = Box::pin(gate::renew(shared.clone(), parts, id.to_owned()));
+        let fut = Box::pin(gate::renew(shared.clone(), parts, id.to_owned(), carrier));
         return ResponseFuture::check(shared, fut, take_ready(inner), body);
     }
     // Tracked by the claims (no copy of the id).
     let after = After::Track {
         session: Tracked::Token(verified.claims().clone()),
-        cookies: Vec::new(),
+        headers: Vec::new(),
+        carrier,
     };
     // A VerifyLayer further in that uses the room's verifier takes this instead of checking the token a second
     // time (see `waitroom_verify::verified`).

@@ -11,6 +11,14 @@
 //! A cookie that is too long, not UTF-8, malformed, or whose tag does not verify (checked in constant time) is
 //! treated as no cookie at all: the store is never asked about it.
 //!
+//! # Clients without a cookie jar
+//! An app or a script names its session with the `X-Waitroom-Session` header instead
+//! ([`waitroom_verify::SESSION_HEADER`]): the same sealed value, checked the same way. The header is read only when
+//! the request carries **no** session cookie at all (the cookie wins, as in the verify crate: a request with both is
+//! a browser's, and the header is not looked at even when the cookie is forged), and only when it comes on exactly
+//! one header line (two lines are ambiguous and count as no session). How the request named its session is its
+//! [`Carrier`]: it decides what the room may put in its answers (see `http::gate`).
+//!
 //! On an admitted session's requests the tag is checked once per token: the room's verifier remembers the cookie
 //! value that passed with a token, and the same token with the very same value (compared in constant time) skips
 //! the HMAC (`Tokens::check_with_cookie`). Any other value is checked in full.
@@ -25,7 +33,7 @@ use http::header::COOKIE;
 use http::{HeaderMap, HeaderValue};
 use sha2::Sha256;
 use waitroom_verify::session::{cookie_pairs_of, cookie_text};
-use waitroom_verify::{CookieNames, session_id_from_cookie_value};
+use waitroom_verify::{CookieNames, SESSION_HEADER, session_id_from_cookie_value};
 
 /// Longest session cookie value read (a real one is about 70 characters).
 pub(crate) const MAX_SESSION_VALUE: usize = 160;
@@ -75,6 +83,20 @@ impl SessionRef<'_> {
     }
 }
 
+/// How a request named its session (whether or not the value verifies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Carrier {
+    /// A session cookie: a browser (or a client with a cookie jar). The room answers with `Set-Cookie` only.
+    Cookie,
+    /// No session cookie, and the `X-Waitroom-Session` header: an app. The room answers with the values in the
+    /// answers (JSON fields and response headers), not in cookies.
+    Header,
+    /// Neither: a newcomer. The room sets the cookie and also says the session value in its answers (the client
+    /// may be an app on its first request); never a token.
+    #[default]
+    Nothing,
+}
+
 /// What the room read from a request's cookies, borrowed from the request's headers. Nothing in it is checked
 /// yet: [`CookieCodec::session`] gives the first session cookie whose tag verifies.
 #[derive(Debug, Default)]
@@ -85,6 +107,10 @@ pub(crate) struct Jar<'h> {
     pub tokens: Candidates<'h, MAX_CANDIDATES>,
     /// More session cookie values came than [`MAX_SESSION_CANDIDATES`]: the ones past it were not read.
     pub overflow: bool,
+    /// The `X-Waitroom-Session` value, read only without a session cookie and from a single header line.
+    pub header: Option<&'h str>,
+    /// How the request named its session.
+    pub carrier: Carrier,
 }
 
 /// The request carried a session cookie the room could not read (more session values than it tries, none of the
@@ -236,12 +262,14 @@ impl CookieCodec {
     /// [`session`](Self::session).
     pub(crate) fn read<'h>(&self, headers: &'h HeaderMap) -> Jar<'h> {
         let mut jar = Jar::default();
+        let mut session_cookie = false;
         let pairs = headers
             .get_all(COOKIE)
             .iter()
             .flat_map(|v| cookie_pairs_of(v.as_bytes()));
         for (name, value) in pairs {
             if name == self.names.session.as_bytes() {
+                session_cookie = true;
                 if value.len() <= MAX_SESSION_VALUE
                     && let Some(v) = cookie_text(value)
                 {
@@ -273,25 +301,45 @@ impl CookieCodec {
                 jar.tokens.push(token);
             }
         }
+        if session_cookie {
+            jar.carrier = Carrier::Cookie;
+        } else {
+            let mut lines = headers.get_all(SESSION_HEADER).iter();
+            if let Some(first) = lines.next() {
+                jar.carrier = Carrier::Header;
+                if lines.next().is_none()
+                    && first.len() <= MAX_SESSION_VALUE
+                    && let Some(v) = cookie_text(first.as_bytes().trim_ascii())
+                {
+                    jar.header = Some(v);
+                }
+            }
+        }
         jar
     }
 
-    /// The first of the jar's session cookies whose tag verifies; [`Unreadable`] when none of the tried ones does
-    /// and more were left unread.
+    /// The first of the jar's session cookies whose tag verifies; without a session cookie, the
+    /// `X-Waitroom-Session` header's value if its tag verifies. [`Unreadable`] when none of the tried session cookies
+    /// verifies and more were left unread.
     pub(crate) fn session<'h>(&self, jar: &Jar<'h>) -> Result<Option<SessionRef<'h>>, Unreadable> {
-        match jar.sessions.as_slice().iter().find_map(|v| self.open(v)) {
-            Some(s) => Ok(Some(s)),
-            None if jar.overflow => Err(Unreadable),
-            None => Ok(None),
+        match jar.carrier {
+            Carrier::Cookie => match jar.sessions.as_slice().iter().find_map(|v| self.open(v)) {
+                Some(s) => Ok(Some(s)),
+                None if jar.overflow => Err(Unreadable),
+                None => Ok(None),
+            },
+            Carrier::Header => Ok(jar.header.and_then(|v| self.open(v))),
+            Carrier::Nothing => Ok(None),
         }
     }
 
-    /// The request's first session cookie whose tag verifies (see [`session`](Self::session)).
+    /// The request's session (as [`session`](Self::session)) and how the request named it.
     pub(crate) fn read_session<'h>(
         &self,
         headers: &'h HeaderMap,
-    ) -> Result<Option<SessionRef<'h>>, Unreadable> {
-        self.session(&self.read(headers))
+    ) -> Result<(Option<SessionRef<'h>>, Carrier), Unreadable> {
+        let jar = self.read(headers);
+        Ok((self.session(&jar)?, jar.carrier))
     }
 
     fn attributes(&self, max_age_secs: u64) -> String {
@@ -301,10 +349,15 @@ impl CookieCodec {
 
     /// `Set-Cookie` for the session cookie.
     pub(crate) fn set_session(&self, id: &str, number: Option<u64>, prequeue: bool) -> HeaderValue {
+        self.set_sealed(&self.seal(id, number, prequeue))
+    }
+
+    /// `Set-Cookie` for the session cookie with a value made by [`seal`](Self::seal).
+    pub(crate) fn set_sealed(&self, sealed: &str) -> HeaderValue {
         let v = format!(
             "{}={}{}",
             self.names.session,
-            self.seal(id, number, prequeue),
+            sealed,
             self.attributes(self.session_max_age.as_secs())
         );
         HeaderValue::try_from(v).expect("cookie names are validated tokens and values are ASCII")
