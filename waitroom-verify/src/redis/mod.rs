@@ -1,0 +1,294 @@
+//! Finishing across processes through Redis (feature `redis`): [`RedisFinishSink`] records a finish where every
+//! room instance reads it, and [`RedisFinishListener`] lets every verifier replica refuse a session finished on
+//! another replica.
+//!
+//! # The contract with the room
+//! This crate does not depend on the room. The two meet on the Redis keys of one on-sale, the ones the room's
+//! `RedisStore` keeps (see its docs, "Finishing across processes"): `<prefix>:{<event>}:<part>`, where `<prefix>`
+//! is the store's key prefix (default `wr`) and `<event>` the on-sale id, which is the tokens' audience (`aud`), so
+//! the sink takes it from each [`Finish`]. The hash tag `{<event>}` keeps them in one cluster slot.
+//!
+//! The sink finishes the session exactly as the room's own finish does, in one script (`EVALSHA`, loaded when the
+//! sink connects and again if Redis forgot it): when the session is admitted or active in the store it turns
+//! finished, leaves the active count, and its seats count (orders, seats bought, the inventory's held seats move
+//! to sold), so the active count drops at once and the next tick of any room instance may let the next person in.
+//! Either way the script appends the finish to the on-sale's finish stream:
+//!
+//! ```text
+//! XADD <prefix>:{<event>}:finished MAXLEN ~ 100000 * s <session> n <seats> t <ms> a 1
+//! ```
+//!
+//! (`a 1`: applied already; a writer without this crate may append the entry without `a`, and the next room tick
+//! applies it.) Every room instance reads the stream into its token deny list at its next tick, so a finished
+//! session's token stops passing the room layer too, and [`RedisFinishListener`]s read it on the verifier
+//! replicas. The script's Lua is the room store's ([`FINISH_LUA`], one definition for both).
+//!
+//! # Wiring
+//! ```no_run
+//! # async fn demo(verifier: waitroom_verify::Verifier) -> Result<(), Box<dyn std::error::Error>> {
+//! use waitroom_verify::VerifyLayer;
+//! use waitroom_verify::redis::{RedisFinishListener, RedisFinishSink};
+//!
+//! let url = "redis://127.0.0.1:6379/";
+//! // Finishes made here go to the room (and to the other replicas)...
+//! let sink = RedisFinishSink::connect(url).await?;
+//! let layer = VerifyLayer::new(verifier.clone()).finish_sink(sink);
+//! // ...and finishes made on other replicas are refused here within about a quarter of a second.
+//! let listener = RedisFinishListener::spawn(verifier, url, "tour-2026")?;
+//! # let _ = (layer, listener); Ok(()) }
+//! ```
+//!
+//! # When Redis is down
+//! The session is denied on the replica that finished it at once, whatever Redis does ([`Admission::finish`]
+//! does that before the sink is called). The sink's write (the script, a reload included) is bounded by its
+//! timeout (default 1 s); when it fails the failure is counted ([`RedisFinishSink::failed`]) and logged at most
+//! once per 10 s, the response still leaves, and the room learns nothing: the session's place is freed when its
+//! token's idle deadline passes instead. The script is atomic: the finish is applied and appended together, or not
+//! at all.
+//! The listener keeps reading where it stopped once Redis is back, and a listener that starts (or restarts) reads
+//! back over the verifier's deny TTL, so it also refuses the sessions finished shortly before it started.
+//!
+//! [`Admission::finish`]: crate::Admission::finish
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
+use http::HeaderMap;
+
+use crate::admission::{Finish, FinishFuture, FinishSink};
+use crate::log_gate::LogGate;
+use crate::verifier::Verifier;
+
+mod listener;
+mod sink;
+
+pub use listener::{RedisFinishListener, RedisFinishListenerBuilder};
+pub use sink::{RedisFinishSink, RedisFinishSinkBuilder};
+
+/// The default key prefix, the room store's: keys are `wr:{<event>}:<part>`.
+pub const DEFAULT_KEY_PREFIX: &str = "wr";
+
+/// About how many entries the finish stream keeps (`XADD … MAXLEN ~ 100000`), the same cap the room's store uses.
+pub const FINISHED_STREAM_CAP: u64 = 100_000;
+
+/// Most entries the listener reads in one call.
+const READ_BATCH: u64 = 10_000;
+
+/// The parts of the room store's key names (`<prefix>:{<event>}:<part>`) that a finish touches, in the order the
+/// sink's script takes them as `KEYS` (bound to the Lua locals `KM`, `KS`, `KA`, `KF`): the on-sale's meta hash
+/// (settings and counters), its session records, its active sessions (sorted by idle deadline) and its finish
+/// stream. The room's `RedisStore` names its keys from these, so the two cannot drift apart.
+#[doc(hidden)]
+pub const FINISH_KEY_PARTS: [&str; 4] = ["meta", "sessions", "active", "finished"];
+
+/// The Lua both the sink's script and the room store's scripts run to finish a session: the one definition of a
+/// finish in Redis. It expects the locals `KM`, `KS`, `KA`, `KF` (the keys of [`FINISH_KEY_PARTS`]) in scope and
+/// defines:
+///
+/// - `int(x)`, `fmt(n)`: a number from a reply (0 when none), an integer as text;
+/// - `meta()`: the on-sale's meta hash as a table, `nil` when the on-sale was not initialised;
+/// - `rec(sid)` / `put(sid, st, n, t)`: a session record (`<state><number>:<time>`) read and written;
+/// - `inv(m)`: the inventory (total, sold, held), `nil` when none was reported;
+/// - `finish(m, sid, seats)`: finishes an admitted or active session (it leaves the active count, the counters
+///   and the inventory take its seats); `false` when it was neither;
+/// - `announce(sid, seats, t, cap)`: appends the finish to the stream
+///   (`XADD KF MAXLEN ~ cap * s sid n seats t t a 1`); `a 1` says the store has applied it already, so no tick
+///   applies it again (an entry without `a`, from a bare `XADD`, is applied by the room's next tick).
+#[doc(hidden)]
+pub const FINISH_LUA: &str = r#"
+local function int(x) return tonumber(x) or 0 end
+local function fmt(n) return string.format('%d', n) end
+local function meta()
+  local r = redis.call('HGETALL', KM)
+  if #r == 0 then return nil end
+  local m = {}
+  for i = 1, #r, 2 do m[r[i]] = r[i + 1] end
+  return m
+end
+local function rec(sid)
+  local v = redis.call('HGET', KS, sid)
+  if not v then return nil end
+  local c = string.find(v, ':', 2, true)
+  if not c then return nil end
+  return string.sub(v, 1, 1), int(string.sub(v, 2, c - 1)), int(string.sub(v, c + 1))
+end
+local function put(sid, st, n, t) redis.call('HSET', KS, sid, st .. fmt(n) .. ':' .. fmt(t)) end
+local function inv(m)
+  if m.inv == nil or m.inv == '' then return nil end
+  local t, s, h = string.match(m.inv, '^(%d+):(%d+):(%d+)$')
+  return int(t), int(s), int(h)
+end
+-- Finishes an admitted or active session; false when it was neither.
+local function finish(m, sid, seats)
+  local st, n = rec(sid)
+  if st ~= 'a' and st ~= 'A' then return false end
+  put(sid, 'f', n, 0)
+  redis.call('ZREM', KA, sid)
+  redis.call('HINCRBY', KM, 'finished', 1)
+  if seats > 0 then
+    redis.call('HINCRBY', KM, 'orders', 1)
+    redis.call('HINCRBY', KM, 'seats', seats)
+    local total, sold, held = inv(m)
+    if total then
+      sold = math.min(sold + seats, total)
+      held = math.max(held - seats, 0)
+      m.inv = fmt(total) .. ':' .. fmt(sold) .. ':' .. fmt(held)
+      redis.call('HSET', KM, 'inv', m.inv)
+    end
+  end
+  return true
+end
+-- Tells every room instance and verifier replica; `a 1`: applied to the store already.
+local function announce(sid, seats, t, cap)
+  redis.call('XADD', KF, 'MAXLEN', '~', cap, '*', 's', sid, 'n', fmt(seats), 't', t, 'a', '1')
+end
+"#;
+
+/// The sink's script. ARGV: session, seats, when (ms), stream cap. Returns 1 when the session was admitted or
+/// active (the store applied the finish), else 0; the entry is appended either way, for the verifier replicas.
+const SINK_BODY: &str = r#"
+local sid, seats = ARGV[1], int(ARGV[2])
+local m = meta()
+local applied = m ~= nil and finish(m, sid, seats)
+announce(sid, seats, ARGV[3], ARGV[4])
+if applied then return 1 end
+return 0
+"#;
+
+/// The name of `event`'s finish stream under `prefix`: `<prefix>:{<event>}:finished`.
+///
+/// # Errors
+/// [`RedisFinishError::Invalid`] when the prefix or the event contains `{` or `}` (the event is the hash tag), or
+/// either is empty.
+pub fn finished_stream_key(prefix: &str, event: &str) -> Result<String, RedisFinishError> {
+    for (what, v) in [("key prefix", prefix), ("event id", event)] {
+        if v.is_empty() {
+            return Err(RedisFinishError::Invalid(format!("the {what} is empty")));
+        }
+        if v.contains(['{', '}']) {
+            return Err(RedisFinishError::Invalid(format!(
+                "the {what} `{v}` must not contain `{{` or `}}` (the event id is the hash tag)"
+            )));
+        }
+    }
+    Ok(format!("{prefix}:{{{event}}}:finished"))
+}
+
+/// The keys of [`FINISH_KEY_PARTS`] for `event` under `prefix`.
+fn finish_keys(prefix: &str, event: &str) -> Result<[String; 4], RedisFinishError> {
+    finished_stream_key(prefix, event)?;
+    Ok(FINISH_KEY_PARTS.map(|part| format!("{prefix}:{{{event}}}:{part}")))
+}
+
+/// What can go wrong setting up or using the Redis finish sink or listener.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedisFinishError {
+    /// A setting is unusable: a malformed URL, a brace in the prefix or event id, a zero timeout or interval.
+    #[error("invalid Redis finish settings: {0}")]
+    Invalid(String),
+    /// Redis could not be reached, did not answer within the timeout, or refused the command.
+    #[error("Redis unavailable: {0}")]
+    Unavailable(String),
+}
+
+fn unavailable(e: RedisError) -> RedisFinishError {
+    RedisFinishError::Unavailable(e.to_string())
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Connection settings shared by the sink and the listener.
+#[derive(Clone)]
+struct Conn {
+    url: String,
+    key_prefix: String,
+    timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl Conn {
+    fn new(url: String) -> Self {
+        Self {
+            url,
+            key_prefix: DEFAULT_KEY_PREFIX.into(),
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn check(&self) -> Result<::redis::Client, RedisFinishError> {
+        finished_stream_key(&self.key_prefix, "check")?;
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(RedisFinishError::Invalid(
+                "the timeouts must be longer than zero".into(),
+            ));
+        }
+        ::redis::Client::open(self.url.as_str())
+            .map_err(|e| RedisFinishError::Invalid(format!("invalid Redis URL: {e}")))
+    }
+
+    /// Connects (multiplexed, reconnecting), bounded by twice the connect timeout.
+    async fn connect(
+        &self,
+        client: ::redis::Client,
+    ) -> Result<ConnectionManager, RedisFinishError> {
+        connect_with_timeout(client, self.connect_timeout, self.timeout)
+            .await
+            .map_err(unavailable)
+    }
+}
+
+/// Opens a multiplexed, reconnecting connection: the one way this crate's sink and listener and the room's
+/// `RedisStore` connect to Redis. Each attempt to (re)connect is bounded by `connect_timeout`, each answer by
+/// `response_timeout`; a dropped connection is retried once (50 to 500 ms apart) before a call fails; the first
+/// connect as a whole is bounded by twice `connect_timeout`.
+///
+/// # Errors
+/// Redis's error when it cannot be reached, or an I/O error of kind [`TimedOut`](std::io::ErrorKind::TimedOut)
+/// ("Redis did not accept a connection within …") when the first connect outlasts its bound.
+#[doc(hidden)]
+pub async fn connect_with_timeout(
+    client: ::redis::Client,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+) -> Result<ConnectionManager, RedisError> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(connect_timeout))
+        .set_response_timeout(Some(response_timeout))
+        .set_number_of_retries(1)
+        .set_min_delay(Duration::from_millis(50))
+        .set_max_delay(Duration::from_millis(500));
+    let limit = connect_timeout * 2;
+    match tokio::time::timeout(limit, ConnectionManager::new_with_config(client, config)).await {
+        Ok(r) => r,
+        Err(_) => Err(RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("Redis did not accept a connection within {limit:?}"),
+        ))),
+    }
+}
+
+/// Sends one command over `conn`, bounded by `timeout`.
+async fn send(
+    conn: &ConnectionManager,
+    cmd: &::redis::Cmd,
+    timeout: Duration,
+) -> Result<Value, RedisFinishError> {
+    let mut conn = conn.clone();
+    match tokio::time::timeout(timeout, cmd.query_async::<Value>(&mut conn)).await {
+        Ok(r) => r.map_err(unavailable),
+        Err(_) => Err(RedisFinishError::Unavailable(format!(
+            "Redis did not answer within {timeout:?}"
+        ))),
+    }
+}
