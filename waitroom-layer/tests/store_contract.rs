@@ -12,13 +12,15 @@ mod contract {
     use std::sync::Arc;
 
     use waitroom_layer::store::{
-        Inventory, Join, Mark, Placement, SessionState, Settings, SettingsChange, Store,
+        Inventory, Join, Mark, Placement, Return, SessionState, Settings, SettingsChange, Store,
         TURN_AWAY_PER_TICK, Tick, Touches,
     };
 
     pub const IDLE_MS: u64 = 30_000;
     pub const ABANDON_MS: u64 = 10_000;
     pub const ARRIVAL_MS: u64 = 5_000;
+    /// The return window: a session missed at `t` comes back until `t + RETURN_MS` (exclusive).
+    pub const RETURN_MS: u64 = 20_000;
 
     #[derive(Debug, Clone)]
     pub enum Op {
@@ -68,6 +70,7 @@ mod contract {
             now_ms,
             arrival_window_ms: ARRIVAL_MS,
             abandon_after_ms: ABANDON_MS,
+            return_window_ms: RETURN_MS,
             max_scan: 1_000,
         }
     }
@@ -83,6 +86,9 @@ mod contract {
         let mut served_numbers: Vec<u64> = Vec::new();
         let mut admitted_ever: HashSet<(String, u64)> = HashSet::new();
         let mut joins = 0u64;
+        // Who missed their turn, and when; who came back, in the order they came back (the returning queue).
+        let mut missed_at: HashMap<String, u64> = HashMap::new();
+        let mut returning: Vec<String> = Vec::new();
 
         for op in ops {
             match op {
@@ -123,9 +129,45 @@ mod contract {
                     );
                 }
                 Op::Poll(i) => {
+                    // A poll reaches the store as the room sends it: a come-back look, then a liveness mark.
                     let s = sid(*i);
-                    if let Some(p) = store.lookup(event, &s).await.unwrap()
-                        && matches!(p.state, SessionState::Waiting | SessionState::PreQueue)
+                    let before = store.lookup(event, &s).await.unwrap();
+                    let (p, counted) = store.come_back(event, &s, now, RETURN_MS).await.unwrap();
+                    match before.as_ref().map(|b| b.state) {
+                        Some(SessionState::Missed) => {
+                            let at = missed_at[&s];
+                            let p = p.clone().expect("a missed session is known");
+                            assert_eq!(p.number, before.as_ref().unwrap().number, "a return keeps its number");
+                            if now < at + RETURN_MS {
+                                assert_eq!(
+                                    (p.state, counted),
+                                    (SessionState::Returning, Some(Return::InTime)),
+                                    "{s} missed at {at} is back at {now}, within the window"
+                                );
+                                returning.push(s.clone());
+                                seen.insert(s.clone(), now);
+                            } else {
+                                assert_eq!(
+                                    (p.state, counted),
+                                    (SessionState::Abandoned, Some(Return::TooLate)),
+                                    "{s} missed at {at} is back at {now}, after the window"
+                                );
+                            }
+                        }
+                        Some(SessionState::Abandoned) => {
+                            // Counted late once (by this look, or an earlier one).
+                            assert_eq!(p.as_ref().map(|p| p.state), Some(SessionState::Abandoned));
+                        }
+                        _ => {
+                            assert_eq!(p, before, "a come-back look changes only a missed session");
+                            assert_eq!(counted, None);
+                        }
+                    }
+                    if let Some(p) = p
+                        && matches!(
+                            p.state,
+                            SessionState::Waiting | SessionState::PreQueue | SessionState::Returning
+                        )
                     {
                         // Marked by number when it has one (Redis keeps those as bits), else by session.
                         let t = Touches {
@@ -224,12 +266,31 @@ mod contract {
                         }
                     }
                     let mut left: Vec<(u64, bool, String)> = Vec::new();
+                    // Those taken from the returning queue (they left the head before): ahead of the line, in the
+                    // order they came back.
+                    let from_queue: HashSet<&String> = report
+                        .admitted
+                        .iter()
+                        .chain(&report.missed)
+                        .chain(&report.turned_away)
+                        .filter(|s| returning.contains(s))
+                        .collect();
+                    let k = from_queue.len();
+                    assert_eq!(
+                        from_queue,
+                        returning[..k].iter().collect::<HashSet<_>>(),
+                        "the returning queue is served in the order people came back"
+                    );
+                    let queue_left = returning.len() - k;
+                    returning.drain(..k);
                     for s in &report.admitted {
-                        left.push((number_of[s], true, s.clone()));
                         assert!(
                             admitted_ever.insert((s.clone(), number_of[s])),
                             "{s} admitted twice"
                         );
+                        if !from_queue.contains(s) {
+                            left.push((number_of[s], true, s.clone()));
+                        }
                     }
                     let shut = snap_before.settings.turning_away();
                     assert!(
@@ -240,20 +301,40 @@ mod contract {
                     for s in &report.turned_away {
                         let p = store.lookup(event, s).await.unwrap().unwrap();
                         assert_eq!(p.state, SessionState::TurnedAway);
-                        // From the line (its number counts as served) or from the pre-queue (no number).
-                        if let Some(n) = p.number {
+                        // From the returning queue, the line (its number counts as served) or the pre-queue.
+                        if let Some(n) = p.number
+                            && !from_queue.contains(s)
+                        {
                             assert_eq!(number_of.get(s), Some(&n));
                             left.push((n, false, s.clone()));
                         }
                     }
-                    for s in &report.abandoned {
-                        left.push((number_of[s], false, s.clone()));
+                    for s in &report.missed {
+                        let p = store.lookup(event, s).await.unwrap().unwrap();
+                        assert_eq!(p.state, SessionState::Missed);
+                        if !from_queue.contains(s) {
+                            left.push((number_of[s], false, s.clone()));
+                        }
                         let last = seen[s];
                         assert!(
                             last + ABANDON_MS < now,
-                            "{s} skipped as abandoned but seen at {last} (now {now})"
+                            "{s} skipped as away but seen at {last} (now {now})"
+                        );
+                        missed_at.insert(s.clone(), now);
+                    }
+                    for s in &report.abandoned {
+                        let p = store.lookup(event, s).await.unwrap().unwrap();
+                        assert_eq!(p.state, SessionState::Abandoned);
+                        let at = missed_at[s];
+                        assert!(
+                            at + RETURN_MS <= now,
+                            "{s} missed at {at} ended abandoned at {now}, within its window"
                         );
                     }
+                    assert!(
+                        left.is_empty() || queue_left == 0,
+                        "the line moved while {queue_left} who came back still wait"
+                    );
                     left.sort();
                     // Exactly the next numbers from the head, in order.
                     let expect: Vec<u64> =
@@ -289,7 +370,7 @@ mod contract {
             now += IDLE_MS;
             store.tick(event, &tick_at(now)).await.unwrap();
             let snap = store.snapshot(event).await.unwrap();
-            if snap.active == 0 && snap.waiting() == 0 {
+            if snap.active == 0 && snap.waiting() == 0 && snap.away() == 0 {
                 break;
             }
         }
@@ -371,6 +452,7 @@ mod contract {
                                 now_ms: at,
                                 arrival_window_ms: 60_000,
                                 abandon_after_ms: 600_000,
+                                return_window_ms: RETURN_MS,
                                 max_scan: 50,
                             },
                         )
@@ -455,13 +537,14 @@ mod contract {
                         now_ms: at,
                         arrival_window_ms: 60_000,
                         abandon_after_ms: 600_000,
+                        return_window_ms: RETURN_MS,
                         max_scan: 10_000,
                     },
                 )
                 .await
                 .unwrap();
             let s = store.snapshot(event).await.unwrap();
-            if s.waiting() == 0 && s.active == 0 {
+            if s.waiting() == 0 && s.active == 0 && s.away() == 0 {
                 break;
             }
         }
@@ -514,6 +597,7 @@ mod contract {
             now_ms,
             arrival_window_ms: ARRIVAL_MS,
             abandon_after_ms: 600_000,
+            return_window_ms: RETURN_MS,
             max_scan: 1_000,
         };
         let join = |sid: &str, now_ms| Join {
@@ -649,6 +733,7 @@ mod contract {
             now_ms,
             arrival_window_ms: ARRIVAL_MS,
             abandon_after_ms: grace,
+            return_window_ms: RETURN_MS,
             max_scan: 1_000,
         };
         let join = |sid: &str, now_ms| Join {
@@ -704,7 +789,7 @@ mod contract {
             "a session marked within the grace is let in"
         );
         assert_eq!(
-            r.abandoned,
+            r.missed,
             vec![gone.session.clone()],
             "a session silent for minutes is skipped"
         );
@@ -720,7 +805,7 @@ mod contract {
             .await
             .unwrap();
         assert!(r.admitted.is_empty());
-        assert_eq!(r.abandoned, vec![late.session.clone()]);
+        assert_eq!(r.missed, vec![late.session.clone()]);
 
         // A scheduled draw reads the marks made before it.
         let opens = t0 + 1_800_000;
@@ -743,7 +828,7 @@ mod contract {
         assert!(r.drew);
         assert_eq!(r.admitted, vec![polled.session.clone()]);
         assert_eq!(
-            r.abandoned,
+            r.missed,
             vec![left.session.clone()],
             "left 30 minutes before the opening"
         );
@@ -777,7 +862,7 @@ mod contract {
             vec![a.session.clone(), b.session.clone()],
             "an early draw skips nobody"
         );
-        assert!(r.abandoned.is_empty());
+        assert!(r.missed.is_empty());
     }
 
     pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
@@ -985,6 +1070,7 @@ mod redis {
                 now_ms: 2_000,
                 arrival_window_ms: 60_000,
                 abandon_after_ms: 60_000,
+                return_window_ms: crate::contract::RETURN_MS,
                 max_scan: 100,
             };
             assert_eq!(store.tick(ev, &t).await.unwrap().admitted.len(), 2);
@@ -1090,6 +1176,7 @@ mod redis {
                 now_ms: 2_000_002,
                 arrival_window_ms: 60_000,
                 abandon_after_ms: 600_000_000,
+                return_window_ms: crate::contract::RETURN_MS,
                 max_scan: 700,
             };
             for _ in 0..3 {
@@ -1174,6 +1261,23 @@ mod redis {
             session: &str,
         ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
             self.pick().lookup(event, session).await
+        }
+        async fn come_back(
+            &self,
+            event: &str,
+            session: &str,
+            now_ms: u64,
+            return_window_ms: u64,
+        ) -> Result<
+            (
+                Option<waitroom_layer::Placement>,
+                Option<waitroom_layer::store::Return>,
+            ),
+            waitroom_layer::StoreError,
+        > {
+            self.pick()
+                .come_back(event, session, now_ms, return_window_ms)
+                .await
         }
         async fn claim(
             &self,

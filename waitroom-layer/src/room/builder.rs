@@ -57,8 +57,12 @@ pub struct RoomConfig {
     pub idle_timeout: Duration,
     /// How often the holding page polls.
     pub poll_interval: Duration,
-    /// A waiting session not seen for this long is skipped when it reaches the head.
+    /// A waiting session not seen for this long is skipped when it reaches the head (it misses its turn, and keeps
+    /// it for the return window).
     pub abandon_after: Duration,
+    /// How long a session whose turn came while it was away keeps that turn: back within it, it is let in at the
+    /// next free place, ahead of the head of the line.
+    pub return_window: Duration,
     /// How long an admitted session has to come and claim its place.
     pub arrival_window: Duration,
     /// How often the door ticks and the shared numbers are refreshed.
@@ -120,6 +124,18 @@ impl std::fmt::Debug for PassConfig {
     }
 }
 
+/// The shortest default abandon grace (see [`RoomBuilder::abandon_after`]): a background tab that a browser wakes
+/// once a minute is never counted absent.
+pub const MIN_DEFAULT_GRACE: Duration = Duration::from_secs(180);
+
+/// The default return window (see [`RoomBuilder::return_window`]).
+pub const DEFAULT_RETURN_WINDOW: Duration = Duration::from_secs(600);
+
+/// The default abandon grace for a poll interval: three intervals, and at least [`MIN_DEFAULT_GRACE`].
+fn default_grace(poll: Duration) -> Duration {
+    (poll * 3).max(MIN_DEFAULT_GRACE)
+}
+
 /// The shortest cookie secret accepted, in bytes.
 pub const MIN_COOKIE_SECRET_BYTES: usize = 32;
 
@@ -133,7 +149,8 @@ impl RoomBuilder {
                 event,
                 idle_timeout: Duration::from_secs(600),
                 poll_interval: poll,
-                abandon_after: poll * 3,
+                abandon_after: default_grace(poll),
+                return_window: DEFAULT_RETURN_WINDOW,
                 arrival_window: Duration::from_secs(60),
                 tick_interval: Duration::from_millis(250),
                 expected_visit: Duration::from_secs(240),
@@ -243,17 +260,43 @@ impl RoomBuilder {
         self
     }
 
-    /// How often the holding page polls (default 20 s). Also sets the abandon grace to three intervals unless
+    /// How often the holding page polls (default 20 s). Also sets the abandon grace to its default for this
+    /// interval (the longer of three intervals and [`MIN_DEFAULT_GRACE`]) unless
     /// [`abandon_after`](Self::abandon_after) is called afterwards.
     pub fn poll_interval(mut self, d: Duration) -> Self {
         self.config.poll_interval = d;
-        self.config.abandon_after = d * 3;
+        self.config.abandon_after = default_grace(d);
         self
     }
 
-    /// A waiting session not seen for this long is skipped when it reaches the head (default 3 poll intervals).
+    /// A waiting session not seen for this long is skipped when it reaches the head: it misses its turn, the
+    /// next present person goes in, and it keeps its turn for the [`return_window`](Self::return_window).
+    ///
+    /// Default: the longer of three poll intervals and [`MIN_DEFAULT_GRACE`] (3 minutes). Browsers slow down the
+    /// timers of a page in a background tab: Chrome lets the chained timers of a page hidden for five minutes wake
+    /// up once a minute at most, so a holding page that asks to poll every 20 s polls about once a minute there,
+    /// and a little later still when the wake-up's request is slow. A grace of one minute (three polls at the
+    /// seed's 20 s) would count such a tab absent at the moment its turn comes; three minutes is three of those
+    /// wake-ups. The cost of a long grace is small: a person who really left is skipped once the grace has passed
+    /// since their last poll, and the door never waits for them (it admits the next present person at once).
     pub fn abandon_after(mut self, d: Duration) -> Self {
         self.config.abandon_after = d;
+        self
+    }
+
+    /// How long a session whose turn came while it was away keeps that turn (default 10 minutes; zero: it does
+    /// not, and a missed turn is lost at once, as before the return window existed).
+    ///
+    /// The door does not wait for the absent person: it skips them and lets the next present person in, so
+    /// nobody present waits for someone who is not there. When the absent person polls again (the holding page
+    /// polls at once when its tab becomes visible again, is restored from the back-forward cache, or the network
+    /// comes back) within the window, they are let in at the next free place, ahead of the head of the line,
+    /// within the capacity and every other rule of the door (pause, per-minute cap, inventory, sold out, closed):
+    /// their first status answer says `returning`, and the next admission tick lets them in when there is room.
+    /// After the window the status says `missed` (the turn passed while they were away) and their next protected
+    /// request joins the line again, at the back. Every instance sharing a store must use the same window.
+    pub fn return_window(mut self, d: Duration) -> Self {
+        self.config.return_window = d;
         self
     }
 

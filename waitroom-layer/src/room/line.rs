@@ -11,7 +11,7 @@ use crate::error::StoreError;
 /// Most finishes kept while the store is out of reach (see [`WaitingRoom::finish`]); past it the oldest stay and
 /// new ones are given up (those sessions idle out), counted by `waitroom_finishes_dropped`.
 pub(crate) const MAX_PENDING_FINISHES: usize = 10_000;
-use crate::store::{Join, Placement, SessionState};
+use crate::store::{Join, Placement, Return, SessionState};
 
 impl WaitingRoom {
     /// Joins the line (idempotent). With an `account`, the account holds one place whichever session asks; the
@@ -33,7 +33,17 @@ impl WaitingRoom {
                 now_ms: self.now_ms(),
                 draw_key: rand::random(),
             };
-            let p = self.observe(self.inner.store.join(self.event(), &join).await)?;
+            let mut p = self.observe(self.inner.store.join(self.event(), &join).await)?;
+            if p.state == SessionState::Missed {
+                // Its turn came while it was away: it comes back (or, after the window, joins again at the back).
+                let holder = p.session.clone();
+                if let Some(back) = self.come_back(&holder).await? {
+                    p = back;
+                }
+                if p.state.is_terminal() {
+                    p = self.observe(self.inner.store.join(self.event(), &join).await)?;
+                }
+            }
             self.remember(&p, false);
             tracing::debug!(
                 holder = %fingerprint(&p.session),
@@ -82,9 +92,29 @@ impl WaitingRoom {
                 number,
             }));
         }
-        let p = self.observe(self.inner.store.lookup(self.event(), session).await)?;
+        self.come_back(session).await
+    }
+
+    /// Asks the store where a session that is here now stands: one that missed its turn while away comes back
+    /// (within the return window: into the returning queue; after it: told its turn passed).
+    async fn come_back(&self, session: &str) -> Result<Option<Placement>, StoreError> {
+        let window = self.inner.config.return_window.as_millis() as u64;
+        let (p, counted) = self.observe(
+            self.inner
+                .store
+                .come_back(self.event(), session, self.now_ms(), window)
+                .await,
+        )?;
         if let Some(p) = &p {
             self.remember(p, true);
+        }
+        if let Some(counted) = counted {
+            let session = session.to_owned();
+            tracing::debug!(event = %self.event(), session = %fingerprint(&session), ?counted, "came back");
+            self.emit(match counted {
+                Return::InTime => RoomEventKind::Returned { session },
+                Return::TooLate => RoomEventKind::ReturnedLate { session },
+            });
         }
         Ok(p)
     }

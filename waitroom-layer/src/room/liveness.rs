@@ -113,7 +113,11 @@ impl WaitingRoom {
     /// a session that is not waiting. Joins do not fill the cache: a browser carries its place in its signed
     /// cookie (its number, or the pre-queue mark), so the cache only holds what a caller without it looked up.
     pub(super) fn remember(&self, p: &Placement, cache: bool) {
-        if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
+        if p.state == SessionState::Returning {
+            // Here now, and let in by a tick soon: marked, never cached (the store says when it is let in).
+            self.inner.cache.invalidate(&p.session);
+            self.mark_waiting(&p.session, p.number, &self.inner.snap.load());
+        } else if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
             if cache {
                 self.inner
                     .cache

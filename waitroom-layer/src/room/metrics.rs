@@ -145,7 +145,7 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
     gauge(
         r,
         "waiting",
-        "People in line (numbers not yet served) plus the pre-queue",
+        "People in line (numbers not yet served) plus the pre-queue and the returning queue",
         stats.waiting,
     );
     gauge(
@@ -153,6 +153,18 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
         "prequeue",
         "People in the pre-queue (joined before the draw)",
         stats.prequeue,
+    );
+    gauge(
+        r,
+        "returning",
+        "People who came back after missing their turn, waiting to be let in ahead of the line",
+        stats.returning,
+    );
+    gauge(
+        r,
+        "away",
+        "People whose turn came while they were away and who may still come back (within the return window)",
+        stats.away,
     );
     gauge(r, "active", "Sessions admitted or active", stats.active);
     gauge(
@@ -192,8 +204,26 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
     );
     total(
         r,
+        "missed",
+        "Turns that came while the session was away (it was skipped and kept its turn for the return window)",
+        c.missed,
+    );
+    total(
+        r,
+        "returned",
+        "Sessions that came back within the return window after missing their turn",
+        c.returned,
+    );
+    total(
+        r,
+        "returned_late",
+        "Sessions that came back after the return window (told their turn passed)",
+        c.returned_late,
+    );
+    total(
+        r,
         "abandoned",
-        "Sessions skipped at the head because they stopped polling",
+        "Sessions that missed their turn and did not come back within the return window",
         c.abandoned,
     );
     total(

@@ -58,6 +58,7 @@ impl WaitingRoom {
             now_ms: now,
             arrival_window_ms: self.inner.config.arrival_window.as_millis() as u64,
             abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
+            return_window_ms: self.inner.config.return_window.as_millis() as u64,
             max_scan: self.inner.config.max_scan_per_tick,
         };
         let report = self.observe(self.inner.store.tick(self.event(), &tick).await);
@@ -67,6 +68,7 @@ impl WaitingRoom {
                 .expired
                 .iter()
                 .chain(&r.admitted)
+                .chain(&r.missed)
                 .chain(&r.abandoned)
                 .chain(&r.turned_away)
             {
@@ -84,6 +86,7 @@ impl WaitingRoom {
     /// Logs and emits what a tick of this instance did.
     fn report_tick(&self, r: &TickReport) {
         if r.admitted.is_empty()
+            && r.missed.is_empty()
             && r.abandoned.is_empty()
             && r.expired.is_empty()
             && r.turned_away.is_empty()
@@ -93,6 +96,7 @@ impl WaitingRoom {
         tracing::debug!(
             event = %self.event(),
             admitted = r.admitted.len(),
+            missed = r.missed.len(),
             abandoned = r.abandoned.len(),
             expired = r.expired.len(),
             turned_away = r.turned_away.len(),
@@ -102,13 +106,21 @@ impl WaitingRoom {
         // One `DEBUG` span per session (a span's name is fixed where it is made, hence one function per kind); the
         // fields are only computed when the span is enabled.
         type Log = fn(&str, &str);
-        let kinds: [(&[String], Make, Log); 4] = [
+        let kinds: [(&[String], Make, Log); 5] = [
             (
                 &r.admitted,
                 |session| RoomEventKind::Admitted { session },
                 |event, s| {
                     tracing::debug_span!("waitroom.admit", event = %event, session = %fingerprint(s))
                         .in_scope(|| tracing::debug!("admitted"));
+                },
+            ),
+            (
+                &r.missed,
+                |session| RoomEventKind::Missed { session },
+                |event, s| {
+                    tracing::debug_span!("waitroom.miss", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("missed its turn while away"));
                 },
             ),
             (

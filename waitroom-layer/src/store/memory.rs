@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::{
-    Counters, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
+    Counters, Join, Placement, Return, SessionState, Settings, SettingsChange, Snapshot, Store,
     TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
@@ -48,8 +48,13 @@ struct Rec {
     state: SessionState,
     /// 0 while it has no number.
     number: u64,
+    /// When it was last seen (waiting, returning); when its turn passed ([`SessionState::Missed`]); for
+    /// [`SessionState::Abandoned`], [`LATE_TOLD`] once a late return was counted, else 0.
     last_seen_ms: u64,
 }
+
+/// The time field of an abandoned session whose late return was counted (in both stores' records).
+const LATE_TOLD: u64 = 1;
 
 #[derive(Debug)]
 struct Event {
@@ -62,6 +67,11 @@ struct Event {
     prequeue: Vec<(u64, Arc<str>)>,
     /// Sessions with numbers `served + 1 ..= last_number`, front first.
     line: VecDeque<Arc<str>>,
+    /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
+    returning: VecDeque<Arc<str>>,
+    /// Sessions that missed their turn, with when, in the order they missed it (entries of sessions that came back
+    /// since, or missed again later, are passed over when they reach the front).
+    missed: VecDeque<(u64, Arc<str>)>,
     last_number: u64,
     served: u64,
     /// Admitted and active sessions with their deadlines (kept apart from `sessions` so the expiry scan touches
@@ -89,6 +99,8 @@ impl Event {
             accounts: HashMap::new(),
             prequeue: Vec::new(),
             line: VecDeque::new(),
+            returning: VecDeque::new(),
+            missed: VecDeque::new(),
             last_number: 0,
             served: 0,
             active: HashMap::new(),
@@ -224,11 +236,16 @@ impl Event {
         }
         if self.settings.turning_away() {
             self.turn_away(&mut report);
-            return report;
+        } else if self.settings.door_open(t.now_ms) {
+            self.admit(t, &mut report);
         }
-        if !self.settings.door_open(t.now_ms) {
-            return report;
-        }
+        self.end_missed(t, &mut report);
+        report
+    }
+
+    /// Lets people in while there is room: the returning queue first, then the head of the line; an absent one
+    /// is missed (it keeps its turn for the return window) and the next present one goes in its place.
+    fn admit(&mut self, t: &Tick, report: &mut TickReport) {
         let mut room = self
             .settings
             .capacity
@@ -244,18 +261,31 @@ impl Event {
         let mut scanned = 0;
         let mut admitted = 0;
         while admitted < room && scanned < t.max_scan {
-            let Some(sid) = self.line.pop_front() else {
+            let sid = if let Some(sid) = self.returning.pop_front() {
+                if self
+                    .sessions
+                    .get(&sid)
+                    .is_none_or(|r| r.state != SessionState::Returning)
+                {
+                    continue;
+                }
+                sid
+            } else if let Some(sid) = self.line.pop_front() {
+                self.served += 1;
+                sid
+            } else {
                 break;
             };
             scanned += 1;
-            self.served += 1;
             let Some(r) = self.sessions.get_mut(&sid) else {
                 continue;
             };
             if r.last_seen_ms.saturating_add(t.abandon_after_ms) < t.now_ms {
-                r.state = SessionState::Abandoned;
-                self.counters.abandoned += 1;
-                report.abandoned.push(sid.to_string());
+                r.state = SessionState::Missed;
+                r.last_seen_ms = t.now_ms;
+                self.counters.missed += 1;
+                self.missed.push_back((t.now_ms, sid.clone()));
+                report.missed.push(sid.to_string());
             } else {
                 r.state = SessionState::Admitted;
                 self.active
@@ -266,13 +296,88 @@ impl Event {
             }
         }
         self.note_admits(t.now_ms, admitted);
-        report
     }
 
-    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: the head of the line first (their numbers count as
-    /// served), then the pre-queue.
+    /// Ends [`SessionState::Abandoned`] the missed sessions whose return window has passed (at most `max_scan`).
+    fn end_missed(&mut self, t: &Tick, report: &mut TickReport) {
+        let mut budget = t.max_scan;
+        while budget > 0 {
+            let Some((at, sid)) = self.missed.front() else {
+                break;
+            };
+            if let Some(r) = self.sessions.get_mut(sid)
+                && r.state == SessionState::Missed
+                && r.last_seen_ms == *at
+            {
+                if at.saturating_add(t.return_window_ms) > t.now_ms {
+                    break;
+                }
+                r.state = SessionState::Abandoned;
+                r.last_seen_ms = 0;
+                self.counters.abandoned += 1;
+                report.abandoned.push(sid.to_string());
+                budget -= 1;
+            }
+            // Abandoned now, or an entry passed over: the session came back since (or missed again, later).
+            self.missed.pop_front();
+        }
+    }
+
+    /// A session that is here now: a missed one within its window comes back (see [`Store::come_back`]).
+    fn come_back(
+        &mut self,
+        sid: &str,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> (Option<Placement>, Option<Return>) {
+        let Some((key, r)) = self.sessions.get_key_value(sid) else {
+            return (None, None);
+        };
+        let mut counted = None;
+        match r.state {
+            SessionState::Missed if r.last_seen_ms.saturating_add(window_ms) > now_ms => {
+                let key = key.clone();
+                self.returning.push_back(key.clone());
+                if let Some(r) = self.sessions.get_mut(&key) {
+                    r.state = SessionState::Returning;
+                    r.last_seen_ms = now_ms;
+                }
+                self.counters.returned += 1;
+                counted = Some(Return::InTime);
+            }
+            SessionState::Missed | SessionState::Abandoned if r.last_seen_ms != LATE_TOLD => {
+                if r.state == SessionState::Missed {
+                    self.counters.abandoned += 1;
+                }
+                if let Some(r) = self.sessions.get_mut(sid) {
+                    r.state = SessionState::Abandoned;
+                    r.last_seen_ms = LATE_TOLD;
+                }
+                self.counters.returned_late += 1;
+                counted = Some(Return::TooLate);
+            }
+            _ => {}
+        }
+        (self.placement(sid), counted)
+    }
+
+    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: the returning queue first, then the head of the line
+    /// (their numbers count as served), then the pre-queue.
     fn turn_away(&mut self, report: &mut TickReport) {
         let mut budget = TURN_AWAY_PER_TICK;
+        while budget > 0 {
+            let Some(sid) = self.returning.pop_front() else {
+                break;
+            };
+            if self
+                .sessions
+                .get(&sid)
+                .is_some_and(|r| r.state == SessionState::Returning)
+            {
+                budget -= 1;
+                self.turn_away_one(sid, report);
+            }
+        }
         while budget > 0 {
             let Some(sid) = self.line.pop_front() else {
                 break;
@@ -306,6 +411,7 @@ impl Event {
             last_number: self.last_number,
             served: self.served,
             active: self.active.len() as u64,
+            returning: self.returning.len() as u64,
             counters: self.counters,
         }
     }
@@ -327,6 +433,16 @@ impl Store for MemoryStore {
 
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError> {
         self.with_event(event, |ev| ev.placement(session))
+    }
+
+    async fn come_back(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        return_window_ms: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        self.with_event(event, |ev| ev.come_back(session, now_ms, return_window_ms))
     }
 
     async fn claim(
@@ -352,7 +468,10 @@ impl Store for MemoryStore {
         self.with_event(event, |ev| {
             for m in &touches.waiting {
                 if let Some(r) = ev.sessions.get_mut(m.session.as_str())
-                    && matches!(r.state, SessionState::Waiting | SessionState::PreQueue)
+                    && matches!(
+                        r.state,
+                        SessionState::Waiting | SessionState::PreQueue | SessionState::Returning
+                    )
                 {
                     r.last_seen_ms = r.last_seen_ms.max(touches.now_ms);
                 }
@@ -483,6 +602,7 @@ mod tests {
             now_ms: 2,
             arrival_window_ms: 1_000,
             abandon_after_ms: 1_000,
+            return_window_ms: 600_000,
             max_scan: 10,
         };
         store.tick("ev", &tick).await.unwrap();

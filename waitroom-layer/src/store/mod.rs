@@ -41,8 +41,19 @@ pub enum SessionState {
     Finished,
     /// Terminal: admitted or active, then idle past its deadline (or never came to claim its place).
     Expired,
-    /// Terminal: stopped polling while in line and was skipped at the head.
+    /// Terminal: its turn came while it was away ([`Missed`](Self::Missed)) and it did not come back within the
+    /// return window.
     Abandoned,
+    /// Its turn came while it was away (it had not polled for the abandon grace): the door skipped it and let the
+    /// next present person in, so nobody present waits for an absent one. It keeps its turn for the return window
+    /// ([`Tick::return_window_ms`]): [`Store::come_back`] within the window puts it in the returning queue; after
+    /// it, the tick ends it [`Abandoned`](Self::Abandoned).
+    Missed,
+    /// Came back within the return window after missing its turn: waits in the returning queue, which the tick
+    /// serves ahead of the head of the line, within every rule of the door (capacity, per-minute cap, pause,
+    /// inventory); turned away first while the on-sale is closed or sold out. Absent again when it comes to the
+    /// front of that queue, it is [`Missed`](Self::Missed) again.
+    Returning,
     /// Terminal: still in line (or in the pre-queue) when the on-sale closed or sold out, and turned away by the
     /// admission tick. Also what a join answers while the on-sale is closed or sold out (the join takes no place
     /// and is not recorded). A session turned away stays turned away should seats come back; it may join again, at
@@ -75,6 +86,8 @@ impl SessionState {
             Self::Expired => b'e',
             Self::Abandoned => b'x',
             Self::TurnedAway => b't',
+            Self::Missed => b'm',
+            Self::Returning => b'r',
         }
     }
 
@@ -89,6 +102,8 @@ impl SessionState {
             b'e' => Self::Expired,
             b'x' => Self::Abandoned,
             b't' => Self::TurnedAway,
+            b'm' => Self::Missed,
+            b'r' => Self::Returning,
             _ => return None,
         })
     }
@@ -294,10 +309,25 @@ pub struct Tick {
     pub now_ms: u64,
     /// How long an admitted session has to come and claim its place.
     pub arrival_window_ms: u64,
-    /// A waiting session not seen for this long is abandoned when it reaches the head.
+    /// A waiting session not seen for this long is skipped when it reaches the head ([`SessionState::Missed`]).
     pub abandon_after_ms: u64,
-    /// The most sessions this tick may look at from the head (admitted plus skipped): bounds one call's work.
+    /// How long a session whose turn came while it was away keeps that turn: a [`SessionState::Missed`] session
+    /// missed at `t` is ended [`SessionState::Abandoned`] by the first tick at or after `t + return_window_ms`
+    /// (0: at once, by the tick that skipped it).
+    pub return_window_ms: u64,
+    /// The most sessions this tick may look at (from the returning queue and the head, admitted plus skipped; and
+    /// again as many missed sessions whose window passed): bounds one call's work.
     pub max_scan: u64,
+}
+
+/// A return counted by [`Store::come_back`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Return {
+    /// Within the return window: the session is [`SessionState::Returning`] now.
+    InTime,
+    /// After the window: the session is [`SessionState::Abandoned`] (its next join starts at the back).
+    TooLate,
 }
 
 /// What one tick did.
@@ -305,7 +335,10 @@ pub struct Tick {
 pub struct TickReport {
     /// Sessions let in.
     pub admitted: Vec<String>,
-    /// Sessions skipped at the head as abandoned.
+    /// Sessions skipped because they were away when their turn came (from the head, or from the returning
+    /// queue): now [`SessionState::Missed`], keeping their turn for the return window.
+    pub missed: Vec<String>,
+    /// Missed sessions whose return window passed without a return: now [`SessionState::Abandoned`].
     pub abandoned: Vec<String>,
     /// Sessions turned away because the on-sale is closed or sold out (from the head of the line, then the
     /// pre-queue; at most [`TURN_AWAY_PER_TICK`]).
@@ -327,8 +360,17 @@ pub struct Counters {
     pub finished: u64,
     /// Sessions that idled out (or never claimed their place).
     pub expired: u64,
-    /// Sessions skipped as abandoned.
+    /// Missed sessions whose return window passed without a return (each ended [`SessionState::Abandoned`]).
     pub abandoned: u64,
+    /// Turns that came while the session was away: skips at the head (or at the front of the returning queue).
+    #[serde(default)]
+    pub missed: u64,
+    /// Missed sessions that came back within the return window.
+    #[serde(default)]
+    pub returned: u64,
+    /// Missed sessions that came back after the window (counted once each, at the first look after the window).
+    #[serde(default)]
+    pub returned_late: u64,
     /// Sessions still in line (or in the pre-queue) when the on-sale closed or sold out, turned away.
     #[serde(default)]
     pub turned_away: u64,
@@ -353,14 +395,25 @@ pub struct Snapshot {
     pub served: u64,
     /// Sessions admitted or active now.
     pub active: u64,
+    /// Sessions in the returning queue ([`SessionState::Returning`]).
+    #[serde(default)]
+    pub returning: u64,
     /// Running totals.
     pub counters: Counters,
 }
 
 impl Snapshot {
-    /// Sessions in line or in the pre-queue (sessions that gave up count until the head reaches them).
+    /// Sessions in line, in the pre-queue or in the returning queue (sessions that gave up count until the head
+    /// reaches them).
     pub fn waiting(&self) -> u64 {
-        self.last_number.saturating_sub(self.served) + self.prequeue
+        self.last_number.saturating_sub(self.served) + self.prequeue + self.returning
+    }
+
+    /// Sessions whose turn came while they were away and that may still come back for it
+    /// ([`SessionState::Missed`] within the return window).
+    pub fn away(&self) -> u64 {
+        let c = &self.counters;
+        c.missed.saturating_sub(c.returned + c.abandoned)
     }
 }
 
@@ -372,7 +425,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Writes `defaults` as the settings of `event` unless it already has settings; returns the settings in force.
     async fn init(&self, event: &str, defaults: &Settings) -> Result<Settings, StoreError>;
 
-    /// Joins the line. Idempotent: a session (or account) already in line or admitted gets its place back. A session
+    /// Joins the line. Idempotent: a session (or account) already in line or admitted (or missed, or returning)
+    /// gets its place back (a missed one comes back by [`come_back`](Store::come_back), not here). A session
     /// whose last join ended (finished, expired, abandoned, turned away) joins again at the back.
     ///
     /// While the on-sale is closed or sold out ([`Settings::turning_away`]) a session without a place takes none:
@@ -382,6 +436,21 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Where a session stands, if the store knows it.
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError>;
+
+    /// Where a session stands, as [`lookup`](Store::lookup), for a session that is here now (it polled or made a
+    /// request): a [`SessionState::Missed`] session missed less than `return_window_ms` before `now_ms` comes back:
+    /// it turns [`SessionState::Returning`] (seen at `now_ms`), joins the back of the returning queue and counts in
+    /// [`Counters::returned`]. One missed longer ago turns [`SessionState::Abandoned`] (if no tick did that yet);
+    /// the first such look at an abandoned session counts in [`Counters::returned_late`]. Anything else is
+    /// answered as [`lookup`](Store::lookup) answers it. The second value says whether this call counted a return
+    /// (each return is counted by one call only, whichever instance makes it).
+    async fn come_back(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        return_window_ms: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError>;
 
     /// Turns an admitted session active (it came to claim its pass); its idle deadline starts. Returns its
     /// placement; an already active session stays active and is touched.
@@ -404,8 +473,14 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// inventory, no more people are let in within a sliding minute than there are seats available (so the last
     /// few seats do not draw thousands onto an empty seat map).
     ///
-    /// A session is abandoned when its last mark (or its join) is older than [`Tick::abandon_after_ms`]; a store
-    /// that keeps marks in time slots may round in the session's favour (never against it). A draw that runs
+    /// Before the head of the line it serves the returning queue ([`SessionState::Returning`], in the order they
+    /// came back), within the same rules and the same budget; while closed or sold out it turns that queue away
+    /// first. Last, it ends [`SessionState::Abandoned`] (at most [`Tick::max_scan`]) the missed sessions whose
+    /// return window has passed.
+    ///
+    /// A session is missed when its last mark (or its join, or its return) is older than
+    /// [`Tick::abandon_after_ms`]; a store that keeps marks in time slots may round in the session's favour (never
+    /// against it). A draw that runs
     /// before the opening first configured (the door opened early) counts every drawn session as seen at the draw.
     async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError>;
 

@@ -40,10 +40,10 @@ const FINISHED_CAP: u64 = 100_000;
 /// Most finishes one [`Store::finished_since`] call returns.
 const FINISHED_BATCH: u64 = 10_000;
 
-/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=11]`).
+/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=13]`).
 /// The parts a finish touches are the verifier's ([`FINISH_KEY_PARTS`]: meta, sessions, active, finished), so the
 /// room and the verifier's finish sink name the same keys.
-const KEY_PARTS: [&str; 11] = [
+const KEY_PARTS: [&str; 13] = [
     FINISH_KEY_PARTS[0],
     FINISH_KEY_PARTS[1],
     "line",
@@ -55,6 +55,8 @@ const KEY_PARTS: [&str; 11] = [
     FINISH_KEY_PARTS[3],
     "seen",
     "pseen",
+    "returning",
+    "missed",
 ];
 
 /// Length of one liveness slot: a numbered waiting session's poll sets its bit in `wr:{ev}:seen:<now / slot>`;
@@ -88,6 +90,8 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
+/// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
+/// | `wr:{ev}:missed`       | zset   | sessions that missed their turn and have not come back, scored by when (ms); the tick ends those past the return window |
 ///
 /// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
 /// they live in the same cluster slot as the declared keys.
@@ -432,7 +436,7 @@ impl RedisStore {
         format!("{}:{{{event}}}:{part}", self.prefix)
     }
 
-    fn keys(&self, event: &str) -> Result<[String; 11], StoreError> {
+    fn keys(&self, event: &str) -> Result<[String; 13], StoreError> {
         if event.contains(['{', '}']) {
             return Err(StoreError::config(format!(
                 "the event id `{event}` must not contain `{{` or `}}`"

@@ -25,6 +25,10 @@ const JOIN: &str = include_str!("scripts/join.lua");
 /// ARGV: session.
 const LOOKUP: &str = include_str!("scripts/lookup.lua");
 
+/// ARGV: session, now, return window. A lookup of a session that is here now: a missed one comes back (or is told
+/// it came too late).
+const COME_BACK: &str = include_str!("scripts/come_back.lua");
+
 /// ARGV: session, now, idle timeout.
 const CLAIM: &str = include_str!("scripts/claim.lua");
 
@@ -32,7 +36,7 @@ const CLAIM: &str = include_str!("scripts/claim.lua");
 /// in `store_impl.rs`.)
 const TOUCH: &str = include_str!("scripts/touch.lua");
 
-/// ARGV: now, arrival window, abandon after, max scan, seen slot length, most sessions turned away.
+/// ARGV: now, arrival window, abandon after, max scan, seen slot length, most sessions turned away, return window.
 const TICK: &str = include_str!("scripts/tick.lua");
 
 /// ARGV: session, seats, now, stream cap.
@@ -68,6 +72,7 @@ pub(super) struct Scripts {
     pub(super) init: Lua,
     pub(super) join: Lua,
     pub(super) lookup: Lua,
+    pub(super) come_back: Lua,
     pub(super) claim: Lua,
     pub(super) touch: Lua,
     pub(super) tick: Lua,
@@ -83,6 +88,7 @@ impl Scripts {
             init: Lua::new(INIT),
             join: Lua::new(JOIN),
             lookup: Lua::new(LOOKUP),
+            come_back: Lua::new(COME_BACK),
             claim: Lua::new(CLAIM),
             touch: Lua::new(TOUCH),
             tick: Lua::new(TICK),
@@ -93,11 +99,12 @@ impl Scripts {
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 10] {
+    pub(super) fn all(&self) -> [&Lua; 11] {
         [
             &self.init,
             &self.join,
             &self.lookup,
+            &self.come_back,
             &self.claim,
             &self.touch,
             &self.tick,

@@ -7,7 +7,7 @@ use super::reply::{array, corrupt, flag, int, placement, settings, strings, text
 use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
 use crate::error::StoreError;
 use crate::store::{
-    Counters, Join, Placement, Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick,
+    Counters, Join, Placement, Return, Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick,
     TickReport, Touches,
 };
 
@@ -54,6 +54,29 @@ impl Store for RedisStore {
         let mut cmd = self.evalsha(&self.scripts.lookup, event)?;
         cmd.arg(session);
         placement(self.run(&self.scripts.lookup, &cmd).await?)
+    }
+
+    async fn come_back(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        return_window_ms: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.come_back, event)?;
+        cmd.arg(session).arg(now_ms).arg(return_window_ms);
+        let v = self.run(&self.scripts.come_back, &cmd).await?;
+        if v == ::redis::Value::Nil {
+            return Ok((None, None));
+        }
+        let mut a = array(v)?;
+        let counted = match a.pop().map(|c| text(&c)).transpose()?.as_deref() {
+            Some("") => None,
+            Some("r") => Some(Return::InTime),
+            Some("l") => Some(Return::TooLate),
+            other => return Err(corrupt(format_args!("a return of {other:?}"))),
+        };
+        Ok((placement(::redis::Value::Array(a))?, counted))
     }
 
     async fn claim(
@@ -125,12 +148,22 @@ impl Store for RedisStore {
             .arg(tick.abandon_after_ms)
             .arg(tick.max_scan)
             .arg(SEEN_SLOT_MS)
-            .arg(TURN_AWAY_PER_TICK);
+            .arg(TURN_AWAY_PER_TICK)
+            .arg(tick.return_window_ms);
         let mut a = array(self.run(&self.scripts.tick, &cmd).await?)?.into_iter();
-        match (a.next(), a.next(), a.next(), a.next(), a.next(), a.next()) {
+        match (
+            a.next(),
+            a.next(),
+            a.next(),
+            a.next(),
+            a.next(),
+            a.next(),
+            a.next(),
+        ) {
             (
                 Some(drew),
                 Some(admitted),
+                Some(missed),
                 Some(abandoned),
                 Some(expired),
                 Some(turned_away),
@@ -138,6 +171,7 @@ impl Store for RedisStore {
             ) => Ok(TickReport {
                 drew: flag(&drew)?,
                 admitted: strings(admitted)?,
+                missed: strings(missed)?,
                 abandoned: strings(abandoned)?,
                 expired: strings(expired)?,
                 turned_away: strings(turned_away)?,
@@ -209,9 +243,9 @@ impl Store for RedisStore {
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
         let cmd = self.evalsha(&self.scripts.snapshot, event)?;
         let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-        if a.len() != 20 {
+        if a.len() != 24 {
             return Err(corrupt(format_args!(
-                "expected a snapshot of 20, got {}",
+                "expected a snapshot of 24, got {}",
                 a.len()
             )));
         }
@@ -223,6 +257,7 @@ impl Store for RedisStore {
             last_number: n(9)?,
             served: n(10)?,
             active: n(11)?,
+            returning: n(20)?,
             counters: Counters {
                 joined: n(12)?,
                 admitted: n(13)?,
@@ -232,6 +267,9 @@ impl Store for RedisStore {
                 turned_away: n(17)?,
                 orders: n(18)?,
                 seats_bought: n(19)?,
+                missed: n(21)?,
+                returned: n(22)?,
+                returned_late: n(23)?,
             },
         })
     }
