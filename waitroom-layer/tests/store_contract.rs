@@ -865,6 +865,214 @@ mod contract {
         assert!(r.missed.is_empty());
     }
 
+    /// The return window, step by step: the door skips a person away at their turn and lets the next present one
+    /// in at once; back within the window, the missed person is let in at the next free place, ahead of everyone
+    /// who joined after them, within the capacity and the pause; after the window they are abandoned, told so once
+    /// (a late return), and a join puts them at the back; a pre-queue member away at the draw keeps its drawn
+    /// number; the returning queue is turned away first when the on-sale closes; a zero window ends a missed
+    /// session at once. `event` is a prefix (several on-sales).
+    pub async fn return_window(store: Arc<dyn Store>, event: &str) {
+        let t0 = 50_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: ABANDON_MS,
+            return_window_ms: RETURN_MS,
+            max_scan: 1_000,
+        };
+        let join = |sid: &str, now_ms| Join {
+            session: sid.to_owned(),
+            account: None,
+            now_ms,
+            draw_key: sid.len() as u64,
+        };
+        let poll = |store: &Arc<dyn Store>, ev: &str, sids: &[&str], now_ms| {
+            let (store, ev) = (store.clone(), ev.to_owned());
+            let sids: Vec<String> = sids.iter().map(|s| (*s).to_owned()).collect();
+            async move {
+                let mut waiting = Vec::new();
+                for s in sids {
+                    let p = store.lookup(&ev, &s).await.unwrap().unwrap();
+                    waiting.push(Mark {
+                        session: s,
+                        number: p.number,
+                    });
+                }
+                let t = Touches {
+                    now_ms,
+                    waiting,
+                    active: vec![],
+                    idle_timeout_ms: IDLE_MS,
+                    abandon_after_ms: ABANDON_MS,
+                };
+                store.touch(&ev, &t).await.unwrap();
+            }
+        };
+        let s = |x: &str| vec![x.to_owned()];
+
+        let ev = format!("{event}-fifo");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        for sid in ["a", "b", "c", "d"] {
+            store.join(&ev, &join(sid, t0)).await.unwrap();
+        }
+        // Everyone but b polls; b's tab sleeps.
+        let mut now = t0 + ABANDON_MS + 1_000;
+        poll(&store, &ev, &["a", "c", "d"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("a"));
+        assert!(store.finish(&ev, "a", 0, now).await.unwrap());
+        // b's turn comes while b is away: skipped, and the next present person goes in in the same tick.
+        now += 1_000;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(
+            (r.missed.clone(), r.admitted.clone()),
+            (s("b"), s("c")),
+            "the door admits the next present person without waiting for the absent one"
+        );
+        store.claim(&ev, "c", now, IDLE_MS).await.unwrap();
+        let b = store.lookup(&ev, "b").await.unwrap().unwrap();
+        assert_eq!((b.state, b.number), (SessionState::Missed, Some(2)));
+        assert_eq!(store.snapshot(&ev).await.unwrap().away(), 1);
+        // b comes back within the window: returning, ahead of d.
+        now += RETURN_MS - 1_001;
+        poll(&store, &ev, &["d"], now).await;
+        let (p, counted) = store.come_back(&ev, "b", now, RETURN_MS).await.unwrap();
+        let p = p.unwrap();
+        assert_eq!(
+            (p.state, p.number, counted),
+            (SessionState::Returning, Some(2), Some(Return::InTime))
+        );
+        let (again, counted) = store.come_back(&ev, "b", now, RETURN_MS).await.unwrap();
+        assert_eq!(
+            (again.unwrap().state, counted),
+            (SessionState::Returning, None),
+            "a return is counted once"
+        );
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!((snap.returning, snap.away(), snap.waiting()), (1, 0, 2));
+        // The capacity holds: c is still in.
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert!(r.admitted.is_empty() && r.missed.is_empty());
+        // The pause holds.
+        store.update(&ev, &SettingsChange::Pause).await.unwrap();
+        assert!(store.finish(&ev, "c", 0, now).await.unwrap());
+        assert!(store.tick(&ev, &tick(now)).await.unwrap().admitted.is_empty());
+        store.update(&ev, &SettingsChange::Resume).await.unwrap();
+        // Next free place: b, before d who joined after b (d polls, b polled when it came back).
+        now += 1_000;
+        poll(&store, &ev, &["d"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("b"), "the one who came back goes first");
+        assert_eq!(store.snapshot(&ev).await.unwrap().served, 3, "b's number does not leave the head twice");
+        assert!(store.finish(&ev, "b", 0, now).await.unwrap());
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("d"));
+        assert!(store.finish(&ev, "d", 0, now).await.unwrap());
+
+        // A return after the window: abandoned by the tick, told once, and a join starts at the back.
+        store.join(&ev, &join("e", now)).await.unwrap();
+        store.join(&ev, &join("f", now)).await.unwrap();
+        now += ABANDON_MS + 1_000;
+        poll(&store, &ev, &["f"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("e"), s("f")));
+        let missed_at = now;
+        let r = store.tick(&ev, &tick(missed_at + RETURN_MS - 1)).await.unwrap();
+        assert!(r.abandoned.is_empty(), "within the window until its last millisecond");
+        now = missed_at + RETURN_MS;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.abandoned, s("e"));
+        let (p, counted) = store.come_back(&ev, "e", now, RETURN_MS).await.unwrap();
+        assert_eq!(
+            (p.unwrap().state, counted),
+            (SessionState::Abandoned, Some(Return::TooLate))
+        );
+        let (_, counted) = store.come_back(&ev, "e", now, RETURN_MS).await.unwrap();
+        assert_eq!(counted, None, "a late return is counted once");
+        let e = store.join(&ev, &join("e", now)).await.unwrap();
+        assert_eq!((e.state, e.number), (SessionState::Waiting, Some(7)), "at the back");
+        let c = store.snapshot(&ev).await.unwrap().counters;
+        assert_eq!(
+            (c.missed, c.returned, c.returned_late, c.abandoned),
+            (2, 1, 1, 1)
+        );
+
+        // Back too late before any tick ended it: the look itself ends it.
+        let ev = format!("{event}-late");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        store.join(&ev, &join("g", t0)).await.unwrap();
+        let r = store.tick(&ev, &tick(t0 + ABANDON_MS + 1)).await.unwrap();
+        assert_eq!(r.missed, s("g"));
+        let (p, counted) = store
+            .come_back(&ev, "g", t0 + ABANDON_MS + 1 + RETURN_MS, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(
+            (p.unwrap().state, counted),
+            (SessionState::Abandoned, Some(Return::TooLate))
+        );
+        let c = store.snapshot(&ev).await.unwrap().counters;
+        assert_eq!((c.missed, c.abandoned, c.returned_late), (1, 1, 1));
+
+        // The draw: a pre-queue member away at the draw keeps its drawn number.
+        let opens = t0 + 600_000;
+        let ev = format!("{event}-draw");
+        store.init(&ev, &settings(1, true, Some(opens))).await.unwrap();
+        store.join(&ev, &join("here", t0)).await.unwrap();
+        store.join(&ev, &join("away-at-draw", t0)).await.unwrap();
+        poll(&store, &ev, &["here"], opens - 1_000).await;
+        let r = store.tick(&ev, &tick(opens)).await.unwrap();
+        assert!(r.drew);
+        let drawn = store.lookup(&ev, "away-at-draw").await.unwrap().unwrap();
+        let n = drawn.number.expect("numbered by the draw");
+        // Whichever order the draw made, the one away is missed when reached, and keeps its number.
+        let mut now = opens;
+        assert_eq!(r.admitted, s("here"));
+        if r.missed.is_empty() {
+            assert!(store.finish(&ev, "here", 0, now).await.unwrap());
+            now += 1_000;
+            let r = store.tick(&ev, &tick(now)).await.unwrap();
+            assert_eq!(r.missed, s("away-at-draw"));
+        }
+        now += 1_000;
+        let (p, _) = store.come_back(&ev, "away-at-draw", now, RETURN_MS).await.unwrap();
+        assert_eq!(p.unwrap().number, Some(n), "the drawn number is kept");
+        if store.snapshot(&ev).await.unwrap().active > 0 {
+            assert!(store.finish(&ev, "here", 0, now).await.unwrap());
+        }
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("away-at-draw"));
+
+        // Closing: the returning queue is turned away first.
+        let ev = format!("{event}-close");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        store.join(&ev, &join("h", t0)).await.unwrap();
+        store.join(&ev, &join("i", t0)).await.unwrap();
+        let now = t0 + ABANDON_MS + 1;
+        poll(&store, &ev, &["i"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("h"), s("i")));
+        store.come_back(&ev, "h", now, RETURN_MS).await.unwrap();
+        store.join(&ev, &join("j", now)).await.unwrap();
+        store.update(&ev, &SettingsChange::Close).await.unwrap();
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.turned_away, vec!["h".to_owned(), "j".to_owned()]);
+        assert_eq!(store.snapshot(&ev).await.unwrap().waiting(), 0);
+
+        // A zero window: a missed turn is lost at once, in the tick that skipped it.
+        let ev = format!("{event}-zero");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        store.join(&ev, &join("k", t0)).await.unwrap();
+        let zero = Tick {
+            return_window_ms: 0,
+            ..tick(t0 + ABANDON_MS + 1)
+        };
+        let r = store.tick(&ev, &zero).await.unwrap();
+        assert_eq!((r.missed.clone(), r.abandoned.clone()), (s("k"), s("k")));
+        let (p, _) = store.come_back(&ev, "k", t0 + ABANDON_MS + 1, 0).await.unwrap();
+        assert_eq!(p.unwrap().state, SessionState::Abandoned);
+    }
+
     pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
         use proptest::prelude::*;
         let op = prop_oneof![
@@ -930,6 +1138,11 @@ mod memory {
     #[tokio::test]
     async fn closing_and_selling_out_turn_the_line_away() {
         contract::turn_away(Arc::new(MemoryStore::new()), "turn").await;
+    }
+
+    #[tokio::test]
+    async fn a_turn_missed_while_away_is_kept_for_the_return_window() {
+        contract::return_window(Arc::new(MemoryStore::new()), "back").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1094,6 +1307,13 @@ mod redis {
 
     /// Numbered marks go to the `seen` bitmaps (no session record rewritten); the contract's liveness edges hold.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_turn_missed_while_away_is_kept_for_the_return_window() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::return_window(Arc::new(store), &fresh_event("back")).await;
+    }
+
+    #[tokio::test]
     async fn liveness_marks_and_the_draw() {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
