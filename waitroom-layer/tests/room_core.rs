@@ -7,7 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use waitroom_layer::store::{
-    Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick, TickReport,
+    Join, Placement, Return, SessionState, Settings, SettingsChange, Snapshot, Store, Tick, TickReport,
     Touches,
 };
 use waitroom_layer::{
@@ -213,6 +213,16 @@ impl Store for Counting {
     async fn lookup(&self, e: &str, s: &str) -> Result<Option<Placement>, StoreError> {
         self.bump();
         self.inner.lookup(e, s).await
+    }
+    async fn come_back(
+        &self,
+        e: &str,
+        s: &str,
+        n: u64,
+        w: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        self.bump();
+        self.inner.come_back(e, s, n, w).await
     }
     async fn claim(
         &self,

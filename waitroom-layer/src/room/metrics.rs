@@ -319,6 +319,8 @@ mod tests {
             event: "ev".into(),
             waiting: 3,
             prequeue: 0,
+            returning: 0,
+            away: 0,
             active: 2,
             capacity: 5,
             admit_per_minute: None,
