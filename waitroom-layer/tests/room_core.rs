@@ -340,6 +340,7 @@ async fn prequeue_polls_are_marked_only_near_the_opening() {
     let room = WaitingRoom::builder("marks")
         .capacity(1)
         .poll_interval(Duration::from_secs(20))
+        .abandon_after(Duration::from_secs(60))
         .fairness(Fairness::RandomAtOpen {
             opens_at: UNIX_EPOCH + Duration::from_millis(opens),
         })
@@ -459,7 +460,8 @@ async fn lifecycle_finish_expiry_no_show_and_abandon() {
     );
     assert_eq!(r.admitted, vec![ids[3].clone()]);
     room.claim(&ids[3]).await.unwrap();
-    // ids[2] and ids[3] stay active while touched; ids[4], ids[5] are abandoned when the head reaches them.
+    // ids[2] and ids[3] stay active while touched; ids[4], ids[5] miss their turn (away when the head reaches
+    // them), keep it for the return window, and are abandoned when it passes.
     for _ in 0..12 {
         c.advance(Duration::from_secs(60));
         room.touch_active(&ids[2]);
@@ -472,6 +474,13 @@ async fn lifecycle_finish_expiry_no_show_and_abandon() {
     assert_eq!(p3.state, SessionState::Expired, "idle past the timeout");
     let p2 = room.locate(&ids[2], None).await.unwrap().unwrap();
     assert_eq!(p2.state, SessionState::Active, "touched sessions stay");
+    for id in &ids[4..] {
+        let p = room.store().lookup("life", id).await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::Missed);
+    }
+    assert_eq!(room.snapshot().counters.missed, 2);
+    c.advance(Duration::from_secs(600));
+    room.tick_now().await.unwrap();
     assert_eq!(
         room.locate(&ids[4], None).await.unwrap().unwrap().state,
         SessionState::Abandoned
