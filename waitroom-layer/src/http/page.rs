@@ -115,7 +115,7 @@ if(j.state!==d.state){done=true;location.reload();return}
 if(j.position!=null){$("wr-position").textContent=j.position;$("wr-eta").textContent=eta(j.eta_low_seconds,j.eta_high_seconds);
 var p=$("wr-progress");if(j.number){p.max=j.number;p.value=j.number-j.position}
 var g=$("wr-message");if(g&&j.state==="waiting")g.textContent=(j.position===1?"You are next.":"There are "+(j.position-1)+" people ahead of you.")+(j.beyond_reach?" The tickets left may run out before your turn.":"")}
-n.hidden=j.store_ok;if(!j.store_ok)n.textContent="Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
+n.hidden=j.store_ok;n.textContent=j.store_ok?"":"Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
 $("wr-updated").textContent=t(j.updated_at);again(j.refresh_seconds)}).catch(function(){busy=false;fails++;n.hidden=false;n.textContent="Status temporarily unknown: this page keeps trying.";again(Math.min(Math.pow(2,fails),d.refresh_seconds||20))})}
 function now(){if(document.visibilityState!=="hidden")poll()}
 document.addEventListener("visibilitychange",now);
@@ -580,6 +580,19 @@ mod tests {
         assert!(HOLDING_SCRIPT.contains("\"There are \"+(j.position-1)+\" people ahead of you.\""));
         c.status.position = Some(1);
         assert!(t.render(&c).contains("You are next."));
+    }
+
+    #[test]
+    fn a_missed_turn_is_told_plainly_in_the_page_and_by_the_script() {
+        let t = PageTemplate::default();
+        let html = t.render(&ctx(ViewState::Missed));
+        assert!(html.contains(MISSED_HEADLINE) && html.contains(MISSED_MESSAGE));
+        assert!(html.contains("join the line again"));
+        // The script writes the same words when a poll says `missed` (it does not reload: a reload would join).
+        assert!(HOLDING_SCRIPT.contains(&format!("\"{MISSED_HEADLINE}\"")));
+        assert!(HOLDING_SCRIPT.contains(&format!("\"{MISSED_MESSAGE}\"")));
+        let html = t.render(&ctx(ViewState::Returning));
+        assert!(html.contains("we kept it"), "{html}");
     }
 
     #[test]
