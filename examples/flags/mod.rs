@@ -42,6 +42,10 @@ pub struct RoomFlags {
     /// Seconds between the holding page's polls.
     #[arg(long, default_value_t = 5)]
     pub refresh_seconds: u64,
+    /// Seconds a person whose turn came while they were away keeps it: back within them, they are let in at the
+    /// next free place, ahead of the line (0: a missed turn is lost at once).
+    #[arg(long, default_value_t = 600)]
+    pub return_window: u64,
     /// Redis URL for the shared store (needs `--features redis`); without it the line lives in this process.
     #[arg(long)]
     pub redis: Option<String>,
@@ -57,6 +61,7 @@ impl RoomFlags {
             opens_in: self.opens_in.map(Duration::from_secs),
             idle_timeout: Duration::from_secs(self.idle_timeout),
             refresh: Duration::from_secs(self.refresh_seconds.max(1)),
+            return_window: Duration::from_secs(self.return_window),
             redis: self.redis.clone(),
             ..RoomOptions::default()
         }

@@ -79,6 +79,10 @@ pub struct RoomOptions {
     pub refresh: Duration,
     /// How often the door ticks.
     pub tick_interval: Duration,
+    /// How long a person whose turn came while they were away keeps it ([`RoomBuilder::return_window`]).
+    ///
+    /// [`RoomBuilder::return_window`]: waitroom_layer::RoomBuilder::return_window
+    pub return_window: Duration,
     /// A Redis URL for the shared store (needs the `redis` feature); `None` for the embedded store.
     pub redis: Option<String>,
 }
@@ -97,6 +101,7 @@ impl Default for RoomOptions {
             idle_timeout: Duration::from_secs(600),
             refresh: Duration::from_secs(5),
             tick_interval: Duration::from_millis(250),
+            return_window: waitroom_layer::DEFAULT_RETURN_WINDOW,
             redis: None,
         }
     }
@@ -153,6 +158,7 @@ pub async fn build_room(
         .idle_timeout(o.idle_timeout)
         .poll_interval(o.refresh)
         .tick_interval(o.tick_interval)
+        .return_window(o.return_window)
         .secure_cookies(false);
     b = match (o.random_draw, opens_at) {
         (true, Some(at)) => b.fairness(Fairness::RandomAtOpen { opens_at: at }),
