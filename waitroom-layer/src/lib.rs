@@ -67,6 +67,26 @@
 //! - Behind `tower-http`'s `CorsLayer`, allow the `x-waitroom-session` and `authorization` request headers and
 //!   expose `waitroom-session`, `waitroom-token` and `waitroom-state`.
 //!
+//! # Keep your turn: the grace and the return window
+//! A waiting session that has not polled for the grace ([`RoomBuilder::abandon_after`]; by default the longer of
+//! three poll intervals and [`MIN_DEFAULT_GRACE`], 3 minutes) when its turn comes *misses* it
+//! ([`SessionState::Missed`]): the door skips it and lets the next present person in, in the same tick, so nobody
+//! present waits for someone who is not there. The 3 minutes are there because browsers slow down background tabs:
+//! Chrome wakes the chained timers of a page hidden for five minutes once a minute at most, so a page asked to poll
+//! every 20 s polls about once a minute, and a one-minute grace would count it absent just as its turn comes.
+//!
+//! A missed turn is kept for the return window ([`RoomBuilder::return_window`], default
+//! [`DEFAULT_RETURN_WINDOW`], 10 minutes). A poll within it (the holding page polls at once when its tab becomes
+//! visible again, is restored from the back-forward cache or the network comes back) answers
+//! [`ViewState::Returning`] and puts the session in the returning queue, which every admission tick serves ahead of
+//! the head of the line within every rule of the door (capacity, per-minute cap, pause, inventory; turned away
+//! first when the on-sale is closed or sold out): with a free place, the next tick lets it in. After the window the
+//! status says [`ViewState::Missed`] (the page: "Your turn passed while you were away") and the next protected
+//! request joins at the back. The queue lives in the store, so a person may come back through any instance. Counted
+//! in [`Counters`](store::Counters) (`missed`, `returned`, `returned_late`, `abandoned`) and reported as events
+//! ([`RoomEventKind::Missed`], [`RoomEventKind::Returned`], [`RoomEventKind::ReturnedLate`],
+//! [`RoomEventKind::Abandoned`]).
+//!
 //! # Several instances
 //! The room's signing key and cookie secret default to fresh random values: fine for one process. Instances
 //! sharing a store must share both ([`RoomBuilder::signing_key`] from PEM, [`RoomBuilder::cookie_secret`]).
@@ -114,11 +134,11 @@
 //! - **Admin API** (off by default): [`WaitingRoomLayerBuilder::admin_token`] answers `{base}/admin/...` for
 //!   callers with `Authorization: Bearer <secret>`: stats, capacity, per-minute cap, pause, resume, open now,
 //!   close, inventory. See [`admin`].
-//! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, abandonments and sold
-//!   out. See [`lifecycle`].
+//! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, missed turns, returns
+//!   (in time and late), abandonments and sold out. See [`lifecycle`].
 //! - **Tracing**: joins, admissions, token issues, refusals and finishes are `DEBUG` spans (`waitroom.join`,
-//!   `waitroom.admit`, `waitroom.token`, `waitroom.refusal`, `waitroom.finish`; expiries and abandonments
-//!   `waitroom.expire`, `waitroom.abandon`), each with the on-sale id as its `event` field and the session as its
+//!   `waitroom.admit`, `waitroom.token`, `waitroom.refusal`, `waitroom.finish`; expiries, missed turns and
+//!   abandonments `waitroom.expire`, `waitroom.miss`, `waitroom.abandon`), each with the on-sale id as its `event` field and the session as its
 //!   `session` field, and each with one `DEBUG` event inside; polls are `TRACE` events; operator changes and the
 //!   draw `INFO`; store outages `WARN`. Sessions appear only as a 6-hex-digit [`fingerprint`], never as the id or
 //!   a token. A span's fields are computed only when `DEBUG` is enabled for the room, so at the default
