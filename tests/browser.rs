@@ -308,7 +308,8 @@ async fn sleeper() -> Sleeper {
                         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                         .is_ok()
                     {
-                        return (axum::http::StatusCode::BAD_GATEWAY, "bad gateway").into_response();
+                        return (axum::http::StatusCode::BAD_GATEWAY, "bad gateway")
+                            .into_response();
                     }
                 }
                 next.run(req).await
@@ -392,7 +393,10 @@ async fn the_holding_page_polls_at_once_when_it_wakes_up() {
              window.dispatchEvent(new PageTransitionEvent('pageshow',{persisted:true}))},3000)",
         )
         .await;
-    assert_eq!(polls, 1, "one poll on a pageshow from the back-forward cache");
+    assert_eq!(
+        polls, 1,
+        "one poll on a pageshow from the back-forward cache"
+    );
     // The network comes back.
     let (polls, _) = s
         .visit("setTimeout(function(){window.dispatchEvent(new Event('online'))},3000)")
@@ -404,5 +408,8 @@ async fn the_holding_page_polls_at_once_when_it_wakes_up() {
         .visit("setTimeout(function(){document.dispatchEvent(new Event('visibilitychange'))},3000)")
         .await;
     assert_eq!(polls, 2, "a failed poll is tried again");
-    assert!(!dom.contains("this page keeps trying"), "the retry succeeded: {dom}");
+    assert!(
+        !dom.contains("this page keeps trying"),
+        "the retry succeeded: {dom}"
+    );
 }

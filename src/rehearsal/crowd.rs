@@ -147,6 +147,7 @@ pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, S
 impl Person {
     /// Whether this person is away at second `t` (their page does not poll).
     pub fn away_at(&self, t: u64) -> bool {
-        self.away.is_some_and(|(from, until)| from <= t && t < until)
+        self.away
+            .is_some_and(|(from, until)| from <= t && t < until)
     }
 }

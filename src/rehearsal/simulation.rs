@@ -156,7 +156,9 @@ impl<'p> Simulation<'p> {
                 Fairness::Fifo
             })
             .poll_interval(Duration::from_secs(p.poll_seconds))
-            .return_window(Duration::from_secs_f64(p.return_window_minutes.max(0.0) * 60.0))
+            .return_window(Duration::from_secs_f64(
+                p.return_window_minutes.max(0.0) * 60.0,
+            ))
             .idle_timeout(Duration::from_secs_f64(p.idle_minutes * 60.0))
             .expected_visit(Duration::from_secs_f64(p.visit_minutes * 60.0))
             .clock(Arc::new(clock.clone()))
@@ -560,7 +562,8 @@ impl<'p> Simulation<'p> {
                 continue; // gave up moments ago: never claims; the place frees after the arrival window
             }
             if q.away_at(t)
-                && q.away.is_some_and(|(_, back)| back > t + ROOM_ARRIVAL_WINDOW_S)
+                && q.away
+                    .is_some_and(|(_, back)| back > t + ROOM_ARRIVAL_WINDOW_S)
             {
                 // Let in while away but within the grace (it had polled lately), and back only after the arrival
                 // window: never claims; the place frees. (Back within it: claims at once, as below.)

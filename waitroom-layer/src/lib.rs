@@ -180,8 +180,8 @@ pub use http::page::{
 pub use http::respond::STATE_HEADER;
 pub use http::service::WaitingRoomService;
 pub use room::builder::{
-    DEFAULT_RETURN_WINDOW, Fairness, MIN_COOKIE_SECRET_BYTES, MIN_DEFAULT_GRACE, RoomBuilder, RoomConfig,
-    StoreOutage,
+    DEFAULT_RETURN_WINDOW, Fairness, MIN_COOKIE_SECRET_BYTES, MIN_DEFAULT_GRACE, RoomBuilder,
+    RoomConfig, StoreOutage,
 };
 pub use room::cookie::{SessionCookie, valid_session_id};
 pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};

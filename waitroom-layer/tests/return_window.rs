@@ -39,12 +39,7 @@ struct Instance {
 }
 
 /// One instance of the shop over `store`: `/checkout` behind the room, `/checkout/done` finishes the session.
-async fn instance(
-    event: &str,
-    store: Arc<dyn Store>,
-    clock: &ManualClock,
-    pem: &str,
-) -> Instance {
+async fn instance(event: &str, store: Arc<dyn Store>, clock: &ManualClock, pem: &str) -> Instance {
     let room = WaitingRoom::builder(event)
         .capacity(CAPACITY)
         .idle_timeout(Duration::from_secs(300))
@@ -137,7 +132,12 @@ impl Person {
             .send()
             .await
             .unwrap();
-        assert_eq!(res.text().await.unwrap(), "thank you", "{} finishes", self.name);
+        assert_eq!(
+            res.text().await.unwrap(),
+            "thank you",
+            "{} finishes",
+            self.name
+        );
     }
 }
 
@@ -171,7 +171,11 @@ async fn walk_through(one: &Instance, two: &Instance, clock: &ManualClock) {
     // A leaves: B's turn comes while B is away. The door does not wait: C goes in in the same tick.
     a.buy(one).await;
     tick(one, two).await;
-    assert_eq!(c.state(one).await, "admitted", "the next present person goes in");
+    assert_eq!(
+        c.state(one).await,
+        "admitted",
+        "the next present person goes in"
+    );
     assert_eq!(d.state(one).await, "waiting");
     let stats = one.room.stats();
     assert_eq!((stats.counters.missed, stats.away), (1, 1), "{stats:?}");
@@ -194,7 +198,11 @@ async fn walk_through(one: &Instance, two: &Instance, clock: &ManualClock) {
     // C leaves: the next free place is B's, before D who joined after B.
     c.buy(one).await;
     tick(one, two).await;
-    assert_eq!(b.state(two).await, "admitted", "back within the window: first in");
+    assert_eq!(
+        b.state(two).await,
+        "admitted",
+        "back within the window: first in"
+    );
     assert_eq!(d.state(one).await, "waiting");
     b.buy(two).await;
     tick(two, one).await;
@@ -219,7 +227,11 @@ async fn walk_through(one: &Instance, two: &Instance, clock: &ManualClock) {
     clock.advance(TICK);
     g.poll(one).await;
     tick(two, one).await;
-    assert_eq!(e.state(two).await, "admitted", "within one tick of its poll");
+    assert_eq!(
+        e.state(two).await,
+        "admitted",
+        "within one tick of its poll"
+    );
     assert_eq!(g.state(one).await, "waiting");
     e.buy(two).await;
 
@@ -260,7 +272,10 @@ async fn walk_through(one: &Instance, two: &Instance, clock: &ManualClock) {
 #[tokio::test]
 async fn on_the_embedded_store_a_person_away_at_their_turn_gets_in_on_return() {
     let clock = ManualClock::starting_now();
-    let pem = SigningKey::generate_ed25519("turn").unwrap().to_pem().unwrap();
+    let pem = SigningKey::generate_ed25519("turn")
+        .unwrap()
+        .to_pem()
+        .unwrap();
     let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
     let one = instance("turn-memory", store, &clock, &pem).await;
     walk_through(&one, &one, &clock).await;
@@ -272,7 +287,10 @@ async fn on_redis_a_person_away_at_their_turn_gets_in_on_return_through_another_
     use waitroom_testkit::redis::RedisServer;
     let server = RedisServer::from_env_or_start();
     let clock = ManualClock::starting_now();
-    let pem = SigningKey::generate_ed25519("turn").unwrap().to_pem().unwrap();
+    let pem = SigningKey::generate_ed25519("turn")
+        .unwrap()
+        .to_pem()
+        .unwrap();
     let event = format!("turn-redis-{}-{}", std::process::id(), clock.now_ms());
     let mut instances = Vec::new();
     for _ in 0..2 {

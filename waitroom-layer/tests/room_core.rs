@@ -7,8 +7,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use waitroom_layer::store::{
-    Join, Placement, Return, SessionState, Settings, SettingsChange, Snapshot, Store, Tick, TickReport,
-    Touches,
+    Join, Placement, Return, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
+    TickReport, Touches,
 };
 use waitroom_layer::{
     Fairness, Inventory, ManualClock, MemoryStore, StoreError, ViewState, WaitingRoom,

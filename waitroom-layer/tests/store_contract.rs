@@ -137,7 +137,11 @@ mod contract {
                         Some(SessionState::Missed) => {
                             let at = missed_at[&s];
                             let p = p.clone().expect("a missed session is known");
-                            assert_eq!(p.number, before.as_ref().unwrap().number, "a return keeps its number");
+                            assert_eq!(
+                                p.number,
+                                before.as_ref().unwrap().number,
+                                "a return keeps its number"
+                            );
                             if now < at + RETURN_MS {
                                 assert_eq!(
                                     (p.state, counted),
@@ -166,7 +170,9 @@ mod contract {
                     if let Some(p) = p
                         && matches!(
                             p.state,
-                            SessionState::Waiting | SessionState::PreQueue | SessionState::Returning
+                            SessionState::Waiting
+                                | SessionState::PreQueue
+                                | SessionState::Returning
                         )
                     {
                         // Marked by number when it has one (Redis keeps those as bits), else by session.
@@ -956,14 +962,25 @@ mod contract {
         // The pause holds.
         store.update(&ev, &SettingsChange::Pause).await.unwrap();
         assert!(store.finish(&ev, "c", 0, now).await.unwrap());
-        assert!(store.tick(&ev, &tick(now)).await.unwrap().admitted.is_empty());
+        assert!(
+            store
+                .tick(&ev, &tick(now))
+                .await
+                .unwrap()
+                .admitted
+                .is_empty()
+        );
         store.update(&ev, &SettingsChange::Resume).await.unwrap();
         // Next free place: b, before d who joined after b (d polls, b polled when it came back).
         now += 1_000;
         poll(&store, &ev, &["d"], now).await;
         let r = store.tick(&ev, &tick(now)).await.unwrap();
         assert_eq!(r.admitted, s("b"), "the one who came back goes first");
-        assert_eq!(store.snapshot(&ev).await.unwrap().served, 3, "b's number does not leave the head twice");
+        assert_eq!(
+            store.snapshot(&ev).await.unwrap().served,
+            3,
+            "b's number does not leave the head twice"
+        );
         assert!(store.finish(&ev, "b", 0, now).await.unwrap());
         let r = store.tick(&ev, &tick(now)).await.unwrap();
         assert_eq!(r.admitted, s("d"));
@@ -977,8 +994,14 @@ mod contract {
         let r = store.tick(&ev, &tick(now)).await.unwrap();
         assert_eq!((r.missed.clone(), r.admitted.clone()), (s("e"), s("f")));
         let missed_at = now;
-        let r = store.tick(&ev, &tick(missed_at + RETURN_MS - 1)).await.unwrap();
-        assert!(r.abandoned.is_empty(), "within the window until its last millisecond");
+        let r = store
+            .tick(&ev, &tick(missed_at + RETURN_MS - 1))
+            .await
+            .unwrap();
+        assert!(
+            r.abandoned.is_empty(),
+            "within the window until its last millisecond"
+        );
         now = missed_at + RETURN_MS;
         let r = store.tick(&ev, &tick(now)).await.unwrap();
         assert_eq!(r.abandoned, s("e"));
@@ -990,7 +1013,11 @@ mod contract {
         let (_, counted) = store.come_back(&ev, "e", now, RETURN_MS).await.unwrap();
         assert_eq!(counted, None, "a late return is counted once");
         let e = store.join(&ev, &join("e", now)).await.unwrap();
-        assert_eq!((e.state, e.number), (SessionState::Waiting, Some(7)), "at the back");
+        assert_eq!(
+            (e.state, e.number),
+            (SessionState::Waiting, Some(7)),
+            "at the back"
+        );
         let c = store.snapshot(&ev).await.unwrap().counters;
         assert_eq!(
             (c.missed, c.returned, c.returned_late, c.abandoned),
@@ -1017,7 +1044,10 @@ mod contract {
         // The draw: a pre-queue member away at the draw keeps its drawn number.
         let opens = t0 + 600_000;
         let ev = format!("{event}-draw");
-        store.init(&ev, &settings(1, true, Some(opens))).await.unwrap();
+        store
+            .init(&ev, &settings(1, true, Some(opens)))
+            .await
+            .unwrap();
         store.join(&ev, &join("here", t0)).await.unwrap();
         store.join(&ev, &join("away-at-draw", t0)).await.unwrap();
         poll(&store, &ev, &["here"], opens - 1_000).await;
@@ -1035,7 +1065,10 @@ mod contract {
             assert_eq!(r.missed, s("away-at-draw"));
         }
         now += 1_000;
-        let (p, _) = store.come_back(&ev, "away-at-draw", now, RETURN_MS).await.unwrap();
+        let (p, _) = store
+            .come_back(&ev, "away-at-draw", now, RETURN_MS)
+            .await
+            .unwrap();
         assert_eq!(p.unwrap().number, Some(n), "the drawn number is kept");
         if store.snapshot(&ev).await.unwrap().active > 0 {
             assert!(store.finish(&ev, "here", 0, now).await.unwrap());
@@ -1069,7 +1102,10 @@ mod contract {
         };
         let r = store.tick(&ev, &zero).await.unwrap();
         assert_eq!((r.missed.clone(), r.abandoned.clone()), (s("k"), s("k")));
-        let (p, _) = store.come_back(&ev, "k", t0 + ABANDON_MS + 1, 0).await.unwrap();
+        let (p, _) = store
+            .come_back(&ev, "k", t0 + ABANDON_MS + 1, 0)
+            .await
+            .unwrap();
         assert_eq!(p.unwrap().state, SessionState::Abandoned);
     }
 

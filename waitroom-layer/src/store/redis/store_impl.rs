@@ -7,8 +7,8 @@ use super::reply::{array, corrupt, flag, int, placement, settings, strings, text
 use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
 use crate::error::StoreError;
 use crate::store::{
-    Counters, Join, Placement, Return, Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick,
-    TickReport, Touches,
+    Counters, Join, Placement, Return, Settings, SettingsChange, Snapshot, Store,
+    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 
 /// The settings as the `INIT` script's first seven arguments.
