@@ -524,4 +524,27 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("abandon_after"), "{e}");
     }
+
+    /// A background tab that a browser wakes once a minute is never counted absent: the default grace is at least
+    /// three of those wake-ups, and three poll intervals when they are longer; the return window is 10 minutes.
+    #[test]
+    fn the_default_grace_outlasts_a_throttled_tab() {
+        let grace = |poll: u64| {
+            RoomBuilder::new("x")
+                .poll_interval(Duration::from_secs(poll))
+                .config
+                .abandon_after
+        };
+        assert_eq!(
+            RoomBuilder::new("x").config.abandon_after,
+            Duration::from_secs(180)
+        );
+        assert_eq!(grace(1), Duration::from_secs(180));
+        assert_eq!(grace(20), Duration::from_secs(180));
+        assert_eq!(grace(90), Duration::from_secs(270));
+        assert_eq!(
+            RoomBuilder::new("x").config.return_window,
+            Duration::from_secs(600)
+        );
+    }
 }
