@@ -5,8 +5,9 @@
 //! What it shows, step by step: the door admits the next present person in the very tick the absent one is
 //! skipped; the one who comes back within the window is told `returning` at once and is let in at the next free
 //! place, before people who joined after them, and not before a place is free (the capacity holds at every step);
-//! a return to a free place is let in by the next tick; after the window the person is told `missed`, and their
-//! next protected request joins at the back.
+//! a return to a free place is let in by the next tick; after the window the person is told `missed` (by their
+//! poll, or by the page itself when a page load is their first request back), and their next protected request
+//! joins at the back.
 //!
 //! Rooms use a manual clock and no background task; the door moves with `room.tick_now()`. Nothing sleeps.
 
@@ -260,11 +261,38 @@ async fn walk_through(one: &Instance, two: &Instance, clock: &ManualClock) {
         again["number"].as_u64().unwrap() > h_number,
         "at the back: {again} after number {h_number}"
     );
+
+    // I steps away too, and comes back after the window by loading the page (a tab the phone discarded): that
+    // answer tells it first, the one after joins at the back.
+    let i = Person::new("i");
+    i.visit(one).await;
+    let i_number = i.poll(one).await["number"].as_u64().unwrap();
+    tick(one, two).await;
+    clock.advance(AWAY);
+    h.poll(one).await;
+    tick(one, two).await; // H goes in; I is not reached yet
+    h.buy(one).await;
+    tick(one, two).await; // I's turn passes
+    clock.advance(WINDOW);
+    tick(one, two).await;
+    let (state, page) = i.visit(two).await;
+    assert_eq!(
+        state, "missed",
+        "the first answer after the window tells it"
+    );
+    assert!(
+        page.contains("Your turn passed while you were away"),
+        "{page}"
+    );
+    let (state, _) = i.visit(two).await;
+    assert_eq!(state, "waiting", "and the next one joins again");
+    assert!(i.poll(two).await["number"].as_u64().unwrap() > i_number);
+
     one.room.refresh().await.unwrap();
     let c = one.room.stats().counters;
     assert_eq!(
         (c.missed, c.returned, c.returned_late, c.abandoned),
-        (3, 2, 1, 1),
+        (4, 2, 2, 2),
         "{c:?}"
     );
 }

@@ -103,6 +103,7 @@ function t(iso){try{return new Date(iso).toLocaleTimeString([],{hour:"2-digit",m
 function eta(l,h){if(h==null)return "–";if(h<60)return "less than a minute";var a=Math.max(Math.ceil(l/60),1),b=Math.ceil(h/60);if(b>=120){var H=Math.ceil(b/60);return a<60?"about "+a+" minutes to "+H+" hours":Math.floor(a/60)>=H?"about "+H+" hours":"about "+Math.floor(a/60)+" to "+H+" hours"}return a>=b?(b===1?"about a minute":"about "+b+" minutes"):"about "+a+" to "+b+" minutes"}
 $("wr-updated").textContent=t(d.updated_at);
 if(d.state==="admitted"&&d.next){location.replace(d.next);return}
+if(d.state==="missed")$("wr-next").textContent="Join the line again";
 if(d.state==="sold_out"||d.state==="closed"||d.state==="missed")return;
 var timer=0,busy=false,fails=0,done=false;
 function again(s){clearTimeout(timer);timer=setTimeout(poll,(s||d.refresh_seconds||20)*1000*(0.8+Math.random()*0.4))}

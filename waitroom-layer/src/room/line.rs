@@ -37,7 +37,7 @@ impl WaitingRoom {
             if p.state == SessionState::Missed {
                 // Its turn came while it was away: it comes back (or, after the window, joins again at the back).
                 let holder = p.session.clone();
-                if let Some(back) = self.come_back(&holder).await? {
+                if let (Some(back), _) = self.come_back(&holder).await? {
                     p = back;
                 }
                 if p.state.is_terminal() {
@@ -85,19 +85,37 @@ impl WaitingRoom {
         number_hint: Option<u64>,
         prequeue_hint: bool,
     ) -> Result<Option<Placement>, StoreError> {
+        Ok(self
+            .locate_counted(session, number_hint, prequeue_hint)
+            .await?
+            .0)
+    }
+
+    /// [`locate_marked`](Self::locate_marked), and whether this look counted a return (a missed session came
+    /// back: in time, or too late, which is told once).
+    pub(crate) async fn locate_counted(
+        &self,
+        session: &str,
+        number_hint: Option<u64>,
+        prequeue_hint: bool,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
         if let Some((state, number)) = self.locate_local(session, number_hint, prequeue_hint) {
-            return Ok(Some(Placement {
+            let p = Placement {
                 session: session.to_owned(),
                 state,
                 number,
-            }));
+            };
+            return Ok((Some(p), None));
         }
         self.come_back(session).await
     }
 
     /// Asks the store where a session that is here now stands: one that missed its turn while away comes back
     /// (within the return window: into the returning queue; after it: told its turn passed).
-    async fn come_back(&self, session: &str) -> Result<Option<Placement>, StoreError> {
+    async fn come_back(
+        &self,
+        session: &str,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
         let window = self.inner.config.return_window.as_millis() as u64;
         let (p, counted) = self.observe(
             self.inner
@@ -116,7 +134,7 @@ impl WaitingRoom {
                 Return::TooLate => RoomEventKind::ReturnedLate { session },
             });
         }
-        Ok(p)
+        Ok((p, counted))
     }
 
     /// [`locate`](Self::locate)'s answer when local memory has it, as (state, line number): a session waiting behind
