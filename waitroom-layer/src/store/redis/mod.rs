@@ -142,6 +142,17 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// draw (`meta.dfloor`), since nobody was being marked yet. Measured (BENCHMARKS.md): about 0.13 µs of Redis time
 /// per mark either way, where rewriting the record in a script took 4.4 µs.
 ///
+/// # Missing a turn and coming back
+///
+/// A session taken from the head while away (by the liveness test above) is written `m<number>:<when>` and added to
+/// `missed` (scored by when); the same tick goes on to the next person. The `COME_BACK` script (the room's lookup of
+/// a session that is here now) turns a missed session back within the return window into `r<number>:<now>` and
+/// pushes it on `returning`; each tick pops `returning` before the head, with the same liveness test and the same
+/// budget (capacity, per-minute cap, inventory), and turns it away first while closed or sold out. At the end of
+/// every tick the members of `missed` older than the window (at most `max_scan`, oldest first) end `x<number>:0`
+/// (abandoned); a late look writes `x<number>:1`, so a late return is counted once. Counters: `meta.missed`,
+/// `meta.returned`, `meta.rlate` and `meta.abandoned`.
+///
 /// # Closing and selling out
 ///
 /// While the on-sale is closed or sold out (`meta.closed`, or `meta.inv` with every seat sold) the `JOIN` script
