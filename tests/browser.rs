@@ -84,13 +84,14 @@ async fn storefront() -> Store {
     Store { url, room, polls }
 }
 
-/// Joins with `c` and waits until the door lets it in (it then holds the only place).
-async fn occupy(s: &Store, c: &reqwest::Client) {
-    let res = c.get(format!("{}/seats", s.url)).send().await.unwrap();
+/// Joins with `c` at `url` + `path` and waits until the door lets it in (it then holds the only place, and the page
+/// it gets contains `expect`).
+async fn occupy(url: &str, path: &str, c: &reqwest::Client, expect: &str) {
+    let res = c.get(format!("{url}{path}")).send().await.unwrap();
     assert_eq!(res.status(), 200);
     for _ in 0..100 {
         let st: Value = c
-            .get(format!("{}/waitroom/status", s.url))
+            .get(format!("{url}/waitroom/status"))
             .header("accept", "application/json")
             .send()
             .await
@@ -99,8 +100,8 @@ async fn occupy(s: &Store, c: &reqwest::Client) {
             .await
             .unwrap();
         if st["state"] == "admitted" {
-            let res = c.get(format!("{}/seats", s.url)).send().await.unwrap();
-            assert!(res.text().await.unwrap().contains("Choose your seats"));
+            let res = c.get(format!("{url}{path}")).send().await.unwrap();
+            assert!(res.text().await.unwrap().contains(expect));
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -165,7 +166,7 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
     // The room is full: the browser is held, with its place in line.
     let s = storefront().await;
     let first = client();
-    occupy(&s, &first).await;
+    occupy(&s.url, "/seats", &first, "Choose your seats").await;
     let dom = run_chromium(vec![
         "--virtual-time-budget=2000".into(),
         "--dump-dom".into(),
@@ -214,7 +215,7 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
     // as the page asks for news, the first visitor leaves. The page must see it is let in and go on by itself.
     let s = storefront().await;
     let first = client();
-    occupy(&s, &first).await;
+    occupy(&s.url, "/seats", &first, "Choose your seats").await;
     let polls_before = s.polls.0.load(Ordering::SeqCst);
     let leave = {
         let (polls, url, first) = (s.polls.clone(), s.url.clone(), first.clone());
@@ -317,28 +318,7 @@ async fn sleeper() -> Sleeper {
         }));
     let url = waitroom_testkit::http::serve(app).await;
     // Someone holds the only place, so the browser is held.
-    let first = client();
-    first.get(format!("{url}/seats")).send().await.unwrap();
-    let mut admitted = false;
-    for _ in 0..200 {
-        let st: Value = first
-            .get(format!("{url}/waitroom/status"))
-            .header("accept", "application/json")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if st["state"] == "admitted" {
-            admitted = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(admitted, "the first visitor was never let in");
-    let res = first.get(format!("{url}/seats")).send().await.unwrap();
-    assert_eq!(res.text().await.unwrap(), "seat map");
+    occupy(&url, "/seats", &client(), "seat map").await;
     polls.store(0, Ordering::SeqCst);
     Sleeper {
         url,
