@@ -134,9 +134,15 @@ if total then room = math.min(room, total - sold - held - recent) end
 local scanned, nadm = 0, 0
 -- The returning queue first (those who came back after missing their turn), then the head of the line. Whoever is
 -- away when taken is missed (keeps the turn for the return window) and the next present one goes in.
+-- (The queue's length is read once: no pop per admission while it is empty, as it nearly always is.)
+local nback = redis.call('LLEN', KT)
 while nadm < room and scanned < maxscan do
   local sid, n, t
-  local back = redis.call('LPOP', KT)
+  local back = nil
+  if nback > 0 then
+    back = redis.call('LPOP', KT)
+    nback = nback - 1
+  end
   if back then
     local st, bn, bt = rec(back)
     if st == 'r' then sid, n, t = back, bn, bt end
