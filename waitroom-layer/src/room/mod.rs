@@ -89,7 +89,7 @@ pub(crate) struct Inner {
     /// The last flush of liveness marks failed: flush again before any tick.
     flush_failed: AtomicBool,
     /// No admission tick before this time (ms): set when the store comes back, so every instance has flushed the
-    /// liveness marks it held during the outage before anyone is skipped as abandoned.
+    /// liveness marks it held during the outage before anyone is skipped as away.
     hold_ticks_until_ms: AtomicU64,
     meter: Mutex<HeadMeter>,
     /// The head's pace as last measured (point, slow, fast per minute) and where the line stands with the first

@@ -37,7 +37,7 @@ impl WaitingRoom {
             self.inner.last_flush_ms.store(now, Ordering::Relaxed);
             if let Err(e) = self.flush().await {
                 // The liveness marks did not reach the store: a tick now could skip people who polled all along
-                // as abandoned. No tick until they are sent.
+                // as away (they would miss their turn). No tick until they are sent.
                 self.inner.flush_failed.store(true, Ordering::Relaxed);
                 let _ = self.refresh().await;
                 return Err(e);
