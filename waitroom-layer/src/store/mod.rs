@@ -466,8 +466,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError>;
 
     /// The admission tick: runs the draw when due, expires idle sessions, then lets people in from the head while
-    /// the door is open, `active < capacity` and the per-minute cap allows, skipping absent sessions (they miss their turn). While the
-    /// on-sale is closed or sold out ([`Settings::turning_away`]) it instead turns away up to
+    /// the door is open, `active < capacity` and the per-minute cap allows, skipping absent sessions (they miss
+    /// their turn). While the on-sale is closed or sold out ([`Settings::turning_away`]) it instead turns away up to
     /// [`TURN_AWAY_PER_TICK`] sessions: from the head of the line (each number counts as served, as a skip does),
     /// then from the pre-queue (no number; it leaves the pre-queue count). With an
     /// inventory, no more people are let in within a sliding minute than there are seats available (so the last
