@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ::redis::aio::ConnectionManager;
 use ::redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
 use self::reply::{array, corrupt, int, strings, text};
@@ -27,7 +26,7 @@ use self::scripts::{Lua, Scripts};
 #[cfg(doc)]
 use super::{SessionState, Store, TURN_AWAY_PER_TICK};
 use crate::error::StoreError;
-use waitroom_verify::redis::{FINISH_KEY_PARTS, connect_with_timeout};
+use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, connect};
 
 /// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
 /// batch is split so no single command holds Redis for long.
@@ -232,7 +231,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: RedisConnection,
     scripts: Arc<Scripts>,
     prefix: Arc<str>,
     timeout: Duration,
@@ -255,7 +254,7 @@ impl fmt::Debug for RedisStore {
 #[must_use = "a builder does nothing until `connect` is called"]
 #[derive(Clone)]
 pub struct RedisStoreBuilder {
-    url: String,
+    target: RedisTarget,
     key_prefix: String,
     timeout: Duration,
     connect_timeout: Duration,
@@ -265,7 +264,7 @@ pub struct RedisStoreBuilder {
 impl fmt::Debug for RedisStoreBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisStoreBuilder")
-            .field("url", &"<redacted>")
+            .field("target", &self.target)
             .field("key_prefix", &self.key_prefix)
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
@@ -329,9 +328,8 @@ impl RedisStoreBuilder {
             ));
         }
         // The URL's text stays out of the error: it may carry a password.
-        let client = ::redis::Client::open(self.url.as_str())
-            .map_err(|e| StoreError::config_because("invalid Redis URL", e))?;
-        let conn = connect_with_timeout(client, self.connect_timeout, self.timeout)
+        self.target.check().map_err(StoreError::config)?;
+        let conn = connect(&self.target, self.connect_timeout, self.timeout)
             .await
             .map_err(|e| StoreError::unavailable_because("connecting to Redis", e))?;
         let store = RedisStore {
@@ -358,10 +356,11 @@ impl RedisStore {
         Self::builder(url).connect().await
     }
 
-    /// Starts building a store for the Redis at `url`.
-    pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
+    /// Starts building a store for the Redis at `url`: a URL for one server, or any [`RedisTarget`]: a Redis
+    /// Cluster ([`RedisTarget::cluster`], seed nodes) or a primary under Sentinel ([`RedisTarget::sentinel`]).
+    pub fn builder(url: impl Into<RedisTarget>) -> RedisStoreBuilder {
         RedisStoreBuilder {
-            url: url.into(),
+            target: url.into(),
             key_prefix: "wr".into(),
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
@@ -404,7 +403,12 @@ impl RedisStore {
                 .arg(&pattern)
                 .arg("COUNT")
                 .arg(1_000);
-            let mut reply = array(self.send(&scan).await.map_err(store_error)?)?.into_iter();
+            // On a cluster, SCAN goes to the primary that owns the on-sale's slot (every key shares its hash tag).
+            self.commands.fetch_add(1, Ordering::Relaxed);
+            let mut conn = self.conn.clone();
+            let meta = self.key(event, "meta");
+            let reply = self.bounded(conn.run_on_slot_of(&meta, &scan)).await;
+            let mut reply = array(reply.map_err(store_error)?)?.into_iter();
             let (Some(next), Some(keys), None) = (reply.next(), reply.next(), reply.next()) else {
                 return Err(corrupt("SCAN answered something else than [cursor, keys]"));
             };
