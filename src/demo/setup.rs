@@ -79,8 +79,85 @@ pub struct RoomOptions {
     pub refresh: Duration,
     /// How often the door ticks.
     pub tick_interval: Duration,
-    /// A Redis URL for the shared store (needs the `redis` feature); `None` for the embedded store.
-    pub redis: Option<String>,
+    /// Where the shared store's Redis is (needs the `redis` feature); nothing set for the embedded store.
+    pub redis: RedisOptions,
+}
+
+/// Where the shared store's Redis is: one server, a Redis Cluster, or a primary under Sentinel (at most one of
+/// the three). Nothing set means the embedded store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// One server's URL (`--redis`).
+    pub url: Option<String>,
+    /// A cluster's seed nodes (`--redis-cluster`).
+    pub cluster: Vec<String>,
+    /// The sentinels (`--redis-sentinel`), with the primary's name (`--redis-sentinel-master`).
+    pub sentinel: Vec<String>,
+    /// The name the sentinels know the primary by.
+    pub sentinel_master: Option<String>,
+}
+
+impl RedisOptions {
+    /// One server at `url`.
+    pub fn server(url: impl Into<String>) -> Self {
+        Self {
+            url: Some(url.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Whether a Redis is named at all.
+    pub fn is_set(&self) -> bool {
+        self.url.is_some() || !self.cluster.is_empty() || !self.sentinel.is_empty()
+    }
+
+    /// The flag that named it, for messages.
+    fn flag(&self) -> &'static str {
+        if !self.cluster.is_empty() {
+            "--redis-cluster"
+        } else if !self.sentinel.is_empty() {
+            "--redis-sentinel"
+        } else {
+            "--redis"
+        }
+    }
+
+    /// The connection target.
+    ///
+    /// # Errors
+    /// When more than one kind is named, or Sentinel without the primary's name.
+    #[cfg(feature = "redis")]
+    pub fn target(&self) -> Result<Option<waitroom_verify::redis::RedisTarget>, BoxError> {
+        use waitroom_verify::redis::RedisTarget;
+        let named = [
+            self.url.is_some(),
+            !self.cluster.is_empty(),
+            !self.sentinel.is_empty(),
+        ];
+        if named.iter().filter(|n| **n).count() > 1 {
+            return Err(
+                "name one Redis: --redis, --redis-cluster or --redis-sentinel, not several".into(),
+            );
+        }
+        if let Some(url) = &self.url {
+            return Ok(Some(RedisTarget::Server(url.clone())));
+        }
+        if !self.cluster.is_empty() {
+            return Ok(Some(RedisTarget::cluster(self.cluster.clone())));
+        }
+        if !self.sentinel.is_empty() {
+            let Some(master) = &self.sentinel_master else {
+                return Err("--redis-sentinel needs --redis-sentinel-master NAME (the primary's name in the \
+                            sentinels' configuration)"
+                    .into());
+            };
+            return Ok(Some(RedisTarget::sentinel(
+                self.sentinel.clone(),
+                master.clone(),
+            )));
+        }
+        Ok(None)
+    }
 }
 
 impl Default for RoomOptions {
@@ -97,7 +174,7 @@ impl Default for RoomOptions {
             idle_timeout: Duration::from_secs(600),
             refresh: Duration::from_secs(5),
             tick_interval: Duration::from_millis(250),
-            redis: None,
+            redis: RedisOptions::default(),
         }
     }
 }
@@ -113,22 +190,34 @@ impl RoomOptions {
     }
 }
 
-/// The shared store for `redis` (a URL), or `None` for the embedded one.
+/// The shared store at `redis`, or `None` for the embedded one.
 ///
 /// # Errors
-/// When Redis cannot be reached, or a URL is given to a build without the `redis` feature.
-pub async fn store_for(redis: Option<&str>) -> Result<Option<Arc<dyn Store>>, BoxError> {
-    let Some(url) = redis else { return Ok(None) };
+/// When Redis cannot be reached, the options name several kinds, or a Redis is named to a build without the
+/// `redis` feature.
+pub async fn store_for(redis: &RedisOptions) -> Result<Option<Arc<dyn Store>>, BoxError> {
+    if !redis.is_set() {
+        return Ok(None);
+    }
     #[cfg(feature = "redis")]
     {
-        let store = waitroom_layer::RedisStore::connect(url).await?;
+        let Some(target) = redis.target()? else {
+            return Ok(None);
+        };
+        let kind = target.kind();
+        let store = waitroom_layer::RedisStore::builder(target)
+            .connect()
+            .await
+            .map_err(|e| format!("{}: {e}", redis.flag()))?;
+        tracing::info!(redis = kind, "the line lives in Redis");
         Ok(Some(Arc::new(store)))
     }
     #[cfg(not(feature = "redis"))]
     {
         Err(format!(
-            "--redis {url}: this build has no Redis store; build with the `redis` feature \
-             (cargo run --release --features redis --example ...)"
+            "{}: this build has no Redis store; build with the `redis` feature \
+             (cargo run --release --features redis --example ...)",
+            redis.flag()
         )
         .into())
     }
@@ -159,7 +248,7 @@ pub async fn build_room(
         (_, Some(at)) => b.opens_at(at),
         (_, None) => b,
     };
-    if let Some(store) = store_for(o.redis.as_deref()).await? {
+    if let Some(store) = store_for(&o.redis).await? {
         b = b.shared_store(store);
     }
     if let Some(key) = signing_key {
@@ -190,4 +279,52 @@ pub async fn verifier_from_jwks_url(
         .refresh_every(refresh)
         .start(Verifier::builder().issuer(ISSUER).audience(event))
         .await?)
+}
+
+#[cfg(all(test, feature = "redis"))]
+mod redis_options_tests {
+    use super::RedisOptions;
+    use waitroom_verify::redis::RedisTarget;
+
+    #[test]
+    fn each_flag_names_its_kind_of_deployment() {
+        assert_eq!(RedisOptions::default().target().unwrap(), None);
+        assert_eq!(
+            RedisOptions::server("redis://a:6379/").target().unwrap(),
+            Some(RedisTarget::Server("redis://a:6379/".into()))
+        );
+        let cluster = RedisOptions {
+            cluster: vec!["redis://a:7000".into(), "redis://b:7000".into()],
+            ..RedisOptions::default()
+        };
+        assert_eq!(
+            cluster.target().unwrap(),
+            Some(RedisTarget::cluster(["redis://a:7000", "redis://b:7000"]))
+        );
+        let sentinel = RedisOptions {
+            sentinel: vec!["redis://a:26379".into()],
+            sentinel_master: Some("waitroom".into()),
+            ..RedisOptions::default()
+        };
+        assert_eq!(
+            sentinel.target().unwrap(),
+            Some(RedisTarget::sentinel(["redis://a:26379"], "waitroom"))
+        );
+    }
+
+    #[test]
+    fn sentinel_without_the_primary_name_or_two_kinds_at_once_are_refused() {
+        let no_name = RedisOptions {
+            sentinel: vec!["redis://a:26379".into()],
+            ..RedisOptions::default()
+        };
+        let e = no_name.target().unwrap_err().to_string();
+        assert!(e.contains("--redis-sentinel-master"), "{e}");
+        let both = RedisOptions {
+            cluster: vec!["redis://a:7000".into()],
+            ..RedisOptions::server("redis://b:6379/")
+        };
+        let e = both.target().unwrap_err().to_string();
+        assert!(e.contains("not several"), "{e}");
+    }
 }

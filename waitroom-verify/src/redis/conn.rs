@@ -358,3 +358,35 @@ impl SentinelConnection {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RedisTarget;
+
+    #[test]
+    fn a_target_checks_every_url_and_never_repeats_one() {
+        assert!(RedisTarget::from("redis://127.0.0.1:6379/").check().is_ok());
+        let bad = RedisTarget::cluster(["redis://127.0.0.1:7000", "http://:secret@x"]);
+        let e = bad.check().unwrap_err();
+        assert!(e.contains("number 2 of the cluster"), "{e}");
+        assert!(!e.contains("secret"), "{e}");
+        assert!(RedisTarget::cluster(Vec::<String>::new()).check().is_err());
+        assert!(
+            RedisTarget::sentinel(["redis://127.0.0.1:26379"], " ")
+                .check()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn debug_shows_the_kind_but_no_url() {
+        let t = RedisTarget::from("redis://:hunter2@10.0.0.1:6379/");
+        assert_eq!(format!("{t:?}"), "RedisTarget::Server(<redacted>)");
+        let s = RedisTarget::sentinel(["redis://:hunter2@a:26379"], "waitroom");
+        let shown = format!("{s:?}");
+        assert!(
+            !shown.contains("hunter2") && shown.contains("waitroom"),
+            "{shown}"
+        );
+    }
+}
