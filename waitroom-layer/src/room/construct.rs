@@ -112,6 +112,8 @@ impl WaitingRoom {
             tokens,
             cookies,
             finished_cursor: Mutex::new(String::new()),
+            max_number: AtomicU64::new(0),
+            restoring: tokio::sync::Mutex::new(()),
             pending_finishes: Mutex::new(std::collections::VecDeque::new()),
         });
         let room = Self { inner };
