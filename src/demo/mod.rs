@@ -30,7 +30,7 @@ pub use inventory::{
     Hold, HoldError, Layout, PurchaseError, Sale, SeatId, SeatInventory, SeatState,
 };
 pub use setup::{
-    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, build_room, room_layer, serve_behind_room,
-    store_for, verifier_from_jwks_url,
+    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, ServerLimits, build_room, room_layer,
+    serve, serve_behind_room, store_for, verifier_from_jwks_url,
 };
 pub use shop::{Order, Shop, ShopBuilder};
