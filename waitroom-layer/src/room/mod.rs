@@ -131,6 +131,13 @@ impl WaitingRoom {
         &self.inner.cookies
     }
 
+    /// The cookie names in force (`__Host-waitroom_session` and `__Host-waitroom_token` behind HTTPS by default;
+    /// see [`RoomBuilder::cookie_prefix`](crate::RoomBuilder::cookie_prefix)): what an order service's
+    /// `VerifyLayer::cookie_names` should read.
+    pub fn cookie_names(&self) -> &waitroom_verify::CookieNames {
+        &self.inner.cookies.names
+    }
+
     /// The JWKS document of the room's public token keys (what `{base}/jwks.json` serves).
     pub fn jwks_json(&self) -> bytes::Bytes {
         self.inner.tokens.jwks()
