@@ -475,10 +475,10 @@ mod interleavings {
         let mut sold_in_orders = 0u64;
         for op in ops {
             match op {
-                Op::Hold(i, seats) if !done[i] => {
-                    if inv.hold(&people[i], &seats, 4, now, HOLD_MS).is_ok() {
-                        report(&inv).await;
-                    }
+                Op::Hold(i, seats)
+                    if !done[i] && inv.hold(&people[i], &seats, 4, now, HOLD_MS).is_ok() =>
+                {
+                    report(&inv).await;
                 }
                 Op::PayStart(i) if !done[i] => checked[i] = inv.hold_of(&people[i], now),
                 Op::PayEnd(i) if !done[i] => {
