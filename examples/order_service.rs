@@ -84,6 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         "Order service up on http://{} (keys from {jwks_url}; finishes {finishes}); browse through the gateway",
         listener.local_addr()?
     );
-    axum::serve(listener, app).await?;
+    // Header-read timeout, connection cap and keep-alive limits (`waitroom::demo::ServerLimits`).
+    waitroom::demo::serve(listener, app, waitroom::demo::ServerLimits::default()).await?;
     Ok(())
 }

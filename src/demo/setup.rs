@@ -36,10 +36,11 @@ pub fn room_layer(room: WaitingRoom) -> Result<WaitingRoomLayer, BuildError> {
 
 /// Serves `app` on `listener` with the room around the whole router: the room sees every request before axum
 /// routes it (its own endpoints, the status poll first of all, never reach the router, and no per-route copy of
-/// the room's service is made per request). What `app.layer(room)` does, for less work per request.
+/// the room's service is made per request). What `app.layer(room)` does, for less work per request. Connections
+/// are served as [`serve`] does, with [`ServerLimits::default`].
 ///
 /// # Errors
-/// As [`axum::serve()`].
+/// As [`serve`].
 pub async fn serve_behind_room(
     listener: tokio::net::TcpListener,
     room: WaitingRoomLayer,
@@ -51,11 +52,102 @@ pub async fn serve_behind_room(
         .map_response(|res: http::Response<RoomBody<Body>>| res.map(Body::new))
         .layer(room)
         .service(app);
-    axum::serve(
-        listener,
-        axum::ServiceExt::<axum::extract::Request>::into_make_service(app),
-    )
-    .await
+    serve(listener, app, ServerLimits::default()).await
+}
+
+/// What the demo's servers (the all-in-one demo, the gateway, the order service) allow a connection. A server
+/// reachable from the internet should still sit behind a proxy that sets its own (README, "Deployment").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// How long a client has to send a request's whole head (request line and headers), from when the server
+    /// starts waiting for it: on a new connection, and between requests on a kept-alive one, so it is also how
+    /// long an idle keep-alive connection stays open. A connection sending a byte a second, or nothing, is closed
+    /// after this. Default 10 s.
+    pub header_read_timeout: Duration,
+    /// Most connections served at once; further ones wait in the listen backlog until one closes. Default 4,096
+    /// (the demo's processes have thousands of file descriptors to spare; one connection is one descriptor).
+    pub max_connections: usize,
+    /// The longest a kept-alive connection is served: then it is closed after the request in progress (clients
+    /// reconnect), so no connection is held for ever. Default 5 minutes.
+    pub max_connection_age: Duration,
+    /// How long a request in progress may still take once a connection is being closed (its age reached).
+    /// Default 30 s.
+    pub close_grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 4_096,
+            max_connection_age: Duration::from_secs(300),
+            close_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Serves `app` on `listener` over HTTP/1.1 with [`ServerLimits`]: hyper's own connection with its header-read
+/// timeout (on hyper-util's Tokio timer), at most `max_connections` at once (a semaphore taken before each
+/// accept), each kept alive for at most `max_connection_age`. What `axum::serve` does, plus the limits it lacks.
+///
+/// # Errors
+/// Never in practice: a failed `accept` (out of file descriptors, say) is logged and retried after 100 ms.
+pub async fn serve<S, B>(
+    listener: tokio::net::TcpListener,
+    app: S,
+    limits: ServerLimits,
+) -> std::io::Result<()>
+where
+    S: tower::Service<http::Request<axum::body::Body>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: hyper::body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use tower::ServiceExt as _;
+
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return Ok(());
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed; retrying in 100 ms");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app
+            .clone()
+            .map_request(|req: http::Request<hyper::body::Incoming>| {
+                req.map(axum::body::Body::new)
+            });
+        let service = hyper_util::service::TowerToHyperService::new(app);
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_read_timeout)
+                .keep_alive(true);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                () = tokio::time::sleep(limits.max_connection_age) => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(limits.close_grace, conn).await;
+                }
+            }
+        });
+    }
 }
 
 /// The room's settings, as the examples take them from their flags.

@@ -780,6 +780,226 @@ mod contract {
         assert!(r.abandoned.is_empty());
     }
 
+    /// A store that forgets the on-sale ("When the store forgets" in the store docs): restored from the room's
+    /// last view, it takes people back at their numbers, lets newcomers in behind the highest number given, lets
+    /// nobody in during the hold, skips numbers nobody came back for, takes a passed number back ahead of the line
+    /// within the late window only, never gives a number twice and never moves `served` back.
+    pub async fn forgetting<F, Fut>(store: Arc<dyn Store>, event: &str, lose: F)
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 1_000_000u64;
+        let s = |i: u64| format!("forget-{i:02}-abcdefghijkl");
+        store.init(event, &settings(2, false, None)).await.unwrap();
+        for i in 1..=6 {
+            let p = store
+                .join(
+                    event,
+                    &Join {
+                        session: s(i),
+                        account: None,
+                        now_ms: t0,
+                        draw_key: i,
+                    },
+                )
+                .await
+                .unwrap();
+            assert_eq!(p.number, Some(i));
+        }
+        let r = store.tick(event, &tick_at(t0)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(1), s(2)]);
+        let before = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (before.served, before.last_number, before.reclaim_upto),
+            (2, 6, None)
+        );
+
+        lose().await;
+        let e = store.snapshot(event).await.unwrap_err();
+        assert!(e.is_forgotten(), "{e}");
+        let reclaim = |i: u64, n: Option<u64>, now: u64| Reclaim {
+            session: s(i),
+            number: n,
+            now_ms: now,
+            draw_key: i,
+        };
+        // Before a restore, nothing is taken back (the store does not know the on-sale).
+        assert!(
+            store
+                .reclaim(event, &reclaim(4, Some(4), t0))
+                .await
+                .unwrap_err()
+                .is_forgotten()
+        );
+
+        let t1 = t0 + 60_000;
+        let (hold, late) = (5_000, 20_000);
+        let restore = Restore {
+            settings: before.settings.clone(),
+            drawn: before.drawn,
+            last_number: before.last_number,
+            served: before.served,
+            counters: before.counters,
+            now_ms: t1,
+            hold_ms: hold,
+            late_ms: late,
+        };
+        store.restore(event, &restore).await.unwrap();
+        // A second restore (another instance, an older view) changes nothing.
+        let stale = Restore {
+            last_number: 3,
+            served: 0,
+            ..restore.clone()
+        };
+        store.restore(event, &stale).await.unwrap();
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (snap.served, snap.last_number, snap.reclaim_upto),
+            (2, 6, Some(6))
+        );
+        assert_eq!(snap.counters, before.counters, "the counters go on");
+
+        // A newcomer joins behind every number given before the loss.
+        let newcomer = store
+            .join(
+                event,
+                &Join {
+                    session: s(20),
+                    account: None,
+                    now_ms: t1,
+                    draw_key: 20,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(newcomer.number, Some(7));
+        // People come back with their numbers; idempotent; a number someone holds is not given again.
+        let p5 = store
+            .reclaim(event, &reclaim(5, Some(5), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((p5.state, p5.number), (SessionState::Waiting, Some(5)));
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(5, Some(5), t1))
+                .await
+                .unwrap(),
+            Some(p5.clone())
+        );
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(21, Some(5), t1))
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(21, Some(7), t1))
+                .await
+                .unwrap(),
+            None,
+            "the newcomer's"
+        );
+        assert_eq!(
+            store.lookup(event, &s(21)).await.unwrap(),
+            None,
+            "nothing written"
+        );
+        let p4 = store
+            .reclaim(event, &reclaim(4, Some(4), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(p4.number, Some(4));
+        // A number given just before the loss that the room's view had not seen: taken, and the next join is after it.
+        let p10 = store
+            .reclaim(event, &reclaim(10, Some(10), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(p10.number, Some(10));
+        let after = store
+            .join(
+                event,
+                &Join {
+                    session: s(22),
+                    account: None,
+                    now_ms: t1,
+                    draw_key: 22,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(after.number, Some(11));
+        // A session the store knows is never put back in line (a join's place stays what it is).
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(20, Some(3), t1))
+                .await
+                .unwrap(),
+            Some(newcomer.clone())
+        );
+
+        // Nobody goes in during the hold, whatever the capacity.
+        let r = store.tick(event, &tick_at(t1 + hold - 1)).await.unwrap();
+        assert!(r.admitted.is_empty() && r.abandoned.is_empty(), "{r:?}");
+        // Then the head resumes in order: number 3 (nobody came back for it yet) is passed over, 4 and 5 go in.
+        let t2 = t1 + hold;
+        let r = store.tick(event, &tick_at(t2)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(4), s(5)]);
+        assert!(r.abandoned.is_empty(), "a free number is nobody to abandon");
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(snap.served, 5);
+        // 3 comes back late (within the late window): it goes ahead of everyone still in line.
+        let p3 = store
+            .reclaim(event, &reclaim(3, Some(3), t2))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((p3.state, p3.number), (SessionState::Waiting, Some(3)));
+        // 1 and 2 were let in before the loss: after the late window they are not taken back.
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(2, Some(2), t1 + late + 1))
+                .await
+                .unwrap(),
+            None
+        );
+        assert!(store.finish(event, &s(4), 1, t2).await.unwrap());
+        assert!(store.finish(event, &s(5), 1, t2).await.unwrap());
+        let r = store.tick(event, &tick_at(t2 + 1)).await.unwrap();
+        assert_eq!(
+            r.admitted,
+            vec![s(3), s(20)],
+            "the passed number first, then the line"
+        );
+        assert_eq!(
+            store.snapshot(event).await.unwrap().served,
+            7,
+            "served never moves back"
+        );
+        // Every number is held once.
+        let mut held = HashMap::new();
+        for i in (1..=22).filter(|i| *i <= 6 || *i >= 10) {
+            if let Some(p) = store.lookup(event, &s(i)).await.unwrap()
+                && let Some(n) = p.number
+            {
+                assert!(held.insert(n, i).is_none(), "number {n} held twice");
+            }
+        }
+        // The rest of the line: 10 and 11, numbers 8 and 9 passed over.
+        assert!(store.finish(event, &s(3), 0, t2 + 2).await.unwrap());
+        assert!(store.finish(event, &s(20), 0, t2 + 2).await.unwrap());
+        let r = store.tick(event, &tick_at(t2 + 3)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(10), s(22)]);
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!((snap.served, snap.last_number), (11, 11));
+    }
+
     pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
         use proptest::prelude::*;
         let op = prop_oneof![
@@ -840,6 +1060,16 @@ mod memory {
     #[tokio::test]
     async fn liveness_marks_and_the_draw() {
         contract::liveness(Arc::new(MemoryStore::new()), "live").await;
+    }
+
+    #[tokio::test]
+    async fn a_store_that_forgets_takes_people_back_at_their_numbers() {
+        let store = MemoryStore::new();
+        let lost = store.clone();
+        contract::forgetting(Arc::new(store), "forget", || async move {
+            assert!(lost.purge("forget"));
+        })
+        .await;
     }
 
     #[tokio::test]
@@ -1004,6 +1234,21 @@ mod redis {
         );
         assert_eq!(store.snapshot(&other).await.unwrap().served, 2);
         assert_eq!(store.purge(&glob).await.unwrap(), 0);
+    }
+
+    /// Redis forgets the on-sale (its keys go, as in a Redis restarted without persistence): the contract's rules
+    /// for restoring and taking people back hold.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_that_forgets_takes_people_back_at_their_numbers() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        let event = fresh_event("forget");
+        let lost = store.clone();
+        let ev = event.clone();
+        contract::forgetting(Arc::new(store), &event, || async move {
+            assert!(lost.purge(&ev).await.unwrap() > 0);
+        })
+        .await;
     }
 
     /// Numbered marks go to the `seen` bitmaps (no session record rewritten); the contract's liveness edges hold.
@@ -1221,6 +1466,20 @@ mod redis {
             change: &waitroom_layer::store::SettingsChange,
         ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
             self.pick().update(event, change).await
+        }
+        async fn restore(
+            &self,
+            event: &str,
+            restore: &waitroom_layer::store::Restore,
+        ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
+            self.pick().restore(event, restore).await
+        }
+        async fn reclaim(
+            &self,
+            event: &str,
+            reclaim: &waitroom_layer::store::Reclaim,
+        ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
+            self.pick().reclaim(event, reclaim).await
         }
     }
 }

@@ -338,6 +338,7 @@ mod tests {
                 finished: freed,
                 ..Counters::default()
             },
+            reclaim_upto: None,
         }
     }
 

@@ -11,7 +11,7 @@ use crate::error::StoreError;
 /// Most finishes kept while the store is out of reach (see [`WaitingRoom::finish`]); past it the oldest stay and
 /// new ones are given up (those sessions idle out), counted by `waitroom_finishes_dropped`.
 pub(crate) const MAX_PENDING_FINISHES: usize = 10_000;
-use crate::store::{Join, Placement, SessionState};
+use crate::store::{Join, Placement, Reclaim, SessionState};
 
 impl WaitingRoom {
     /// Joins the line (idempotent). With an `account`, the account holds one place whichever session asks; the
@@ -33,7 +33,12 @@ impl WaitingRoom {
                 now_ms: self.now_ms(),
                 draw_key: rand::random(),
             };
-            let p = self.observe(self.inner.store.join(self.event(), &join).await)?;
+            let p = self
+                .call(|| self.inner.store.join(self.event(), &join))
+                .await?;
+            if let Some(n) = p.number {
+                self.note_number(n);
+            }
             self.remember(&p, false);
             tracing::debug!(
                 holder = %fingerprint(&p.session),
@@ -82,7 +87,23 @@ impl WaitingRoom {
                 number,
             }));
         }
-        let p = self.observe(self.inner.store.lookup(self.event(), session).await)?;
+        // A session with a number (or, after a restore, a pre-queue mark) from its signed cookie asks for its
+        // place back: the store's answer is the placement it knows, or the place taken back if it forgot it (see
+        // "When the store forgets" in `crate::store`); `None` when it cannot be taken back (the caller joins it).
+        let restored = self.inner.snap.load().reclaim_upto.is_some();
+        let p = if number_hint.is_some() || (prequeue_hint && restored) {
+            let reclaim = Reclaim {
+                session: session.to_owned(),
+                number: number_hint,
+                now_ms: self.now_ms(),
+                draw_key: rand::random(),
+            };
+            self.call(|| self.inner.store.reclaim(self.event(), &reclaim))
+                .await?
+        } else {
+            self.call(|| self.inner.store.lookup(self.event(), session))
+                .await?
+        };
         if let Some(p) = &p {
             self.remember(p, true);
         }
@@ -100,6 +121,17 @@ impl WaitingRoom {
         prequeue_hint: bool,
     ) -> Option<(SessionState, Option<u64>)> {
         let snap = self.inner.snap.load();
+        if let Some(n) = number_hint {
+            self.note_number(n);
+        }
+        // After the store forgot the on-sale and was restored: a session it may not know asks the store once (its
+        // place is taken back, then remembered here).
+        if let Some(upto) = snap.reclaim_upto
+            && (number_hint.is_some_and(|n| n <= upto) || (prequeue_hint && number_hint.is_none()))
+            && !self.inner.cache.contains_key(session)
+        {
+            return None;
+        }
         if let Some(n) = number_hint
             && n > snap.served
         {
@@ -140,12 +172,13 @@ impl WaitingRoom {
     /// When the store cannot be reached.
     pub async fn claim(&self, session: &str) -> Result<Option<Placement>, StoreError> {
         let idle = self.inner.config.idle_timeout.as_millis() as u64;
-        let p = self.observe(
-            self.inner
-                .store
-                .claim(self.event(), session, self.now_ms(), idle)
-                .await,
-        )?;
+        let p = self
+            .call(|| {
+                self.inner
+                    .store
+                    .claim(self.event(), session, self.now_ms(), idle)
+            })
+            .await?;
         self.inner.cache.invalidate(session);
         Ok(p)
     }
@@ -225,13 +258,15 @@ impl WaitingRoom {
 
     async fn record_finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
         let span = tracing::debug_span!("waitroom.finish", event = %self.event(), session = %fingerprint(session), seats);
-        let r = self.observe(
-            self.inner
-                .store
-                .finish(self.event(), session, seats, self.now_ms())
-                .instrument(span.clone())
-                .await,
-        )?;
+        let now = self.now_ms();
+        let r = self
+            .call(|| {
+                self.inner
+                    .store
+                    .finish(self.event(), session, seats, now)
+                    .instrument(span.clone())
+            })
+            .await?;
         span.in_scope(|| tracing::debug!(was_active = r, "finished"));
         if r {
             self.emit(RoomEventKind::Finished {
@@ -266,12 +301,13 @@ impl WaitingRoom {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let lookback_ms = self.inner.tokens.verifier.deny_ttl().as_millis() as u64;
-        let (ids, next) = self.observe(
-            self.inner
-                .store
-                .finished_since(self.event(), &cursor, self.now_ms(), lookback_ms)
-                .await,
-        )?;
+        let (ids, next) = self
+            .call(|| {
+                self.inner
+                    .store
+                    .finished_since(self.event(), &cursor, self.now_ms(), lookback_ms)
+            })
+            .await?;
         let read = ids.len();
         for s in ids {
             self.inner.cache.invalidate(&s);

@@ -1,13 +1,13 @@
 //! The embedded store: one process, zero set-up, the default.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
 use super::{
-    Counters, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
-    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    Counters, Join, MAX_RECLAIM_GAP, Placement, Reclaim, Restore, SessionState, Settings,
+    SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 
@@ -32,11 +32,17 @@ impl MemoryStore {
         self.events.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Forgets the on-sale `event`, as a store that lost its data would (and to free its memory once it is
+    /// over). Returns whether it was known. A room still running it restores it ([`Store::restore`]).
+    pub fn purge(&self, event: &str) -> bool {
+        self.lock().remove(event).is_some()
+    }
+
     fn with_event<T>(&self, event: &str, f: impl FnOnce(&mut Event) -> T) -> Result<T, StoreError> {
         let mut events = self.lock();
         match events.get_mut(event) {
             Some(ev) => Ok(f(ev)),
-            None => Err(StoreError::unavailable(format!(
+            None => Err(StoreError::Forgotten(format!(
                 "on-sale `{event}` was not initialised"
             ))),
         }
@@ -60,8 +66,17 @@ struct Event {
     sessions: HashMap<Arc<str>, Rec>,
     accounts: HashMap<Box<str>, Arc<str>>,
     prequeue: Vec<(u64, Arc<str>)>,
-    /// Sessions with numbers `served + 1 ..= last_number`, front first.
+    /// Sessions with numbers `served + 1 ..= last_number`, front first; an empty id is a number kept free for
+    /// an owner the store forgot (see [`Store::reclaim`]).
     line: VecDeque<Arc<str>>,
+    /// Sessions taken back after the head passed their number, by number: let in ahead of the line.
+    back: BTreeMap<u64, Arc<str>>,
+    /// Set by a restore: the last number given out before the loss.
+    reclaim_upto: Option<u64>,
+    /// Nobody is let in before this (ms), after a restore.
+    hold_until_ms: u64,
+    /// A passed number is taken back until this (ms), after a restore.
+    late_until_ms: u64,
     last_number: u64,
     served: u64,
     /// Admitted and active sessions with their deadlines (kept apart from `sessions` so the expiry scan touches
@@ -89,6 +104,10 @@ impl Event {
             accounts: HashMap::new(),
             prequeue: Vec::new(),
             line: VecDeque::new(),
+            back: BTreeMap::new(),
+            reclaim_upto: None,
+            hold_until_ms: 0,
+            late_until_ms: 0,
             last_number: 0,
             served: 0,
             active: HashMap::new(),
@@ -97,6 +116,74 @@ impl Event {
             finished_log: VecDeque::new(),
             finished_seq: 0,
         }
+    }
+
+    /// The on-sale as a restore gives it back: the numbers up to `last_number` kept free for their owners.
+    fn restored(r: &Restore) -> Self {
+        let mut ev = Self::new(r.settings.clone());
+        ev.drawn = r.drawn || !r.settings.random_draw;
+        ev.served = r.served;
+        ev.last_number = r.last_number.max(r.served);
+        let hole: Arc<str> = Arc::from("");
+        ev.line = (ev.served..ev.last_number).map(|_| hole.clone()).collect();
+        ev.counters = r.counters;
+        ev.reclaim_upto = Some(ev.last_number);
+        ev.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
+        ev.late_until_ms = r.now_ms.saturating_add(r.late_ms);
+        ev
+    }
+
+    /// [`Store::reclaim`]: the rules are in the store's module docs.
+    fn reclaim(&mut self, c: &Reclaim) -> Option<Placement> {
+        if let Some(p) = self.placement(&c.session) {
+            return Some(p);
+        }
+        if self.settings.turning_away() {
+            return None;
+        }
+        let sid: Arc<str> = Arc::from(c.session.as_str());
+        let (state, number) = match c.number {
+            None if !self.drawn => {
+                self.prequeue.push((c.draw_key, sid.clone()));
+                (SessionState::PreQueue, 0)
+            }
+            None | Some(0) => return None,
+            Some(n) if n > self.last_number => {
+                let gap = n - self.last_number - 1;
+                if gap > MAX_RECLAIM_GAP {
+                    return None;
+                }
+                let hole: Arc<str> = Arc::from("");
+                self.line.extend((0..gap).map(|_| hole.clone()));
+                self.line.push_back(sid.clone());
+                self.last_number = n;
+                (SessionState::Waiting, n)
+            }
+            Some(n) if n > self.served => {
+                let slot = self.line.get_mut((n - self.served - 1) as usize)?;
+                if !slot.is_empty() {
+                    return None;
+                }
+                *slot = sid.clone();
+                (SessionState::Waiting, n)
+            }
+            Some(n) => {
+                let late =
+                    self.reclaim_upto.is_some_and(|u| n <= u) && c.now_ms <= self.late_until_ms;
+                if !late || self.back.contains_key(&n) {
+                    return None;
+                }
+                self.back.insert(n, sid.clone());
+                (SessionState::Waiting, n)
+            }
+        };
+        let rec = Rec {
+            state,
+            number,
+            last_seen_ms: c.now_ms,
+        };
+        self.sessions.insert(sid, rec);
+        self.placement(&c.session)
     }
 
     fn placement(&self, sid: &str) -> Option<Placement> {
@@ -226,7 +313,7 @@ impl Event {
             self.turn_away(&mut report);
             return report;
         }
-        if !self.settings.door_open(t.now_ms) {
+        if !self.settings.door_open(t.now_ms) || t.now_ms < self.hold_until_ms {
             return report;
         }
         let mut room = self
@@ -244,11 +331,16 @@ impl Event {
         let mut scanned = 0;
         let mut admitted = 0;
         while admitted < room && scanned < t.max_scan {
-            let Some(sid) = self.line.pop_front() else {
+            // Those taken back after the head passed them were in front of everyone in line.
+            let sid = if let Some((_, sid)) = self.back.pop_first() {
+                sid
+            } else if let Some(sid) = self.line.pop_front() {
+                self.served += 1;
+                sid
+            } else {
                 break;
             };
             scanned += 1;
-            self.served += 1;
             let Some(r) = self.sessions.get_mut(&sid) else {
                 continue;
             };
@@ -273,6 +365,13 @@ impl Event {
     /// served), then the pre-queue.
     fn turn_away(&mut self, report: &mut TickReport) {
         let mut budget = TURN_AWAY_PER_TICK;
+        while budget > 0 {
+            let Some((_, sid)) = self.back.pop_first() else {
+                break;
+            };
+            budget -= 1;
+            self.turn_away_one(sid, report);
+        }
         while budget > 0 {
             let Some(sid) = self.line.pop_front() else {
                 break;
@@ -307,6 +406,7 @@ impl Event {
             served: self.served,
             active: self.active.len() as u64,
             counters: self.counters,
+            reclaim_upto: self.reclaim_upto,
         }
     }
 }
@@ -418,6 +518,22 @@ impl Store for MemoryStore {
             change.apply(&mut ev.settings);
             ev.settings.clone()
         })
+    }
+
+    async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError> {
+        let mut events = self.lock();
+        let ev = events
+            .entry(event.to_owned())
+            .or_insert_with(|| Event::restored(restore));
+        Ok(ev.settings.clone())
+    }
+
+    async fn reclaim(
+        &self,
+        event: &str,
+        reclaim: &Reclaim,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.reclaim(reclaim))
     }
 
     async fn finished_since(

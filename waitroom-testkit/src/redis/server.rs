@@ -107,6 +107,25 @@ impl RedisServer {
         self.spawn();
     }
 
+    /// Kills the server (SIGKILL, nothing flushed), deletes its files and starts it again on the same port: a Redis
+    /// that lost every key, as one without persistence (or a fresh replica) comes back.
+    ///
+    /// # Panics
+    /// On an external server.
+    pub fn restart_empty(&mut self) {
+        assert!(
+            !self.is_external(),
+            "cannot restart the external Redis at REDIS_URL"
+        );
+        if let Some(child) = self.child.take() {
+            process::kill(child);
+        }
+        let dir = self.dir.as_ref().expect("a private server has a directory");
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).expect("create the redis-server directory");
+        self.spawn();
+    }
+
     /// Sends one command over a fresh connection and returns the reply as text (integers and simple strings as
     /// written, bulk strings as their content, arrays as their items joined by newlines).
     ///

@@ -39,10 +39,10 @@ const FINISHED_CAP: u64 = 100_000;
 /// Most finishes one [`Store::finished_since`] call returns.
 const FINISHED_BATCH: u64 = 10_000;
 
-/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=11]`).
+/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=12]`).
 /// The parts a finish touches are the verifier's ([`FINISH_KEY_PARTS`]: meta, sessions, active, finished), so the
 /// room and the verifier's finish sink name the same keys.
-const KEY_PARTS: [&str; 11] = [
+const KEY_PARTS: [&str; 12] = [
     FINISH_KEY_PARTS[0],
     FINISH_KEY_PARTS[1],
     "line",
@@ -54,6 +54,7 @@ const KEY_PARTS: [&str; 11] = [
     FINISH_KEY_PARTS[3],
     "seen",
     "pseen",
+    "back",
 ];
 
 /// Length of one liveness slot: a numbered waiting session's poll sets its bit in `wr:{ev}:seen:<now / slot>`;
@@ -86,6 +87,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
+/// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
 ///
 /// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
@@ -146,6 +148,16 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// bucket order (`ZPOPMIN` with a count; at most `2^dbits` empty buckets are passed per tick). Their records become
 /// `t<number>:0` (`t0:0` from the pre-queue) and `meta.turned` counts them; before the draw the pre-queue holds
 /// `joined - turned` sessions. Should seats come back, those turned away stay turned away.
+///
+/// # When Redis forgets
+///
+/// A Redis that restarted without persistence (or a fresh replica) answers `WRNOEVENT` to every script: the
+/// room restores the on-sale (`RESTORE`: the meta hash from the room's last snapshot, with `rupto`, `runtil` and
+/// `rlate` for the reclaim window, and one empty entry in `line` per number kept free for its owner, a few bytes
+/// each) and takes people back as they poll (`RECLAIM`: an empty entry of `line` becomes the session, `LSET`; a
+/// number after `last` pushes empty entries up to it; a number the head passed goes to `back`). The head pops
+/// an empty entry like a session that is not there (its number counts as served). The rules are
+/// [`Store`](super::Store)'s ("When the store forgets").
 ///
 /// # Memory
 ///
@@ -436,7 +448,7 @@ impl RedisStore {
         format!("{}:{{{event}}}:{part}", self.prefix)
     }
 
-    fn keys(&self, event: &str) -> Result<[String; 11], StoreError> {
+    fn keys(&self, event: &str) -> Result<[String; 12], StoreError> {
         if event.contains(['{', '}']) {
             return Err(StoreError::config(format!(
                 "the event id `{event}` must not contain `{{` or `}}`"
@@ -506,10 +518,11 @@ impl RedisStore {
 }
 
 /// A Redis error as the store's: an outage, with Redis's error as its source. `WRNOEVENT` is the scripts' own
-/// answer for an on-sale never initialised, told in the words the embedded store uses.
+/// answer for an on-sale Redis does not know (never initialised, or lost): [`StoreError::Forgotten`], as the embedded
+/// store says it.
 fn store_error(e: RedisError) -> StoreError {
     if e.code() == Some("WRNOEVENT") {
-        StoreError::unavailable("the on-sale was not initialised")
+        StoreError::Forgotten("the on-sale was not initialised".into())
     } else {
         StoreError::unavailable_because("redis", e)
     }

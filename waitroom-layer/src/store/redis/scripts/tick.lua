@@ -63,6 +63,12 @@ if turning_away(m) then
   -- served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
   -- `joined - turned` sessions; empty buckets are passed over, at most 2^dbits of them per tick).
   local budget = turnmax
+  local z = redis.call('ZPOPMIN', KB, budget)
+  for i = 1, #z, 2 do
+    put(z[i], 't', int(z[i + 1]), 0)
+    turned[#turned + 1] = z[i]
+    budget = budget - 1
+  end
   while budget > 0 and served < last do
     local n = served + 1
     local sid = pop(n)
@@ -94,6 +100,8 @@ end
 local open = m.paused ~= '1' and m.closed ~= '1' and (m.opens == '' or now >= int(m.opens))
 local total, sold, held = inv(m)
 if open and total and total <= sold + held then open = false end
+-- Just restored after Redis forgot the on-sale: nobody is let in while the owners of the numbers come back.
+if m.runtil and now < int(m.runtil) then open = false end
 if not open then return {drew, admitted, abandoned, expired, turned} end
 local room = int(m.cap) - redis.call('ZCARD', KA)
 local now_s = math.floor(now / 1000)
@@ -106,12 +114,20 @@ if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
 -- Never more people let in within a minute than there are seats to pick from.
 if total then room = math.min(room, total - sold - held - recent) end
 local scanned, nadm = 0, 0
-while nadm < room and scanned < maxscan and served < last do
-  local n = served + 1
-  local sid = pop(n)
-  if not sid then break end
+-- Those taken back after the head passed them were in front of everyone in line: they go first.
+local nback = redis.call('ZCARD', KB)
+while nadm < room and scanned < maxscan and (served < last or nback > 0) do
+  local n, sid
+  if nback > 0 then
+    local z = redis.call('ZPOPMIN', KB)
+    sid, n, nback = z[1], int(z[2]), nback - 1
+  else
+    n = served + 1
+    sid = pop(n)
+    if not sid then break end
+    served = n
+  end
   scanned = scanned + 1
-  served = n
   local st, _, t = rec(sid)
   if st then
     if drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
