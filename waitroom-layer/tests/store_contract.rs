@@ -780,6 +780,112 @@ mod contract {
         assert!(r.abandoned.is_empty());
     }
 
+    /// A store that lost only its latest writes (a failover to a lagging replica): numbers 4 to 6 were given out
+    /// and lost. A restore with `behind` keeps what the store has, makes the lost numbers free for their owners,
+    /// and gives newcomers numbers after them; the owners are taken back; nobody is let in during the hold; an older
+    /// view changes nothing.
+    pub async fn behind(store: Arc<dyn Store>, event: &str) {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 2_000_000u64;
+        let s = |i: u64| format!("behind-{i:02}-abcdefghijkl");
+        store.init(event, &settings(1, false, None)).await.unwrap();
+        for i in 1..=3 {
+            let join = Join {
+                session: s(i),
+                account: None,
+                now_ms: t0,
+                draw_key: i,
+            };
+            assert_eq!(store.join(event, &join).await.unwrap().number, Some(i));
+        }
+        assert_eq!(
+            store.tick(event, &tick_at(t0)).await.unwrap().admitted,
+            vec![s(1)]
+        );
+        let before = store.snapshot(event).await.unwrap();
+        assert_eq!((before.served, before.last_number), (1, 3));
+        let (hold, late) = (5_000, 20_000);
+        let restore = Restore {
+            settings: before.settings.clone(),
+            drawn: before.drawn,
+            last_number: 6,
+            served: before.served,
+            counters: before.counters,
+            now_ms: t0 + 1,
+            hold_ms: hold,
+            late_ms: late,
+            behind: true,
+        };
+        store.restore(event, &restore).await.unwrap();
+        // An older view from another instance changes nothing.
+        let older = Restore {
+            last_number: 5,
+            ..restore.clone()
+        };
+        store.restore(event, &older).await.unwrap();
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (
+                snap.served,
+                snap.last_number,
+                snap.reclaim_upto,
+                snap.active
+            ),
+            (1, 6, Some(6), 1),
+            "the floor is the room's, the rest is the store's"
+        );
+        // The store's own sessions are where they were.
+        let p2 = store.lookup(event, &s(2)).await.unwrap().unwrap();
+        assert_eq!((p2.state, p2.number), (SessionState::Waiting, Some(2)));
+        // A newcomer joins behind the lost numbers; their owners come back to them.
+        let newcomer = Join {
+            session: s(7),
+            account: None,
+            now_ms: t0 + 2,
+            draw_key: 7,
+        };
+        assert_eq!(store.join(event, &newcomer).await.unwrap().number, Some(7));
+        let reclaim = |i: u64| Reclaim {
+            session: s(i),
+            number: Some(i),
+            now_ms: t0 + 3,
+            draw_key: i,
+        };
+        for i in [5, 4] {
+            let p = store.reclaim(event, &reclaim(i)).await.unwrap().unwrap();
+            assert_eq!((p.state, p.number), (SessionState::Waiting, Some(i)));
+        }
+        // Someone else asking for a number held is not given it.
+        let thief = Reclaim {
+            session: s(40),
+            number: Some(5),
+            now_ms: t0 + 3,
+            draw_key: 40,
+        };
+        assert_eq!(store.reclaim(event, &thief).await.unwrap(), None);
+        // The door waits out the hold, then goes on in order (6 never came back: passed over).
+        assert!(store.finish(event, &s(1), 1, t0 + 4).await.unwrap());
+        assert!(
+            store
+                .tick(event, &tick_at(t0 + 5))
+                .await
+                .unwrap()
+                .admitted
+                .is_empty()
+        );
+        let mut order = Vec::new();
+        let mut now = t0 + 1 + hold + 1;
+        for _ in 0..6 {
+            let r = store.tick(event, &tick_at(now)).await.unwrap();
+            for a in &r.admitted {
+                order.push(a.clone());
+                assert!(store.finish(event, a, 1, now).await.unwrap());
+            }
+            now += 1;
+        }
+        assert_eq!(order, vec![s(2), s(3), s(4), s(5), s(7)]);
+    }
+
     /// A store that forgets the on-sale ("When the store forgets" in the store docs): restored from the room's
     /// last view, it takes people back at their numbers, lets newcomers in behind the highest number given, lets
     /// nobody in during the hold, skips numbers nobody came back for, takes a passed number back ahead of the line
@@ -845,6 +951,7 @@ mod contract {
             now_ms: t1,
             hold_ms: hold,
             late_ms: late,
+            behind: false,
         };
         store.restore(event, &restore).await.unwrap();
         // A second restore (another instance, an older view) changes nothing.
@@ -1073,6 +1180,11 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners() {
+        contract::behind(Arc::new(MemoryStore::new()), "behind").await;
+    }
+
+    #[tokio::test]
     async fn closing_and_selling_out_turn_the_line_away() {
         contract::turn_away(Arc::new(MemoryStore::new()), "turn").await;
     }
@@ -1249,6 +1361,14 @@ mod redis {
             assert!(lost.purge(&ev).await.unwrap() > 0);
         })
         .await;
+    }
+
+    /// A Redis that lost its latest writes (a failover to a lagging replica) gets the room's number floor.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::behind(Arc::new(store), &fresh_event("behind")).await;
     }
 
     /// Numbered marks go to the `seen` bitmaps (no session record rewritten); the contract's liveness edges hold.

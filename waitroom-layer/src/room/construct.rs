@@ -117,6 +117,7 @@ impl WaitingRoom {
             max_number: AtomicU64::new(0),
             restoring: tokio::sync::Mutex::new(()),
             pending_finishes: Mutex::new(std::collections::VecDeque::new()),
+            recent_finishes: Mutex::new(std::collections::VecDeque::new()),
         });
         let room = Self { inner };
         // Before the first request: the sessions finished while their tokens may still be valid (by other

@@ -277,10 +277,55 @@ impl WaitingRoom {
         self.inner.cache.invalidate(session);
         if r {
             self.inner.tokens.deny(session);
+            self.remember_finish(session, seats, now);
         }
         self.forget_active(session);
         self.refresh().await.ok();
         Ok(r)
+    }
+
+    /// Keeps a recorded finish for [`reapply_finishes`](Self::reapply_finishes).
+    fn remember_finish(&self, session: &str, seats: u32, now: u64) {
+        let keep_ms = self.inner.config.idle_timeout.as_millis() as u64;
+        let mut q = self
+            .inner
+            .recent_finishes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        while q
+            .front()
+            .is_some_and(|(_, _, at)| *at + keep_ms < now || q.len() >= MAX_PENDING_FINISHES)
+        {
+            q.pop_front();
+        }
+        q.push_back((session.to_owned(), seats, now));
+    }
+
+    /// Records again the finishes this instance made lately, for a store found behind its view: a finish the store
+    /// lost is applied again (the place frees, the session stays finished); one it kept changes nothing. Returns
+    /// how many it applied again.
+    pub(super) async fn reapply_finishes(&self) -> usize {
+        let recent: Vec<(String, u32)> = self
+            .inner
+            .recent_finishes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(s, n, _)| (s.clone(), *n))
+            .collect();
+        let now = self.now_ms();
+        let mut applied = 0;
+        for (session, seats) in recent {
+            if let Ok(true) = self
+                .inner
+                .store
+                .finish(self.event(), &session, seats, now)
+                .await
+            {
+                applied += 1;
+            }
+        }
+        applied
     }
 
     /// Whether `session` finished lately (within the idle timeout), through this room or through anything sharing

@@ -118,6 +118,10 @@ pub(crate) struct Inner {
     /// Finishes the store could not take yet (session, seats), oldest first, at most `MAX_PENDING_FINISHES`:
     /// retried in order before each tick until the store takes them (see `WaitingRoom::finish`).
     pending_finishes: Mutex<std::collections::VecDeque<(String, u32)>>,
+    /// The finishes this instance recorded lately (session, seats, when), oldest first, at most
+    /// `MAX_PENDING_FINISHES` and none older than the idle timeout: applied again to a store found behind this
+    /// instance's view (a failover that lost them), so their places free and they stay finished.
+    recent_finishes: Mutex<std::collections::VecDeque<(String, u32, u64)>>,
 }
 
 impl WaitingRoom {

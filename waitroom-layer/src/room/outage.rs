@@ -86,6 +86,30 @@ impl WaitingRoom {
     /// cookies ([`Store::reclaim`](crate::store::Store::reclaim), on their next poll). Another instance may have
     /// restored it already: the store keeps the first restore.
     pub(super) async fn restore_store(&self) -> Result<(), StoreError> {
+        self.restore(false).await
+    }
+
+    /// Gives the number floor back to a store that knows the on-sale but lost its latest writes: it answered
+    /// `store_last` as its highest number after this instance had seen `seen` (see "When the store forgets" in
+    /// [`crate::store`]).
+    pub(super) async fn restore_behind(
+        &self,
+        store_last: u64,
+        seen: u64,
+    ) -> Result<(), StoreError> {
+        tracing::warn!(
+            event = %self.event(),
+            store_last,
+            seen,
+            "the store is behind this instance's view (writes lost in a failover?); keeping the lost numbers for their owners"
+        );
+        self.observe(self.restore(true).await)?;
+        let reapplied = self.reapply_finishes().await;
+        tracing::info!(event = %self.event(), reapplied, "finishes this instance made lately applied again");
+        Ok(())
+    }
+
+    async fn restore(&self, behind: bool) -> Result<(), StoreError> {
         let _one = self.inner.restoring.lock().await;
         let snap = self.snapshot();
         let c = &self.inner.config;
@@ -101,6 +125,7 @@ impl WaitingRoom {
             now_ms: self.now_ms(),
             hold_ms,
             late_ms: hold_ms + c.abandon_after.as_millis() as u64,
+            behind,
         };
         self.inner.store.restore(self.event(), &restore).await?;
         self.inner.metrics.store_restores.inc();

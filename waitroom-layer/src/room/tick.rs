@@ -18,9 +18,18 @@ impl WaitingRoom {
     /// # Errors
     /// When the store cannot be reached; the last snapshot stays in force.
     pub async fn refresh(&self) -> Result<(), StoreError> {
-        let snap = self
+        // Every number noted before the read was given out by the store before it: a store that answers a lower
+        // `last_number` lost writes (a failover to a replica that lagged) and is given the floor back.
+        let seen = self.inner.max_number.load(Ordering::Relaxed);
+        let mut snap = self
             .call(|| self.inner.store.snapshot(self.event()))
             .await?;
+        if snap.last_number < seen {
+            self.restore_behind(snap.last_number, seen).await?;
+            snap = self
+                .call(|| self.inner.store.snapshot(self.event()))
+                .await?;
+        }
         let sold_out = snap.settings.sold_out();
         self.install_snapshot(snap);
         self.record_snapshot();

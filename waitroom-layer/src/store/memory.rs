@@ -133,6 +133,21 @@ impl Event {
         ev
     }
 
+    /// [`Store::restore`] of a store that knows the on-sale but lost its latest writes: numbers up to the room's
+    /// highest become holes for their owners, and those owners are taken back as after a restore.
+    fn raise_floor(&mut self, r: &Restore) {
+        if r.last_number <= self.last_number {
+            return;
+        }
+        let gap = (r.last_number - self.last_number).min(MAX_RECLAIM_GAP);
+        let hole: Arc<str> = Arc::from("");
+        self.line.extend((0..gap).map(|_| hole.clone()));
+        self.last_number += gap;
+        self.reclaim_upto = Some(self.last_number);
+        self.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
+        self.late_until_ms = r.now_ms.saturating_add(r.late_ms);
+    }
+
     /// [`Store::reclaim`]: the rules are in the store's module docs.
     fn reclaim(&mut self, c: &Reclaim) -> Option<Placement> {
         if let Some(p) = self.placement(&c.session) {
@@ -522,9 +537,16 @@ impl Store for MemoryStore {
 
     async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError> {
         let mut events = self.lock();
-        let ev = events
-            .entry(event.to_owned())
-            .or_insert_with(|| Event::restored(restore));
+        let ev = match events.entry(event.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let ev = e.into_mut();
+                if restore.behind {
+                    ev.raise_floor(restore);
+                }
+                ev
+            }
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(Event::restored(restore)),
+        };
         Ok(ev.settings.clone())
     }
 

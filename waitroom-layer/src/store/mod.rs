@@ -39,6 +39,14 @@
 //!    - a pre-queue mark (no number) before the draw: the session rejoins the pre-queue (the draw is random, so
 //!      nothing is lost).
 //!
+//!
+//! The same restore serves a store that **lost only its latest writes** (a failover to a replica that had not
+//! caught up; the durable embedded store after a crash): a room instance that has seen a higher number than the
+//! store's `last_number` (from its own joins or from a signed cookie, noted before it read the store) restores
+//! with [`Restore::behind`] set. The store keeps what it has and takes the room's number as a floor: the numbers it
+//! lost stay free for their owners (rule 2 takes them back), newcomers get numbers after them, so no two people
+//! ever share a number. Nobody is let in for the hold.
+//!
 //! What a restore does not bring back: accounts (an account's next join starts a new place), the sessions
 //! admitted but not finished (they keep passing on their tokens, but no longer count against the capacity, so up
 //! to one capacity more may be let in while their passes last), and the finishes written in the last moments
@@ -424,6 +432,12 @@ pub struct Restore {
     /// ahead of the line when it comes back ([`Store::reclaim`]); later it joins at the back, as an abandoned
     /// session would.
     pub late_ms: u64,
+    /// The store knows the on-sale but is behind this view: it gave out fewer numbers than the room has seen (a
+    /// failover to a replica that had not caught up). Only the number floor is applied: the numbers it lost
+    /// (`last_number` of the store `+ 1 ..=` [`last_number`](Self::last_number)) are kept free for their owners,
+    /// who are taken back from their cookies as after a full restore (the hold and the late window included); the
+    /// rest of the store is kept.
+    pub behind: bool,
 }
 
 /// A session the store may not know, asking for its place back ([`Store::reclaim`]).

@@ -65,9 +65,15 @@ pub async fn buy(Extension(admission): Extension<Admission>) -> String {
 /// One instance: a room over its own `RedisStore`, `/checkout/...` behind the room, `/checkout/buy` the order
 /// service (a `VerifyLayer` whose handler finishes the session through the finish header).
 pub async fn instance(s: &Setup<'_>) -> Instance {
+    // Short, so an outage is noticed at once; a cluster or Sentinel connect takes several round trips (the slot
+    // map, the sentinels' answer), so it gets longer on a loaded machine.
+    let timeout = match s.target {
+        RedisTarget::Server(_) => Duration::from_millis(300),
+        _ => Duration::from_millis(1_000),
+    };
     let store = RedisStore::builder(s.target.clone())
-        .timeout(Duration::from_millis(300))
-        .connect_timeout(Duration::from_millis(300))
+        .timeout(timeout)
+        .connect_timeout(timeout * 2)
         .connect()
         .await
         .unwrap();

@@ -261,7 +261,9 @@ impl Store for RedisStore {
             cmd.arg(v);
         }
         cmd.arg(r.now_ms.saturating_add(r.hold_ms))
-            .arg(r.now_ms.saturating_add(r.late_ms));
+            .arg(r.now_ms.saturating_add(r.late_ms))
+            .arg(u8::from(r.behind))
+            .arg(MAX_RECLAIM_GAP);
         settings(&array(self.run(&self.scripts.restore, &cmd).await?)?)
     }
 

@@ -1,4 +1,16 @@
-if redis.call('EXISTS', KM) == 1 then return settings(meta()) end
+if redis.call('EXISTS', KM) == 1 then
+  -- Known, but behind the room's view (a failover to a replica that lagged): the numbers it lost become holes
+  -- for their owners, who are taken back from their cookies as after a restore; no later join takes one.
+  local m = meta()
+  local last, floor = int(m.last), int(ARGV[10])
+  if ARGV[22] == '1' and floor > last then
+    local gap = math.min(floor - last, int(ARGV[23]))
+    push_holes(gap)
+    redis.call('HSET', KM, 'last', fmt(last + gap), 'rupto', fmt(last + gap), 'runtil', ARGV[20],
+      'rlate', ARGV[21])
+  end
+  return settings(meta())
+end
 -- Whatever is left of the on-sale's line goes: the line is rebuilt from the room's view and the reclaims.
 redis.call('DEL', KS, KL, KA, KC, KR, KP, KB)
 local served = int(ARGV[11])
