@@ -21,14 +21,8 @@ fn event(tag: &str) -> String {
 }
 
 async fn state_of(b: &reqwest::Client, url: &str) -> String {
-    let res = b
-        .get(format!("{url}/waitroom/status"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().as_u16() < 500, "{}", res.status());
-    res.headers()[STATE_HEADER].to_str().unwrap().to_owned()
+    let status = status_of(b, url).await;
+    status["state"].as_str().expect("a state").to_owned()
 }
 
 /// `room` (10-minute idle timeout, manual clock, no background task, plain-HTTP cookies) over `store`, guarding a
