@@ -102,15 +102,20 @@ fn forged(i: usize) -> String {
 
 /// Sends `GET /checkout` with `cookie` and says whether it reached the handler, and the session `Set-Cookie`.
 async fn checkout_with(s: &Site, cookie: &str) -> (StatusCode, String, Option<String>) {
+    let (status, body, lines) = checkout_lines(s, cookie).await;
+    (status, body, cookie_value(&lines, "waitroom_session"))
+}
+
+/// Sends `GET /checkout` with `cookie`; the status, the body and every `Set-Cookie` line.
+async fn checkout_lines(s: &Site, cookie: &str) -> (StatusCode, String, Vec<String>) {
     let res = client()
         .get(s.at("/checkout"))
         .header("cookie", cookie)
         .send()
         .await
         .unwrap();
-    let status = res.status();
-    let session = cookie_value(&set_cookies(&res), "waitroom_session");
-    (status, res.text().await.unwrap(), session)
+    let (status, lines) = (res.status(), set_cookies(&res));
+    (status, res.text().await.unwrap(), lines)
 }
 
 #[tokio::test]
@@ -325,44 +330,23 @@ async fn behind_https_the_cookies_are_host_prefixed_so_a_sibling_subdomain_canno
 
     // A sibling subdomain tosses it in under the plain name (`Domain=example.com`): the room does not read it; the
     // person gets a session of their own.
-    let res = client()
-        .get(s.at("/checkout"))
-        .header("cookie", format!("waitroom_session={attackers}"))
-        .send()
-        .await
-        .unwrap();
-    let own = cookie_value(&set_cookies(&res), "__Host-waitroom_session")
-        .expect("a session of the person's own");
+    let (_, _, lines) = checkout_lines(&s, &format!("waitroom_session={attackers}")).await;
+    let own =
+        cookie_value(&lines, "__Host-waitroom_session").expect("a session of the person's own");
     assert_ne!(
         own.split('.').next().unwrap(),
         attackers_id,
         "the tossed session was adopted"
     );
     // Beside the person's own `__Host-` cookie, the tossed one changes nothing.
-    let res = client()
-        .get(s.at("/checkout"))
-        .header(
-            "cookie",
-            format!("waitroom_session={attackers}; __Host-waitroom_session={own}"),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        cookie_value(&set_cookies(&res), "__Host-waitroom_session"),
-        None
-    );
+    let both = format!("waitroom_session={attackers}; __Host-waitroom_session={own}");
+    let (_, _, lines) = checkout_lines(&s, &both).await;
+    assert_eq!(cookie_value(&lines, "__Host-waitroom_session"), None);
 
     // Let in: the token cookie is `__Host-` too, and a default VerifyLayer reads both.
     s.room.tick_now().await.unwrap();
-    let res = client()
-        .get(s.at("/checkout"))
-        .header("cookie", format!("__Host-waitroom_session={own}"))
-        .send()
-        .await
-        .unwrap();
-    let lines = set_cookies(&res);
-    assert_eq!(res.text().await.unwrap(), "seat map");
+    let (_, body, lines) = checkout_lines(&s, &format!("__Host-waitroom_session={own}")).await;
+    assert_eq!(body, "seat map");
     let token = cookie_value(&lines, "__Host-waitroom_token").expect("a __Host- token cookie");
     let res = client()
         .get(s.at("/checkout/order"))

@@ -21,23 +21,18 @@ fn event(tag: &str) -> String {
 }
 
 async fn state_of(b: &reqwest::Client, url: &str) -> String {
-    let res = b
-        .get(format!("{url}/waitroom/status"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().as_u16() < 500, "{}", res.status());
-    res.headers()[STATE_HEADER].to_str().unwrap().to_owned()
+    let status = status_of(b, url).await;
+    status["state"].as_str().expect("a state").to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_finish_made_while_redis_is_down_is_kept_and_frees_the_place_once_redis_is_back() {
-    let mut server = RedisServer::start();
-    let store = RedisStore::connect(server.url()).await.unwrap();
-    let clock = ManualClock::starting_now();
-    let room = WaitingRoom::builder(event("finish-outage"))
-        .capacity(1)
+/// `room` (10-minute idle timeout, manual clock, no background task, plain-HTTP cookies) over `store`, guarding a
+/// seat map at `/checkout` and a payment at `/checkout/buy` that finishes the session; served on a free port.
+async fn checkout(
+    room: waitroom_layer::RoomBuilder,
+    store: RedisStore,
+    clock: &ManualClock,
+) -> (WaitingRoom, String) {
+    let room = room
         .idle_timeout(Duration::from_secs(600))
         .clock(Arc::new(clock.clone()))
         .background(false)
@@ -57,7 +52,16 @@ async fn a_finish_made_while_redis_is_down_is_kept_and_frees_the_place_once_redi
             post(|| async { ([(FINISH_HEADER, "finish")], "bought") }),
         )
         .layer(layer);
-    let url = serve(app).await;
+    (room, serve(app).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_made_while_redis_is_down_is_kept_and_frees_the_place_once_redis_is_back() {
+    let mut server = RedisServer::start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder(event("finish-outage")).capacity(1);
+    let (room, url) = checkout(room, store, &clock).await;
 
     let a = browser();
     let b = browser();
@@ -160,27 +164,8 @@ async fn a_redis_that_restarts_empty_mid_sale_gives_everyone_their_place_back_an
     let poll = Duration::from_secs(2);
     let room = WaitingRoom::builder(ev.clone())
         .capacity(2)
-        .poll_interval(poll)
-        .idle_timeout(Duration::from_secs(600))
-        .clock(Arc::new(clock.clone()))
-        .background(false)
-        .secure_cookies(false)
-        .store(store.clone())
-        .build()
-        .await
-        .unwrap();
-    let layer = WaitingRoomLayer::builder(room.clone())
-        .protect_prefix("/checkout")
-        .build()
-        .unwrap();
-    let app = Router::new()
-        .route("/checkout", get(|| async { "seat map" }))
-        .route(
-            "/checkout/buy",
-            post(|| async { ([(FINISH_HEADER, "finish")], "bought") }),
-        )
-        .layer(layer);
-    let url = serve(app).await;
+        .poll_interval(poll);
+    let (room, url) = checkout(room, store.clone(), &clock).await;
 
     // Eight people join in order; two go in and take the seat map.
     let people: Vec<reqwest::Client> = (0..8).map(|_| browser()).collect();

@@ -1107,6 +1107,201 @@ mod contract {
         assert_eq!((snap.served, snap.last_number), (11, 11));
     }
 
+    /// What happens after a store forgot the on-sale, in random order.
+    #[derive(Debug, Clone)]
+    pub enum After {
+        /// Person `i` of the line before the loss polls with its cookie's number.
+        Reclaim(usize),
+        /// Newcomer `k` joins.
+        Join(usize),
+        Tick,
+        Advance(u64),
+        /// The `k`-th admitted session (of those admitted so far) finishes.
+        Finish(usize),
+    }
+
+    pub fn after_strategy() -> impl proptest::strategy::Strategy<Value = (u64, Vec<After>)> {
+        use proptest::prelude::*;
+        let op = prop_oneof![
+            5 => (0usize..10).prop_map(After::Reclaim),
+            2 => (0usize..6).prop_map(After::Join),
+            3 => Just(After::Tick),
+            2 => (0u64..8_000).prop_map(After::Advance),
+            2 => (0usize..10).prop_map(After::Finish),
+        ];
+        (1u64..4, proptest::collection::vec(op, 1..60))
+    }
+
+    /// The rules of "When the store forgets" over random interleavings: ten people in line, `capacity` let in, the
+    /// store forgets, is restored, and then people come back (or not), newcomers join, the door ticks, time passes.
+    /// Checked after every step: no number held twice; a person taken back holds its cookie's number; newcomers
+    /// queue after every number given; nobody is let in during the hold; `served` never moves back; someone taken
+    /// back after the head passed them goes before anyone in line; nobody waiting is left behind the head.
+    pub async fn after_forgetting<F, Fut>(
+        store: Arc<dyn Store>,
+        event: &str,
+        capacity: u64,
+        ops: &[After],
+        lose: F,
+    ) where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 1_000_000u64;
+        let old = |i: usize| format!("old-{i:02}-abcdefghijklmn");
+        let new = |k: usize| format!("new-{k:02}-abcdefghijklmn");
+        store
+            .init(event, &settings(capacity, false, None))
+            .await
+            .unwrap();
+        for i in 0..10 {
+            let j = Join {
+                session: old(i),
+                account: None,
+                now_ms: t0,
+                draw_key: 0,
+            };
+            assert_eq!(
+                store.join(event, &j).await.unwrap().number,
+                Some(i as u64 + 1)
+            );
+        }
+        let mut admitted: Vec<String> = store.tick(event, &tick_at(t0)).await.unwrap().admitted;
+        let before = store.snapshot(event).await.unwrap();
+        lose().await;
+        let t1 = t0 + 30_000;
+        let (hold, late) = (5_000u64, 20_000u64);
+        store
+            .restore(
+                event,
+                &Restore {
+                    settings: before.settings.clone(),
+                    drawn: true,
+                    last_number: before.last_number,
+                    served: before.served,
+                    counters: before.counters,
+                    now_ms: t1,
+                    hold_ms: hold,
+                    late_ms: late,
+                },
+            )
+            .await
+            .unwrap();
+        let mut now = t1;
+        let mut served = before.served;
+        let mut top = before.last_number;
+        // Sessions taken back after the head had passed their number (they go first).
+        let mut passed: HashSet<String> = HashSet::new();
+        let mut sessions: Vec<String> = Vec::new();
+        for op in ops {
+            match op {
+                After::Reclaim(i) => {
+                    let s = old(*i);
+                    let n = *i as u64 + 1;
+                    let known = store.lookup(event, &s).await.unwrap();
+                    let r = Reclaim {
+                        session: s.clone(),
+                        number: Some(n),
+                        now_ms: now,
+                        draw_key: 0,
+                    };
+                    let got = store.reclaim(event, &r).await.unwrap();
+                    match (&known, &got) {
+                        (Some(k), g) => {
+                            assert_eq!(g.as_ref(), Some(k), "idempotent for a known session")
+                        }
+                        (None, Some(p)) => {
+                            assert_eq!(
+                                (p.state, p.number),
+                                (SessionState::Waiting, Some(n)),
+                                "at its number"
+                            );
+                            if n <= served {
+                                assert!(
+                                    now <= t1 + late,
+                                    "a passed number taken back after the late window"
+                                );
+                                passed.insert(s.clone());
+                            }
+                            top = top.max(n);
+                            sessions.push(s);
+                        }
+                        (None, None) => assert!(
+                            n <= served && now > t1 + late,
+                            "{s} (number {n}) not taken back with the head at {served}"
+                        ),
+                    }
+                }
+                After::Join(k) => {
+                    let s = new(*k);
+                    let known = store.lookup(event, &s).await.unwrap();
+                    let j = Join {
+                        session: s.clone(),
+                        account: None,
+                        now_ms: now,
+                        draw_key: 0,
+                    };
+                    let p = store.join(event, &j).await.unwrap();
+                    if known.is_none() {
+                        let n = p.number.expect("a number");
+                        assert!(n > top, "newcomer {n} not after every number given ({top})");
+                        top = n;
+                        sessions.push(s);
+                    }
+                }
+                After::Advance(ms) => now += ms,
+                After::Finish(k) => {
+                    if let Some(s) = admitted.get(*k) {
+                        store.finish(event, s, 0, now).await.unwrap();
+                    }
+                }
+                After::Tick => {
+                    let r = store.tick(event, &tick_at(now)).await.unwrap();
+                    if now < t1 + hold {
+                        assert!(
+                            r.admitted.is_empty() && r.abandoned.is_empty(),
+                            "let in during the hold"
+                        );
+                    }
+                    let after = store.snapshot(event).await.unwrap();
+                    assert!(after.served >= served, "served moved back");
+                    let from_line = r
+                        .admitted
+                        .iter()
+                        .chain(&r.abandoned)
+                        .any(|s| !passed.contains(s));
+                    for s in r.admitted.iter().chain(&r.abandoned) {
+                        passed.remove(s);
+                    }
+                    if from_line {
+                        assert!(passed.is_empty(), "the line went before {passed:?}");
+                    }
+                    served = after.served;
+                    admitted.extend(r.admitted);
+                }
+            }
+            // Nobody waiting behind the head but those taken back after it passed; no number held twice.
+            let mut held: HashMap<u64, String> = HashMap::new();
+            for s in &sessions {
+                let p = store.lookup(event, s).await.unwrap().expect("known");
+                if let Some(n) = p.number
+                    && p.state == SessionState::Waiting
+                {
+                    assert!(
+                        n > served || passed.contains(s),
+                        "{s} ({n}) left behind the head at {served}"
+                    );
+                }
+                if let Some(n) = p.number
+                    && let Some(other) = held.insert(n, s.clone())
+                {
+                    panic!("number {n} held by {other} and {s}");
+                }
+            }
+        }
+    }
+
     pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
         use proptest::prelude::*;
         let op = prop_oneof![
@@ -1151,6 +1346,18 @@ mod memory {
                 let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
                 store.init("ev", &contract::settings(capacity, false, None)).await.unwrap();
                 contract::run(store, "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+
+        #[test]
+        fn after_the_store_forgets_people_come_back_at_their_numbers((capacity, ops) in contract::after_strategy()) {
+            rt().block_on(async move {
+                let store = MemoryStore::new();
+                let lost = store.clone();
+                contract::after_forgetting(Arc::new(store), "forgets", capacity, &ops, || async move {
+                    assert!(lost.purge("forgets"));
+                })
+                .await;
             });
         }
 
@@ -1269,6 +1476,46 @@ mod redis {
                     .await
                     .unwrap();
                 contract::run(store, &event, capacity, 1_000_000, &ops).await;
+            });
+            Ok(())
+        });
+        drop(server);
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+
+    /// The rules of a store that forgets, over random interleavings, against Redis (the loss: the on-sale's keys
+    /// deleted).
+    #[test]
+    fn after_the_store_forgets_people_come_back_at_their_numbers() {
+        let server = RedisServer::from_env_or_start();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let store = rt.block_on(RedisStore::connect(server.url())).unwrap();
+        let mut runner = TestRunner::new(Config {
+            cases: cases(),
+            ..Config::default()
+        });
+        let result = runner.run(&contract::after_strategy(), |(capacity, ops)| {
+            let store = store.clone();
+            rt.block_on(async move {
+                let event = fresh_event("forgets");
+                let lost = store.clone();
+                let ev = event.clone();
+                contract::after_forgetting(
+                    Arc::new(store),
+                    &event,
+                    capacity,
+                    &ops,
+                    || async move {
+                        lost.purge(&ev).await.unwrap();
+                    },
+                )
+                .await;
             });
             Ok(())
         });
