@@ -29,13 +29,15 @@
 //! `.route_service("/waitroom/{*rest}", waitroom.endpoints())`.
 //!
 //! # What a browser sees
-//! - First request to a protected path: a session cookie (`waitroom_session`, HttpOnly, SameSite=Lax, Secure by
-//!   default, Path=/) and the holding page with its place in line. The cookie is `<session>.<mark>.<hmac>`,
+//! - First request to a protected path: a session cookie (`__Host-waitroom_session` behind HTTPS, the default:
+//!   HttpOnly, SameSite=Lax, Secure, Path=/, no Domain, so a sibling subdomain cannot set one;
+//!   `waitroom_session` with `secure_cookies(false)`; see [`RoomBuilder::cookie_prefix`]) and the holding page
+//!   with its place in line. The cookie is `<session>.<mark>.<hmac>`,
 //!   signed with the room's cookie secret (HMAC-SHA256, checked in constant time); a forged or garbled one is no
 //!   cookie at all. It carries the line number (or `p` while in the pre-queue), so a poll is answered from memory.
 //! - The page polls `GET {base}/status` (JSON) every `refresh_seconds` with jitter; without JavaScript it
 //!   refreshes itself. When the session is let in, the poll claims the place, sets the admission token cookie
-//!   (`waitroom_token`, a JWT signed by the room, lifetime = the idle timeout) and the page goes on to `next`.
+//!   (`__Host-waitroom_token`, a JWT signed by the room, lifetime = the idle timeout) and the page goes on to `next`.
 //! - With a valid token for its own session a request passes to the inner service. The room counts it as
 //!   activity (batched) and re-issues the token once more than half its life is gone.
 //! - When the inner response carries `Waitroom-Command: finish; seats=<n>` (what the verify crate's
@@ -98,6 +100,14 @@
 //! path without a valid token is held by default, on the holding page ([`StoreOutage::FailClosed`]). [`RoomBuilder::store_outage`] with
 //! [`StoreOutage::FailOpen`] lets such requests through to the inner service instead, which **unprotects the
 //! checkout for the outage**; it ends by itself when the store answers again.
+//!
+//! # When the store forgets
+//! A store that answers but no longer knows the on-sale ([`StoreError::Forgotten`]: a Redis restarted without
+//! persistence, a fresh replica) is given it back at the next call, from the room's last snapshot (settings in
+//! force, the line's numbers, the counters): nobody is let in for one poll interval (+20 % jitter, +1 s) while the
+//! people in line come back with the number in their signed cookie and take it again; newcomers get numbers after
+//! everyone's; then the door resumes in order. No 503 for it. The rules are in [`store`] ("When the store
+//! forgets"); `tests/redis_faults.rs` kills a real Redis mid-sale and checks them over HTTP.
 //!
 //! # A per-client cap on joins with `tower_governor`
 //! The room holds one place per session (and per account with [`WaitingRoomLayerBuilder::account_key`]), but a

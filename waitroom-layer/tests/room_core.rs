@@ -259,6 +259,22 @@ impl Store for Counting {
         self.bump();
         self.inner.update(e, c).await
     }
+    async fn restore(
+        &self,
+        e: &str,
+        r: &waitroom_layer::store::Restore,
+    ) -> Result<Settings, StoreError> {
+        self.bump();
+        self.inner.restore(e, r).await
+    }
+    async fn reclaim(
+        &self,
+        e: &str,
+        r: &waitroom_layer::store::Reclaim,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.bump();
+        self.inner.reclaim(e, r).await
+    }
 }
 
 /// A room of capacity 1 over a store that counts its calls, with `n` sessions joined in order (no background task).

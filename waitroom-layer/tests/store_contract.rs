@@ -1109,6 +1109,530 @@ mod contract {
         assert_eq!(p.unwrap().state, SessionState::Abandoned);
     }
 
+    /// A store that lost only its latest writes (a failover to a lagging replica): numbers 4 to 6 were given out
+    /// and lost. A restore with `behind` keeps what the store has, makes the lost numbers free for their owners,
+    /// and gives newcomers numbers after them; the owners are taken back; nobody is let in during the hold; an older
+    /// view changes nothing.
+    pub async fn behind(store: Arc<dyn Store>, event: &str) {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 2_000_000u64;
+        let s = |i: u64| format!("behind-{i:02}-abcdefghijkl");
+        store.init(event, &settings(1, false, None)).await.unwrap();
+        for i in 1..=3 {
+            let join = Join {
+                session: s(i),
+                account: None,
+                now_ms: t0,
+                draw_key: i,
+            };
+            assert_eq!(store.join(event, &join).await.unwrap().number, Some(i));
+        }
+        assert_eq!(
+            store.tick(event, &tick_at(t0)).await.unwrap().admitted,
+            vec![s(1)]
+        );
+        let before = store.snapshot(event).await.unwrap();
+        assert_eq!((before.served, before.last_number), (1, 3));
+        let (hold, late) = (5_000, 20_000);
+        let restore = Restore {
+            settings: before.settings.clone(),
+            drawn: before.drawn,
+            last_number: 6,
+            served: before.served,
+            counters: before.counters,
+            now_ms: t0 + 1,
+            hold_ms: hold,
+            late_ms: late,
+            behind: true,
+        };
+        store.restore(event, &restore).await.unwrap();
+        // An older view from another instance changes nothing.
+        let older = Restore {
+            last_number: 5,
+            ..restore.clone()
+        };
+        store.restore(event, &older).await.unwrap();
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (
+                snap.served,
+                snap.last_number,
+                snap.reclaim_upto,
+                snap.active
+            ),
+            (1, 6, Some(6), 1),
+            "the floor is the room's, the rest is the store's"
+        );
+        // The store's own sessions are where they were.
+        let p2 = store.lookup(event, &s(2)).await.unwrap().unwrap();
+        assert_eq!((p2.state, p2.number), (SessionState::Waiting, Some(2)));
+        // A newcomer joins behind the lost numbers; their owners come back to them.
+        let newcomer = Join {
+            session: s(7),
+            account: None,
+            now_ms: t0 + 2,
+            draw_key: 7,
+        };
+        assert_eq!(store.join(event, &newcomer).await.unwrap().number, Some(7));
+        let reclaim = |i: u64| Reclaim {
+            session: s(i),
+            number: Some(i),
+            now_ms: t0 + 3,
+            draw_key: i,
+        };
+        for i in [5, 4] {
+            let p = store.reclaim(event, &reclaim(i)).await.unwrap().unwrap();
+            assert_eq!((p.state, p.number), (SessionState::Waiting, Some(i)));
+        }
+        // Someone else asking for a number held is not given it.
+        let thief = Reclaim {
+            session: s(40),
+            number: Some(5),
+            now_ms: t0 + 3,
+            draw_key: 40,
+        };
+        assert_eq!(store.reclaim(event, &thief).await.unwrap(), None);
+        // The door waits out the hold, then goes on in order (6 never came back: passed over).
+        assert!(store.finish(event, &s(1), 1, t0 + 4).await.unwrap());
+        assert!(
+            store
+                .tick(event, &tick_at(t0 + 5))
+                .await
+                .unwrap()
+                .admitted
+                .is_empty()
+        );
+        let mut order = Vec::new();
+        let mut now = t0 + 1 + hold + 1;
+        for _ in 0..6 {
+            let r = store.tick(event, &tick_at(now)).await.unwrap();
+            for a in &r.admitted {
+                order.push(a.clone());
+                assert!(store.finish(event, a, 1, now).await.unwrap());
+            }
+            now += 1;
+        }
+        assert_eq!(order, vec![s(2), s(3), s(4), s(5), s(7)]);
+    }
+
+    /// A store that forgets the on-sale ("When the store forgets" in the store docs): restored from the room's
+    /// last view, it takes people back at their numbers, lets newcomers in behind the highest number given, lets
+    /// nobody in during the hold, skips numbers nobody came back for, takes a passed number back ahead of the line
+    /// within the late window only, never gives a number twice and never moves `served` back.
+    pub async fn forgetting<F, Fut>(store: Arc<dyn Store>, event: &str, lose: F)
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 1_000_000u64;
+        let s = |i: u64| format!("forget-{i:02}-abcdefghijkl");
+        store.init(event, &settings(2, false, None)).await.unwrap();
+        for i in 1..=6 {
+            let p = store
+                .join(
+                    event,
+                    &Join {
+                        session: s(i),
+                        account: None,
+                        now_ms: t0,
+                        draw_key: i,
+                    },
+                )
+                .await
+                .unwrap();
+            assert_eq!(p.number, Some(i));
+        }
+        let r = store.tick(event, &tick_at(t0)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(1), s(2)]);
+        let before = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (before.served, before.last_number, before.reclaim_upto),
+            (2, 6, None)
+        );
+
+        lose().await;
+        let e = store.snapshot(event).await.unwrap_err();
+        assert!(e.is_forgotten(), "{e}");
+        let reclaim = |i: u64, n: Option<u64>, now: u64| Reclaim {
+            session: s(i),
+            number: n,
+            now_ms: now,
+            draw_key: i,
+        };
+        // Before a restore, nothing is taken back (the store does not know the on-sale).
+        assert!(
+            store
+                .reclaim(event, &reclaim(4, Some(4), t0))
+                .await
+                .unwrap_err()
+                .is_forgotten()
+        );
+
+        let t1 = t0 + 60_000;
+        let (hold, late) = (5_000, 20_000);
+        let restore = Restore {
+            settings: before.settings.clone(),
+            drawn: before.drawn,
+            last_number: before.last_number,
+            served: before.served,
+            counters: before.counters,
+            now_ms: t1,
+            hold_ms: hold,
+            late_ms: late,
+            behind: false,
+        };
+        store.restore(event, &restore).await.unwrap();
+        // A second restore (another instance, an older view) changes nothing.
+        let stale = Restore {
+            last_number: 3,
+            served: 0,
+            ..restore.clone()
+        };
+        store.restore(event, &stale).await.unwrap();
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (snap.served, snap.last_number, snap.reclaim_upto),
+            (2, 6, Some(6))
+        );
+        assert_eq!(snap.counters, before.counters, "the counters go on");
+
+        // A newcomer joins behind every number given before the loss.
+        let newcomer = store
+            .join(
+                event,
+                &Join {
+                    session: s(20),
+                    account: None,
+                    now_ms: t1,
+                    draw_key: 20,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(newcomer.number, Some(7));
+        // People come back with their numbers; idempotent; a number someone holds is not given again.
+        let p5 = store
+            .reclaim(event, &reclaim(5, Some(5), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((p5.state, p5.number), (SessionState::Waiting, Some(5)));
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(5, Some(5), t1))
+                .await
+                .unwrap(),
+            Some(p5.clone())
+        );
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(21, Some(5), t1))
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(21, Some(7), t1))
+                .await
+                .unwrap(),
+            None,
+            "the newcomer's"
+        );
+        assert_eq!(
+            store.lookup(event, &s(21)).await.unwrap(),
+            None,
+            "nothing written"
+        );
+        let p4 = store
+            .reclaim(event, &reclaim(4, Some(4), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(p4.number, Some(4));
+        // A number given just before the loss that the room's view had not seen: taken, and the next join is after it.
+        let p10 = store
+            .reclaim(event, &reclaim(10, Some(10), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(p10.number, Some(10));
+        let after = store
+            .join(
+                event,
+                &Join {
+                    session: s(22),
+                    account: None,
+                    now_ms: t1,
+                    draw_key: 22,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(after.number, Some(11));
+        // A session the store knows is never put back in line (a join's place stays what it is).
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(20, Some(3), t1))
+                .await
+                .unwrap(),
+            Some(newcomer.clone())
+        );
+
+        // Nobody goes in during the hold, whatever the capacity.
+        let r = store.tick(event, &tick_at(t1 + hold - 1)).await.unwrap();
+        assert!(r.admitted.is_empty() && r.abandoned.is_empty(), "{r:?}");
+        // Then the head resumes in order: number 3 (nobody came back for it yet) is passed over, 4 and 5 go in.
+        let t2 = t1 + hold;
+        let r = store.tick(event, &tick_at(t2)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(4), s(5)]);
+        assert!(r.abandoned.is_empty(), "a free number is nobody to abandon");
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(snap.served, 5);
+        // 3 comes back late (within the late window): it goes ahead of everyone still in line.
+        let p3 = store
+            .reclaim(event, &reclaim(3, Some(3), t2))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((p3.state, p3.number), (SessionState::Waiting, Some(3)));
+        // 1 and 2 were let in before the loss: after the late window they are not taken back.
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(2, Some(2), t1 + late + 1))
+                .await
+                .unwrap(),
+            None
+        );
+        assert!(store.finish(event, &s(4), 1, t2).await.unwrap());
+        assert!(store.finish(event, &s(5), 1, t2).await.unwrap());
+        let r = store.tick(event, &tick_at(t2 + 1)).await.unwrap();
+        assert_eq!(
+            r.admitted,
+            vec![s(3), s(20)],
+            "the passed number first, then the line"
+        );
+        assert_eq!(
+            store.snapshot(event).await.unwrap().served,
+            7,
+            "served never moves back"
+        );
+        // Every number is held once.
+        let mut held = HashMap::new();
+        for i in (1..=22).filter(|i| *i <= 6 || *i >= 10) {
+            if let Some(p) = store.lookup(event, &s(i)).await.unwrap()
+                && let Some(n) = p.number
+            {
+                assert!(held.insert(n, i).is_none(), "number {n} held twice");
+            }
+        }
+        // The rest of the line: 10 and 11, numbers 8 and 9 passed over.
+        assert!(store.finish(event, &s(3), 0, t2 + 2).await.unwrap());
+        assert!(store.finish(event, &s(20), 0, t2 + 2).await.unwrap());
+        let r = store.tick(event, &tick_at(t2 + 3)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(10), s(22)]);
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!((snap.served, snap.last_number), (11, 11));
+    }
+
+    /// What happens after a store forgot the on-sale, in random order.
+    #[derive(Debug, Clone)]
+    pub enum After {
+        /// Person `i` of the line before the loss polls with its cookie's number.
+        Reclaim(usize),
+        /// Newcomer `k` joins.
+        Join(usize),
+        Tick,
+        Advance(u64),
+        /// The `k`-th admitted session (of those admitted so far) finishes.
+        Finish(usize),
+    }
+
+    pub fn after_strategy() -> impl proptest::strategy::Strategy<Value = (u64, Vec<After>)> {
+        use proptest::prelude::*;
+        let op = prop_oneof![
+            5 => (0usize..10).prop_map(After::Reclaim),
+            2 => (0usize..6).prop_map(After::Join),
+            3 => Just(After::Tick),
+            2 => (0u64..8_000).prop_map(After::Advance),
+            2 => (0usize..10).prop_map(After::Finish),
+        ];
+        (1u64..4, proptest::collection::vec(op, 1..60))
+    }
+
+    /// The rules of "When the store forgets" over random interleavings: ten people in line, `capacity` let in, the
+    /// store forgets, is restored, and then people come back (or not), newcomers join, the door ticks, time passes.
+    /// Checked after every step: no number held twice; a person taken back holds its cookie's number; newcomers
+    /// queue after every number given; nobody is let in during the hold; `served` never moves back; someone taken
+    /// back after the head passed them goes before anyone in line; nobody waiting is left behind the head.
+    pub async fn after_forgetting<F, Fut>(
+        store: Arc<dyn Store>,
+        event: &str,
+        capacity: u64,
+        ops: &[After],
+        lose: F,
+    ) where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 1_000_000u64;
+        let old = |i: usize| format!("old-{i:02}-abcdefghijklmn");
+        let new = |k: usize| format!("new-{k:02}-abcdefghijklmn");
+        store
+            .init(event, &settings(capacity, false, None))
+            .await
+            .unwrap();
+        for i in 0..10 {
+            let j = Join {
+                session: old(i),
+                account: None,
+                now_ms: t0,
+                draw_key: 0,
+            };
+            assert_eq!(
+                store.join(event, &j).await.unwrap().number,
+                Some(i as u64 + 1)
+            );
+        }
+        let mut admitted: Vec<String> = store.tick(event, &tick_at(t0)).await.unwrap().admitted;
+        let before = store.snapshot(event).await.unwrap();
+        lose().await;
+        let t1 = t0 + 30_000;
+        let (hold, late) = (5_000u64, 20_000u64);
+        store
+            .restore(
+                event,
+                &Restore {
+                    settings: before.settings.clone(),
+                    drawn: true,
+                    last_number: before.last_number,
+                    served: before.served,
+                    counters: before.counters,
+                    now_ms: t1,
+                    hold_ms: hold,
+                    late_ms: late,
+                    behind: false,
+                },
+            )
+            .await
+            .unwrap();
+        let mut now = t1;
+        let mut served = before.served;
+        let mut top = before.last_number;
+        // Sessions taken back after the head had passed their number (they go first).
+        let mut passed: HashSet<String> = HashSet::new();
+        let mut sessions: Vec<String> = Vec::new();
+        for op in ops {
+            match op {
+                After::Reclaim(i) => {
+                    let s = old(*i);
+                    let n = *i as u64 + 1;
+                    let known = store.lookup(event, &s).await.unwrap();
+                    let r = Reclaim {
+                        session: s.clone(),
+                        number: Some(n),
+                        now_ms: now,
+                        draw_key: 0,
+                    };
+                    let got = store.reclaim(event, &r).await.unwrap();
+                    match (&known, &got) {
+                        (Some(k), g) => {
+                            assert_eq!(g.as_ref(), Some(k), "idempotent for a known session")
+                        }
+                        (None, Some(p)) => {
+                            assert_eq!(
+                                (p.state, p.number),
+                                (SessionState::Waiting, Some(n)),
+                                "at its number"
+                            );
+                            if n <= served {
+                                assert!(
+                                    now <= t1 + late,
+                                    "a passed number taken back after the late window"
+                                );
+                                passed.insert(s.clone());
+                            }
+                            top = top.max(n);
+                            sessions.push(s);
+                        }
+                        (None, None) => assert!(
+                            n <= served && now > t1 + late,
+                            "{s} (number {n}) not taken back with the head at {served}"
+                        ),
+                    }
+                }
+                After::Join(k) => {
+                    let s = new(*k);
+                    let known = store.lookup(event, &s).await.unwrap();
+                    let j = Join {
+                        session: s.clone(),
+                        account: None,
+                        now_ms: now,
+                        draw_key: 0,
+                    };
+                    let p = store.join(event, &j).await.unwrap();
+                    if known.is_none() {
+                        let n = p.number.expect("a number");
+                        assert!(n > top, "newcomer {n} not after every number given ({top})");
+                        top = n;
+                        sessions.push(s);
+                    }
+                }
+                After::Advance(ms) => now += ms,
+                After::Finish(k) => {
+                    if let Some(s) = admitted.get(*k) {
+                        store.finish(event, s, 0, now).await.unwrap();
+                    }
+                }
+                After::Tick => {
+                    let r = store.tick(event, &tick_at(now)).await.unwrap();
+                    if now < t1 + hold {
+                        assert!(
+                            r.admitted.is_empty() && r.missed.is_empty(),
+                            "let in during the hold"
+                        );
+                    }
+                    let after = store.snapshot(event).await.unwrap();
+                    assert!(after.served >= served, "served moved back");
+                    // Taken from the head: let in, or missed (away when taken; it keeps its turn for the window).
+                    let from_line = r
+                        .admitted
+                        .iter()
+                        .chain(&r.missed)
+                        .any(|s| !passed.contains(s));
+                    for s in r.admitted.iter().chain(&r.missed) {
+                        passed.remove(s);
+                    }
+                    if from_line {
+                        assert!(passed.is_empty(), "the line went before {passed:?}");
+                    }
+                    served = after.served;
+                    admitted.extend(r.admitted);
+                }
+            }
+            // Nobody waiting behind the head but those taken back after it passed; no number held twice.
+            let mut held: HashMap<u64, String> = HashMap::new();
+            for s in &sessions {
+                let p = store.lookup(event, s).await.unwrap().expect("known");
+                if let Some(n) = p.number
+                    && p.state == SessionState::Waiting
+                {
+                    assert!(
+                        n > served || passed.contains(s),
+                        "{s} ({n}) left behind the head at {served}"
+                    );
+                }
+                if let Some(n) = p.number
+                    && let Some(other) = held.insert(n, s.clone())
+                {
+                    panic!("number {n} held by {other} and {s}");
+                }
+            }
+        }
+    }
+
     pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
         use proptest::prelude::*;
         let op = prop_oneof![
@@ -1157,6 +1681,18 @@ mod memory {
         }
 
         #[test]
+        fn after_the_store_forgets_people_come_back_at_their_numbers((capacity, ops) in contract::after_strategy()) {
+            rt().block_on(async move {
+                let store = MemoryStore::new();
+                let lost = store.clone();
+                contract::after_forgetting(Arc::new(store), "forgets", capacity, &ops, || async move {
+                    assert!(lost.purge("forgets"));
+                })
+                .await;
+            });
+        }
+
+        #[test]
         fn draw_interleavings_keep_the_invariants(ops in contract::ops_strategy(), capacity in 1u64..5, opens in 0u64..60_000) {
             rt().block_on(async {
                 let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
@@ -1169,6 +1705,21 @@ mod memory {
     #[tokio::test]
     async fn liveness_marks_and_the_draw() {
         contract::liveness(Arc::new(MemoryStore::new()), "live").await;
+    }
+
+    #[tokio::test]
+    async fn a_store_that_forgets_takes_people_back_at_their_numbers() {
+        let store = MemoryStore::new();
+        let lost = store.clone();
+        contract::forgetting(Arc::new(store), "forget", || async move {
+            assert!(lost.purge("forget"));
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners() {
+        contract::behind(Arc::new(MemoryStore::new()), "behind").await;
     }
 
     #[tokio::test]
@@ -1270,6 +1821,46 @@ mod redis {
         }
     }
 
+    /// The rules of a store that forgets, over random interleavings, against Redis (the loss: the on-sale's keys
+    /// deleted).
+    #[test]
+    fn after_the_store_forgets_people_come_back_at_their_numbers() {
+        let server = RedisServer::from_env_or_start();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let store = rt.block_on(RedisStore::connect(server.url())).unwrap();
+        let mut runner = TestRunner::new(Config {
+            cases: cases(),
+            ..Config::default()
+        });
+        let result = runner.run(&contract::after_strategy(), |(capacity, ops)| {
+            let store = store.clone();
+            rt.block_on(async move {
+                let event = fresh_event("forgets");
+                let lost = store.clone();
+                let ev = event.clone();
+                contract::after_forgetting(
+                    Arc::new(store),
+                    &event,
+                    capacity,
+                    &ops,
+                    || async move {
+                        lost.purge(&ev).await.unwrap();
+                    },
+                )
+                .await;
+            });
+            Ok(())
+        });
+        drop(server);
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+
     #[test]
     fn fifo_interleavings_keep_the_invariants() {
         run_property(false);
@@ -1339,6 +1930,29 @@ mod redis {
         );
         assert_eq!(store.snapshot(&other).await.unwrap().served, 2);
         assert_eq!(store.purge(&glob).await.unwrap(), 0);
+    }
+
+    /// Redis forgets the on-sale (its keys go, as in a Redis restarted without persistence): the contract's rules
+    /// for restoring and taking people back hold.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_that_forgets_takes_people_back_at_their_numbers() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        let event = fresh_event("forget");
+        let lost = store.clone();
+        let ev = event.clone();
+        contract::forgetting(Arc::new(store), &event, || async move {
+            assert!(lost.purge(&ev).await.unwrap() > 0);
+        })
+        .await;
+    }
+
+    /// A Redis that lost its latest writes (a failover to a lagging replica) gets the room's number floor.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::behind(Arc::new(store), &fresh_event("behind")).await;
     }
 
     /// Numbered marks go to the `seen` bitmaps (no session record rewritten); the contract's liveness edges hold.
@@ -1581,6 +2195,20 @@ mod redis {
             change: &waitroom_layer::store::SettingsChange,
         ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
             self.pick().update(event, change).await
+        }
+        async fn restore(
+            &self,
+            event: &str,
+            restore: &waitroom_layer::store::Restore,
+        ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
+            self.pick().restore(event, restore).await
+        }
+        async fn reclaim(
+            &self,
+            event: &str,
+            reclaim: &waitroom_layer::store::Reclaim,
+        ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
+            self.pick().reclaim(event, reclaim).await
         }
     }
 }

@@ -105,6 +105,37 @@ pub(crate) struct PassConfig {
     pub(crate) secure_cookies: bool,
     pub(crate) cookie_names: CookieNames,
     pub(crate) session_cookie_max_age: Duration,
+    /// Prefix the names with `__Host-` (or `__Secure-` with a domain) when the cookies are secure.
+    pub(crate) cookie_prefix: bool,
+    /// The cookies' `Domain` attribute, if any (default none: host-only cookies).
+    pub(crate) cookie_domain: Option<String>,
+}
+
+impl PassConfig {
+    /// The cookie names in force: the configured names, prefixed `__Host-` behind HTTPS (secure cookies, no
+    /// domain), `__Secure-` with a domain, unchanged without `Secure`, with the prefix turned off, or when the
+    /// names carry one already.
+    pub(crate) fn effective_cookie_names(&self) -> CookieNames {
+        let prefix = match (
+            self.secure_cookies && self.cookie_prefix,
+            &self.cookie_domain,
+        ) {
+            (false, _) => "",
+            (true, None) => "__Host-",
+            (true, Some(_)) => "__Secure-",
+        };
+        let name = |n: &str| {
+            if n.starts_with("__Host-") || n.starts_with("__Secure-") {
+                n.to_owned()
+            } else {
+                format!("{prefix}{n}")
+            }
+        };
+        CookieNames {
+            session: name(&self.cookie_names.session),
+            token: name(&self.cookie_names.token),
+        }
+    }
 }
 
 impl std::fmt::Debug for PassConfig {
@@ -120,6 +151,8 @@ impl std::fmt::Debug for PassConfig {
             )
             .field("secure_cookies", &self.secure_cookies)
             .field("cookie_names", &self.cookie_names)
+            .field("cookie_prefix", &self.cookie_prefix)
+            .field("cookie_domain", &self.cookie_domain)
             .finish()
     }
 }
@@ -175,6 +208,8 @@ impl RoomBuilder {
                 secure_cookies: true,
                 cookie_names: CookieNames::default(),
                 session_cookie_max_age: Duration::from_secs(24 * 3600),
+                cookie_prefix: true,
+                cookie_domain: None,
             },
         }
     }
@@ -223,10 +258,35 @@ impl RoomBuilder {
         self
     }
 
-    /// The cookie names (default `waitroom_session` and `waitroom_token`; the order service's verifier must use
-    /// the same).
+    /// The cookie names (default `waitroom_session` and `waitroom_token`), before the prefix (see
+    /// [`cookie_prefix`](Self::cookie_prefix)). The order service's verifier must read the names in force:
+    /// [`WaitingRoom::cookie_names`](crate::WaitingRoom::cookie_names) (a default `VerifyLayer` also finds the
+    /// `__Host-` and `__Secure-` forms of its names).
     pub fn cookie_names(mut self, names: CookieNames) -> Self {
         self.pass.cookie_names = names;
+        self
+    }
+
+    /// Whether secure cookies get a name prefix (default true). Behind HTTPS (with
+    /// [`secure_cookies`](Self::secure_cookies), the default) the cookies are `__Host-waitroom_session` and
+    /// `__Host-waitroom_token`: a browser accepts a `__Host-` cookie only from the host itself, with `Secure`,
+    /// `Path=/` and no `Domain`, so a sibling subdomain (`blog.example.com` beside `shop.example.com`) or a plain
+    /// HTTP page cannot set one (cookie tossing), and the room reads only those names. With a
+    /// [`cookie_domain`](Self::cookie_domain) the prefix is `__Secure-` (a domain cookie cannot be `__Host-`: the
+    /// hosts of that domain can then set it too). Turn it off only to keep the plain names (a verifier that cannot
+    /// be configured, say); nothing else changes.
+    pub fn cookie_prefix(mut self, on: bool) -> Self {
+        self.pass.cookie_prefix = on;
+        self
+    }
+
+    /// Shares the cookies with every host of `domain` (`Domain=example.com`), for the rare app whose room and order
+    /// service live on different hosts of one domain and cannot route them through one host. Default: none, the
+    /// cookies are the host's alone (and `__Host-` behind HTTPS). With a domain, any host of that domain can set
+    /// cookies the room reads: the signature still refuses forged values, but a host that can run code can plant
+    /// a session of its own (session fixation). Prefer one host.
+    pub fn cookie_domain(mut self, domain: impl Into<String>) -> Self {
+        self.pass.cookie_domain = Some(domain.into());
         self
     }
 
@@ -448,6 +508,18 @@ impl RoomBuilder {
                 "cookie_names",
                 "names must be distinct RFC 6265 tokens of 1 to 64 characters",
             ));
+        }
+        if let Some(d) = &self.pass.cookie_domain {
+            let ok = !d.is_empty()
+                && d.len() <= 253
+                && d.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+            if !ok {
+                return Err(BuildError::invalid(
+                    "cookie_domain",
+                    format!("`{d}` is not a domain name (letters, digits, `.` and `-`)"),
+                ));
+            }
         }
         if self.pass.issuer.is_empty() {
             return Err(BuildError::invalid("issuer", "must not be empty"));

@@ -342,6 +342,7 @@ mod tests {
                 finished: freed,
                 ..Counters::default()
             },
+            reclaim_upto: None,
         }
     }
 

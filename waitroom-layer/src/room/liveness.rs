@@ -172,7 +172,9 @@ impl WaitingRoom {
             idle_timeout_ms: self.inner.config.idle_timeout.as_millis() as u64,
             abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
         };
-        let r = self.observe(self.inner.store.touch(self.event(), &touches).await);
+        let r = self
+            .call(|| self.inner.store.touch(self.event(), &touches))
+            .await;
         if r.is_err() {
             // Keep the marks for the next attempt: a store outage must not make people look abandoned.
             // Back into the shards, an equal part in each (the bound is per shard).

@@ -4,7 +4,8 @@
 //! - **This instance's counters**, kept in the room's one `Arc` and bumped with one atomic increment where the thing
 //!   happens: `waitroom_polls_total` (status polls), `waitroom_join_requests_total`, `waitroom_tokens_issued_total`,
 //!   `waitroom_token_refusals_total{reason}` (tokens the room refused on protected paths, by
-//!   [`Refusal::code`]), `waitroom_store_errors_total`. Sum them over instances: `sum(rate(...[1m]))`.
+//!   [`Refusal::code`]), `waitroom_store_errors_total`, `waitroom_store_restores_total` (a store that
+//!   forgot the on-sale, restored from this instance's view). Sum them over instances: `sum(rate(...[1m]))`.
 //! - **The room's figures**, read from [`WaitingRoom::stats`](crate::WaitingRoom::stats) at scrape time: the line, the door, the seats and the
 //!   store's running totals. They come from the shared store, so every instance reports the same value: aggregate
 //!   them with `max`, not `sum`.
@@ -40,6 +41,8 @@ pub(crate) struct RoomMetrics {
     pub(crate) joins: Counter,
     pub(crate) tokens_issued: Counter,
     pub(crate) store_errors: Counter,
+    /// Restores of a store that had forgotten the on-sale.
+    pub(crate) store_restores: Counter,
     /// Finishes kept because the store could not take them, waiting to be retried.
     pub(crate) finishes_pending: Gauge,
     /// Finishes given up because the queue of pending ones was full.
@@ -59,6 +62,7 @@ impl RoomMetrics {
             joins: Counter::default(),
             tokens_issued: Counter::default(),
             store_errors: Counter::default(),
+            store_restores: Counter::default(),
             finishes_pending: Gauge::default(),
             finishes_dropped: Counter::default(),
             refusals,
@@ -114,6 +118,11 @@ impl RoomMetrics {
             "store_errors",
             "Store calls that failed on this instance",
             self.store_errors.clone(),
+        );
+        r.register(
+            "store_restores",
+            "Times this instance restored an on-sale the store had forgotten (a Redis restarted without persistence)",
+            self.store_restores.clone(),
         );
         r.register(
             "finishes_pending",

@@ -18,15 +18,37 @@ impl WaitingRoom {
     /// # Errors
     /// When the store cannot be reached; the last snapshot stays in force.
     pub async fn refresh(&self) -> Result<(), StoreError> {
-        let snap = self.observe(self.inner.store.snapshot(self.event()).await)?;
+        // Every number noted before the read was given out by the store before it: a store that answers a lower
+        // `last_number` lost writes (a failover to a replica that lagged) and is given the floor back.
+        let seen = self.inner.max_number.load(Ordering::Relaxed);
+        let mut snap = self
+            .call(|| self.inner.store.snapshot(self.event()))
+            .await?;
+        if snap.last_number < seen {
+            self.restore_behind(snap.last_number, seen).await?;
+            snap = self
+                .call(|| self.inner.store.snapshot(self.event()))
+                .await?;
+        }
         let sold_out = snap.settings.sold_out();
-        self.inner.snap.store(Arc::new(snap));
+        self.install_snapshot(snap);
         self.record_snapshot();
         if sold_out && !self.inner.sold_out_reported.swap(true, Ordering::Relaxed) {
             tracing::info!(event = %self.event(), "sold out");
             self.emit(RoomEventKind::SoldOut);
         }
         Ok(())
+    }
+
+    /// Puts a fresh snapshot in force. When it says the store was restored after forgetting the on-sale (a new
+    /// `reclaim_upto`), what this instance remembers of places is dropped: those sessions are taken back from
+    /// their cookies at their next poll.
+    pub(super) fn install_snapshot(&self, snap: crate::store::Snapshot) {
+        let before = self.inner.snap.load().reclaim_upto;
+        if snap.reclaim_upto.is_some() && snap.reclaim_upto != before {
+            self.inner.cache.invalidate_all();
+        }
+        self.inner.snap.store(Arc::new(snap));
     }
 
     pub(super) async fn run_once(&self, force_flush: bool) -> Result<TickReport, StoreError> {
@@ -61,7 +83,9 @@ impl WaitingRoom {
             return_window_ms: self.inner.config.return_window.as_millis() as u64,
             max_scan: self.inner.config.max_scan_per_tick,
         };
-        let report = self.observe(self.inner.store.tick(self.event(), &tick).await);
+        let report = self
+            .call(|| self.inner.store.tick(self.event(), &tick))
+            .await;
         if let Ok(r) = &report {
             self.report_tick(r);
             for s in r

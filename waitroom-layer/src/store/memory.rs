@@ -1,13 +1,13 @@
 //! The embedded store: one process, zero set-up, the default.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
 use super::{
-    Counters, Join, Placement, Return, SessionState, Settings, SettingsChange, Snapshot, Store,
-    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    Counters, Join, MAX_RECLAIM_GAP, Placement, Reclaim, Restore, Return, SessionState, Settings,
+    SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 
@@ -32,11 +32,17 @@ impl MemoryStore {
         self.events.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Forgets the on-sale `event`, as a store that lost its data would (and to free its memory once it is
+    /// over). Returns whether it was known. A room still running it restores it ([`Store::restore`]).
+    pub fn purge(&self, event: &str) -> bool {
+        self.lock().remove(event).is_some()
+    }
+
     fn with_event<T>(&self, event: &str, f: impl FnOnce(&mut Event) -> T) -> Result<T, StoreError> {
         let mut events = self.lock();
         match events.get_mut(event) {
             Some(ev) => Ok(f(ev)),
-            None => Err(StoreError::unavailable(format!(
+            None => Err(StoreError::Forgotten(format!(
                 "on-sale `{event}` was not initialised"
             ))),
         }
@@ -65,13 +71,22 @@ struct Event {
     sessions: HashMap<Arc<str>, Rec>,
     accounts: HashMap<Box<str>, Arc<str>>,
     prequeue: Vec<(u64, Arc<str>)>,
-    /// Sessions with numbers `served + 1 ..= last_number`, front first.
+    /// Sessions with numbers `served + 1 ..= last_number`, front first; an empty id is a number kept free for
+    /// an owner the store forgot (see [`Store::reclaim`]).
     line: VecDeque<Arc<str>>,
     /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
     returning: VecDeque<Arc<str>>,
     /// Sessions that missed their turn, with when, in the order they missed it (entries of sessions that came back
     /// since, or missed again later, are passed over when they reach the front).
     missed: VecDeque<(u64, Arc<str>)>,
+    /// Sessions taken back after the head passed their number, by number: let in ahead of the line.
+    back: BTreeMap<u64, Arc<str>>,
+    /// Set by a restore: the last number given out before the loss.
+    reclaim_upto: Option<u64>,
+    /// Nobody is let in before this (ms), after a restore.
+    hold_until_ms: u64,
+    /// A passed number is taken back until this (ms), after a restore.
+    late_until_ms: u64,
     last_number: u64,
     served: u64,
     /// Admitted and active sessions with their deadlines (kept apart from `sessions` so the expiry scan touches
@@ -101,6 +116,10 @@ impl Event {
             line: VecDeque::new(),
             returning: VecDeque::new(),
             missed: VecDeque::new(),
+            back: BTreeMap::new(),
+            reclaim_upto: None,
+            hold_until_ms: 0,
+            late_until_ms: 0,
             last_number: 0,
             served: 0,
             active: HashMap::new(),
@@ -109,6 +128,89 @@ impl Event {
             finished_log: VecDeque::new(),
             finished_seq: 0,
         }
+    }
+
+    /// The on-sale as a restore gives it back: the numbers up to `last_number` kept free for their owners.
+    fn restored(r: &Restore) -> Self {
+        let mut ev = Self::new(r.settings.clone());
+        ev.drawn = r.drawn || !r.settings.random_draw;
+        ev.served = r.served;
+        ev.last_number = r.last_number.max(r.served);
+        let hole: Arc<str> = Arc::from("");
+        ev.line = (ev.served..ev.last_number).map(|_| hole.clone()).collect();
+        ev.counters = r.counters;
+        ev.reclaim_upto = Some(ev.last_number);
+        ev.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
+        ev.late_until_ms = r.now_ms.saturating_add(r.late_ms);
+        ev
+    }
+
+    /// [`Store::restore`] of a store that knows the on-sale but lost its latest writes: numbers up to the room's
+    /// highest become holes for their owners, and those owners are taken back as after a restore.
+    fn raise_floor(&mut self, r: &Restore) {
+        if r.last_number <= self.last_number {
+            return;
+        }
+        let gap = (r.last_number - self.last_number).min(MAX_RECLAIM_GAP);
+        let hole: Arc<str> = Arc::from("");
+        self.line.extend((0..gap).map(|_| hole.clone()));
+        self.last_number += gap;
+        self.reclaim_upto = Some(self.last_number);
+        self.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
+        self.late_until_ms = r.now_ms.saturating_add(r.late_ms);
+    }
+
+    /// [`Store::reclaim`]: the rules are in the store's module docs.
+    fn reclaim(&mut self, c: &Reclaim) -> Option<Placement> {
+        if let Some(p) = self.placement(&c.session) {
+            return Some(p);
+        }
+        if self.settings.turning_away() {
+            return None;
+        }
+        let sid: Arc<str> = Arc::from(c.session.as_str());
+        let (state, number) = match c.number {
+            None if !self.drawn => {
+                self.prequeue.push((c.draw_key, sid.clone()));
+                (SessionState::PreQueue, 0)
+            }
+            None | Some(0) => return None,
+            Some(n) if n > self.last_number => {
+                let gap = n - self.last_number - 1;
+                if gap > MAX_RECLAIM_GAP {
+                    return None;
+                }
+                let hole: Arc<str> = Arc::from("");
+                self.line.extend((0..gap).map(|_| hole.clone()));
+                self.line.push_back(sid.clone());
+                self.last_number = n;
+                (SessionState::Waiting, n)
+            }
+            Some(n) if n > self.served => {
+                let slot = self.line.get_mut((n - self.served - 1) as usize)?;
+                if !slot.is_empty() {
+                    return None;
+                }
+                *slot = sid.clone();
+                (SessionState::Waiting, n)
+            }
+            Some(n) => {
+                let late =
+                    self.reclaim_upto.is_some_and(|u| n <= u) && c.now_ms <= self.late_until_ms;
+                if !late || self.back.contains_key(&n) {
+                    return None;
+                }
+                self.back.insert(n, sid.clone());
+                (SessionState::Waiting, n)
+            }
+        };
+        let rec = Rec {
+            state,
+            number,
+            last_seen_ms: c.now_ms,
+        };
+        self.sessions.insert(sid, rec);
+        self.placement(&c.session)
     }
 
     fn placement(&self, sid: &str) -> Option<Placement> {
@@ -236,7 +338,7 @@ impl Event {
         }
         if self.settings.turning_away() {
             self.turn_away(&mut report);
-        } else if self.settings.door_open(t.now_ms) {
+        } else if self.settings.door_open(t.now_ms) && t.now_ms >= self.hold_until_ms {
             self.admit(t, &mut report);
         }
         self.end_missed(t, &mut report);
@@ -261,7 +363,11 @@ impl Event {
         let mut scanned = 0;
         let mut admitted = 0;
         while admitted < room && scanned < t.max_scan {
-            let sid = if let Some(sid) = self.returning.pop_front() {
+            // Those taken back after the head passed them were in front of everyone in line; then those who came
+            // back after missing their turn.
+            let sid = if let Some((_, sid)) = self.back.pop_first() {
+                sid
+            } else if let Some(sid) = self.returning.pop_front() {
                 if self
                     .sessions
                     .get(&sid)
@@ -366,6 +472,13 @@ impl Event {
     fn turn_away(&mut self, report: &mut TickReport) {
         let mut budget = TURN_AWAY_PER_TICK;
         while budget > 0 {
+            let Some((_, sid)) = self.back.pop_first() else {
+                break;
+            };
+            budget -= 1;
+            self.turn_away_one(sid, report);
+        }
+        while budget > 0 {
             let Some(sid) = self.returning.pop_front() else {
                 break;
             };
@@ -413,6 +526,7 @@ impl Event {
             active: self.active.len() as u64,
             returning: self.returning.len() as u64,
             counters: self.counters,
+            reclaim_upto: self.reclaim_upto,
         }
     }
 }
@@ -537,6 +651,29 @@ impl Store for MemoryStore {
             change.apply(&mut ev.settings);
             ev.settings.clone()
         })
+    }
+
+    async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError> {
+        let mut events = self.lock();
+        let ev = match events.entry(event.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let ev = e.into_mut();
+                if restore.behind {
+                    ev.raise_floor(restore);
+                }
+                ev
+            }
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(Event::restored(restore)),
+        };
+        Ok(ev.settings.clone())
+    }
+
+    async fn reclaim(
+        &self,
+        event: &str,
+        reclaim: &Reclaim,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.reclaim(reclaim))
     }
 
     async fn finished_since(

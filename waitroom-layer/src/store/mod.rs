@@ -9,6 +9,48 @@
 //! contract is written so a store can serve it with one round trip per call: polls of waiting sessions do not
 //! reach the store at all (the room answers them from a [`Snapshot`] it refreshes a few times a second), liveness
 //! and touches arrive in batches ([`Touches`]), and the admission tick is one call per instance per interval.
+//!
+//! # When the store forgets
+//!
+//! A store may lose an on-sale, wholly (a Redis restarted without persistence, a fresh replica) or its most recent
+//! writes (a failover to a replica that lagged). The people in line still hold their places: each carries its line
+//! number in its session cookie, signed by the room. Two methods take the line back from them, with these rules
+//! (every store follows them; `tests/store_contract.rs` checks them for each):
+//!
+//! 1. **Restore** ([`Store::restore`]): a store that answers [`StoreError::Forgotten`] is given the on-sale again
+//!    from the room's last [`Snapshot`]: its settings as last in force (operator changes included), `served` and
+//!    the highest number given out (`last_number`) as floors, its counters. Numbers `served + 1 ..= last_number`
+//!    are kept free for their owners ([`Snapshot::reclaim_upto`] says up to where); newcomers get numbers after
+//!    them. Nobody is let in for a short hold ([`Restore::hold_ms`], the room's poll interval: every live browser
+//!    polls within it) so the owners can come back first. Restore writes nothing when the store knows the on-sale
+//!    (several instances may restore at once; the first one wins).
+//! 2. **Reclaim** ([`Store::reclaim`]): a session the store does not know, presenting a number from its signed
+//!    cookie, is put back at that number. Idempotent: a session the store knows gets its placement, unchanged
+//!    (a finished, abandoned or admitted session is never put back in line).
+//!    - a number after `last_number`: the session takes it and `last_number` moves up to it, so no later join
+//!      gets a number anyone holds (the numbers skipped stay free, for their owners);
+//!    - a free number between the head and `last_number`: the session takes it;
+//!    - a number the head already passed while the store did not know it, within [`Restore::late_ms`] of the
+//!      restore: the session goes ahead of the line (it was in front of everyone waiting); `served` never moves
+//!      back;
+//!    - anything else (a number someone else holds, a number in a drawn segment the store still has, a number the
+//!      head passed long ago or in a store never restored): nothing is written and the answer is `None`: the room
+//!      joins the session at the back, as before. No two sessions ever hold one number.
+//!    - a pre-queue mark (no number) before the draw: the session rejoins the pre-queue (the draw is random, so
+//!      nothing is lost).
+//!
+//!
+//! The same restore serves a store that **lost only its latest writes** (a failover to a replica that had not
+//! caught up; the durable embedded store after a crash): a room instance that has seen a higher number than the
+//! store's `last_number` (from its own joins or from a signed cookie, noted before it read the store) restores
+//! with [`Restore::behind`] set. The store keeps what it has and takes the room's number as a floor: the numbers it
+//! lost stay free for their owners (rule 2 takes them back), newcomers get numbers after them, so no two people
+//! ever share a number. Nobody is let in for the hold.
+//!
+//! What a restore does not bring back: accounts (an account's next join starts a new place), the sessions
+//! admitted but not finished (they keep passing on their tokens, but no longer count against the capacity, so up
+//! to one capacity more may be let in while their passes last), and the finishes written in the last moments
+//! before the loss (a verifier's deny list still holds them).
 
 mod memory;
 #[cfg(feature = "redis")]
@@ -400,6 +442,11 @@ pub struct Snapshot {
     pub returning: u64,
     /// Running totals.
     pub counters: Counters,
+    /// Set once the store was restored after it lost the on-sale ([`Store::restore`]): the last number given out
+    /// before the loss. Sessions holding a number up to it (or a pre-queue mark) may be unknown to the store and
+    /// are taken back with [`Store::reclaim`].
+    #[serde(default)]
+    pub reclaim_upto: Option<u64>,
 }
 
 impl Snapshot {
@@ -416,6 +463,52 @@ impl Snapshot {
         c.missed.saturating_sub(c.returned + c.abandoned)
     }
 }
+
+/// What an on-sale the store lost is restored from ([`Store::restore`]): the room's last view of it.
+#[derive(Debug, Clone)]
+pub struct Restore {
+    /// The settings last in force.
+    pub settings: Settings,
+    /// Whether the random draw had run (a restored on-sale that had drawn numbers its newcomers at once).
+    pub drawn: bool,
+    /// The highest line number given out, as far as the room knows (the floor for new numbers).
+    pub last_number: u64,
+    /// Numbers that had left the head (the head starts after them).
+    pub served: u64,
+    /// The running totals, kept going.
+    pub counters: Counters,
+    /// The time of the restore.
+    pub now_ms: u64,
+    /// Nobody is let in until `now_ms + hold_ms`: the owners of the numbers come back first.
+    pub hold_ms: u64,
+    /// Until `now_ms + late_ms`, a session whose number the head passed while the store did not know it goes
+    /// ahead of the line when it comes back ([`Store::reclaim`]); later it joins at the back, as an abandoned
+    /// session would.
+    pub late_ms: u64,
+    /// The store knows the on-sale but is behind this view: it gave out fewer numbers than the room has seen (a
+    /// failover to a replica that had not caught up). Only the number floor is applied: the numbers it lost
+    /// (`last_number` of the store `+ 1 ..=` [`last_number`](Self::last_number)) are kept free for their owners,
+    /// who are taken back from their cookies as after a full restore (the hold and the late window included); the
+    /// rest of the store is kept.
+    pub behind: bool,
+}
+
+/// A session the store may not know, asking for its place back ([`Store::reclaim`]).
+#[derive(Debug, Clone)]
+pub struct Reclaim {
+    /// The session.
+    pub session: String,
+    /// The line number from its signed cookie; `None` for a pre-queue mark.
+    pub number: Option<u64>,
+    /// The time of the request.
+    pub now_ms: u64,
+    /// A secret random key for the draw (used only when it rejoins the pre-queue).
+    pub draw_key: u64,
+}
+
+/// Most numbers one reclaim may leave free after `last_number` (a number further on is not taken back): bounds the
+/// work of one call and the store's memory (`RedisStore` keeps a free number as an empty list entry, a few bytes).
+pub const MAX_RECLAIM_GAP: u64 = 1_000_000;
 
 /// The line's storage. See the module docs.
 ///
@@ -499,6 +592,20 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Changes the settings; returns the settings in force after the change.
     async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError>;
+
+    /// Gives the on-sale back to a store that lost it ([`StoreError::Forgotten`]), from the room's last view; see
+    /// "When the store forgets" in the module docs. Writes nothing when the store knows the on-sale. Returns the
+    /// settings in force.
+    async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError>;
+
+    /// Takes a session back at the number its signed cookie carries, when the store does not know it; see "When
+    /// the store forgets" in the module docs for the rules. Idempotent. `None`: not taken back (nothing written);
+    /// the room joins it at the back.
+    async fn reclaim(
+        &self,
+        event: &str,
+        reclaim: &Reclaim,
+    ) -> Result<Option<Placement>, StoreError>;
 
     /// Sessions finished since `cursor`, oldest first, and the cursor to pass next time. Each room instance calls
     /// this every tick, so a finish recorded anywhere (another instance, a verifier's finish sink writing to the

@@ -46,6 +46,12 @@ const FINISH: &str = include_str!("scripts/finish.lua");
 /// entries' ids), oldest first, after the window's start as a cursor (for an empty window).
 const FINISHED_RECENT: &str = include_str!("scripts/finished_recent.lua");
 
+/// ARGV: the seven settings, dbits, drawn, last, served, the eight counters, hold until, late until.
+const RESTORE: &str = include_str!("scripts/restore.lua");
+
+/// ARGV: session, number (empty for a pre-queue mark), now, draw key (16 hex digits), most numbers left free.
+const RECLAIM: &str = include_str!("scripts/reclaim.lua");
+
 /// No ARGV.
 const SNAPSHOT: &str = include_str!("scripts/snapshot.lua");
 
@@ -80,6 +86,8 @@ pub(super) struct Scripts {
     pub(super) finished_recent: Lua,
     pub(super) snapshot: Lua,
     pub(super) update: Lua,
+    pub(super) restore: Lua,
+    pub(super) reclaim: Lua,
 }
 
 impl Scripts {
@@ -96,10 +104,12 @@ impl Scripts {
             finished_recent: Lua::new(FINISHED_RECENT),
             snapshot: Lua::new(SNAPSHOT),
             update: Lua::new(UPDATE),
+            restore: Lua::new(RESTORE),
+            reclaim: Lua::new(RECLAIM),
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 11] {
+    pub(super) fn all(&self) -> [&Lua; 13] {
         [
             &self.init,
             &self.join,
@@ -112,6 +122,8 @@ impl Scripts {
             &self.finished_recent,
             &self.snapshot,
             &self.update,
+            &self.restore,
+            &self.reclaim,
         ]
     }
 }

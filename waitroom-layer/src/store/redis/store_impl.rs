@@ -3,12 +3,13 @@
 
 use async_trait::async_trait;
 
+use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
 use crate::error::StoreError;
 use crate::store::{
-    Counters, Join, Placement, Return, Settings, SettingsChange, Snapshot, Store,
-    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    Counters, Join, MAX_RECLAIM_GAP, Placement, Reclaim, Restore, Return, Settings, SettingsChange,
+    Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 
 /// The settings as the `INIT` script's first seven arguments.
@@ -243,9 +244,9 @@ impl Store for RedisStore {
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
         let cmd = self.evalsha(&self.scripts.snapshot, event)?;
         let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-        if a.len() != 24 {
+        if a.len() != 25 {
             return Err(corrupt(format_args!(
-                "expected a snapshot of 24, got {}",
+                "expected a snapshot of 25, got {}",
                 a.len()
             )));
         }
@@ -257,7 +258,7 @@ impl Store for RedisStore {
             last_number: n(9)?,
             served: n(10)?,
             active: n(11)?,
-            returning: n(20)?,
+            returning: n(21)?,
             counters: Counters {
                 joined: n(12)?,
                 admitted: n(13)?,
@@ -267,11 +268,51 @@ impl Store for RedisStore {
                 turned_away: n(17)?,
                 orders: n(18)?,
                 seats_bought: n(19)?,
-                missed: n(21)?,
-                returned: n(22)?,
-                returned_late: n(23)?,
+                missed: n(22)?,
+                returned: n(23)?,
+                returned_late: n(24)?,
             },
+            reclaim_upto: opt_int(&a[20])?,
         })
+    }
+
+    async fn restore(&self, event: &str, r: &Restore) -> Result<Settings, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.restore, event)?;
+        for a in settings_args(&r.settings) {
+            cmd.arg(a);
+        }
+        let c = &r.counters;
+        cmd.arg(self.draw_bits)
+            .arg(u8::from(r.drawn || !r.settings.random_draw))
+            .arg(r.last_number)
+            .arg(r.served);
+        for v in [
+            c.joined,
+            c.admitted,
+            c.finished,
+            c.expired,
+            c.abandoned,
+            c.turned_away,
+            c.orders,
+            c.seats_bought,
+        ] {
+            cmd.arg(v);
+        }
+        cmd.arg(r.now_ms.saturating_add(r.hold_ms))
+            .arg(r.now_ms.saturating_add(r.late_ms))
+            .arg(u8::from(r.behind))
+            .arg(MAX_RECLAIM_GAP);
+        settings(&array(self.run(&self.scripts.restore, &cmd).await?)?)
+    }
+
+    async fn reclaim(&self, event: &str, r: &Reclaim) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.reclaim, event)?;
+        cmd.arg(&r.session)
+            .arg(r.number.map(|n| n.to_string()).unwrap_or_default())
+            .arg(r.now_ms)
+            .arg(format!("{:016x}", r.draw_key))
+            .arg(MAX_RECLAIM_GAP);
+        placement(self.run(&self.scripts.reclaim, &cmd).await?)
     }
 
     async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError> {

@@ -15,13 +15,13 @@ if st == 'm' then
     -- Back too late (no tick ended it yet): abandoned, and this look counts as the late return.
     put(sid, 'x', n, 1)
     redis.call('HINCRBY', KM, 'abandoned', 1)
-    redis.call('HINCRBY', KM, 'rlate', 1)
+    redis.call('HINCRBY', KM, 'retlate', 1)
     counted = 'l'
   end
 elseif st == 'x' and t ~= 1 then
   -- The first look at a session abandoned after its window: a late return (counted once; `1` marks it told).
   put(sid, 'x', n, 1)
-  redis.call('HINCRBY', KM, 'rlate', 1)
+  redis.call('HINCRBY', KM, 'retlate', 1)
   counted = 'l'
 end
 local p = place(m, sid)

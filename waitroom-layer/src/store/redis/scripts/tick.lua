@@ -78,7 +78,13 @@ if turning_away(m) then
   -- served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
   -- `joined - turned` sessions; empty buckets are passed over, at most 2^dbits of them per tick).
   local budget = turnmax
-  -- The returning queue first: they stand ahead of the head.
+  -- Those taken back after the head passed them, then the returning queue: they stand ahead of the head.
+  local z = redis.call('ZPOPMIN', KB, budget)
+  for i = 1, #z, 2 do
+    put(z[i], 't', int(z[i + 1]), 0)
+    turned[#turned + 1] = z[i]
+    budget = budget - 1
+  end
   while budget > 0 do
     local sid = redis.call('LPOP', KT)
     if not sid then break end
@@ -120,6 +126,8 @@ end
 local open = m.paused ~= '1' and m.closed ~= '1' and (m.opens == '' or now >= int(m.opens))
 local total, sold, held = inv(m)
 if open and total and total <= sold + held then open = false end
+-- Just restored after Redis forgot the on-sale: nobody is let in while the owners of the numbers come back.
+if m.runtil and now < int(m.runtil) then open = false end
 if not open then return report() end
 local room = int(m.cap) - redis.call('ZCARD', KA)
 local now_s = math.floor(now / 1000)
@@ -132,33 +140,41 @@ if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
 -- Never more people let in within a minute than there are seats to pick from.
 if total then room = math.min(room, total - sold - held - recent) end
 local scanned, nadm = 0, 0
--- The returning queue first (those who came back after missing their turn), then the head of the line. Whoever is
--- away when taken is missed (keeps the turn for the return window) and the next present one goes in.
--- (The queue's length is read once: no pop per admission while it is empty, as it nearly always is.)
+-- Those taken back after the head passed them were in front of everyone in line: they go first. Then the returning
+-- queue (those who came back after missing their turn), then the head of the line. Whoever is away when taken is
+-- missed (keeps the turn for the return window) and the next present one goes in. (The queues' lengths are read
+-- once: no pop per admission while they are empty, as they nearly always are.)
+local nreclaimed = redis.call('ZCARD', KB)
 local nback = redis.call('LLEN', KT)
 while nadm < room and scanned < maxscan do
   local sid, n, t
-  local back = nil
-  if nback > 0 then
-    back = redis.call('LPOP', KT)
+  if nreclaimed > 0 then
+    local z = redis.call('ZPOPMIN', KB)
+    nreclaimed = nreclaimed - 1
+    scanned = scanned + 1
+    local st, _, lt = rec(z[1])
+    if st then sid, n, t = z[1], int(z[2]), lt end
+  elseif nback > 0 then
+    local back = redis.call('LPOP', KT)
     nback = nback - 1
-  end
-  if back then
-    local st, bn, bt = rec(back)
-    if st == 'r' then sid, n, t = back, bn, bt end
+    scanned = scanned + 1
+    if back then
+      local st, bn, bt = rec(back)
+      if st == 'r' then sid, n, t = back, bn, bt end
+    end
   else
     if served >= last then break end
     n = served + 1
     sid = pop(n)
     if not sid then break end
     served = n
+    scanned = scanned + 1
     local st, _, lt = rec(sid)
     t = lt
     if not st then sid = nil end
     if sid and drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
   end
   if sid then
-    scanned = scanned + 1
     if t + abandon < now and not seen(sid, n) then
       put(sid, 'm', n, now)
       redis.call('ZADD', KX, fmt(now), sid)
