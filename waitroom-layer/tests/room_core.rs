@@ -918,6 +918,65 @@ async fn the_estimate_is_places_over_the_measured_pace_and_the_wait_that_follows
     );
 }
 
+/// During the first expected visit after the head first moves, departures are still ramping up: a measured pace
+/// below the configured one is not believed, and the estimate stays configured; once a visit has passed, the
+/// measured pace is used, slow as it is. A room of capacity 100 with visits configured at 4 minutes (25 a minute)
+/// where one person leaves every 5 s (12 a minute).
+#[tokio::test]
+async fn a_slow_measured_pace_is_used_only_after_the_first_visit() {
+    let c = clock();
+    let room = WaitingRoom::builder("eta-warming")
+        .capacity(100)
+        .expected_visit(Duration::from_secs(240))
+        .abandon_after(Duration::from_secs(3600))
+        .idle_timeout(Duration::from_secs(3600))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let ids: Vec<String> = (0..400)
+        .map(|i| format!("eta-warm-{i:05}-qqqqqqqqq"))
+        .collect();
+    let mut placed = Vec::new();
+    for id in &ids {
+        placed.push(room.join(id, None).await.unwrap());
+    }
+    let mut inside = std::collections::VecDeque::new();
+    for id in room.tick_now().await.unwrap().admitted {
+        room.claim(&id).await.unwrap();
+        inside.push_back(id);
+    }
+    let basis_at = |room: &WaitingRoom| {
+        let served = room.snapshot().served;
+        room.status(Some(&placed[(served + 50) as usize])).eta_basis
+    };
+    // Two minutes at 12 a minute: measured, but below the configured 25 while the first visit lasts.
+    for s in 1..=120 {
+        if s % 5 == 0 {
+            one_leaves_one_enters(&room, &c, &mut inside).await;
+        } else {
+            c.advance(Duration::from_secs(1));
+            room.tick_now().await.unwrap();
+        }
+    }
+    assert_eq!(
+        room.stats().head_rate_per_minute.map(f64::round),
+        Some(12.0)
+    );
+    assert_eq!(basis_at(&room), Some(waitroom_layer::EtaBasis::Configured));
+    // Past the first visit (240 s after the opening): the slow measured pace is believed.
+    for s in 121..=250 {
+        if s % 5 == 0 {
+            one_leaves_one_enters(&room, &c, &mut inside).await;
+        } else {
+            c.advance(Duration::from_secs(1));
+            room.tick_now().await.unwrap();
+        }
+    }
+    assert_eq!(basis_at(&room), Some(waitroom_layer::EtaBasis::Measured));
+}
+
 /// One second of a steady room: the longest inside leaves, and the door lets the next in.
 async fn one_leaves_one_enters(
     room: &WaitingRoom,
