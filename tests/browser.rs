@@ -1,13 +1,16 @@
 //! The demo in a real browser: headless Chromium (Debian's `chromium`) loads the seat map while the room is full,
 //! sees the holding page with its position, and, when a place frees, the page's own polling takes it on to the
-//! seat map.
+//! seat map; and the page's script tells a person the seats may run out before their turn when a poll says so.
+//!
+//! Every wait is bounded and fails with a message: Chromium is killed after [`CHROMIUM_LIMIT`], each test gives up
+//! after [`TEST_LIMIT`], and a page that never polls (a policy without `connect-src 'self'`, a broken script) fails
+//! with that said instead of hanging.
 //!
 //! Chromium is required: without it this test fails (`apt-get install chromium`; `.ci/run` installs it). Set
 //! `CHROMIUM=/path/to/chrome` to use another binary, and `WAITROOM_UPDATE_SCREENSHOT=1` to rewrite
 //! `docs/holding-page.png` from this run.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,9 +20,24 @@ use axum::middleware::{self, Next};
 use serde_json::Value;
 use tokio::sync::Notify;
 use waitroom::demo::{Shop, room_layer};
-use waitroom::layer::WaitingRoom;
+use waitroom::layer::{Inventory, WaitingRoom};
 use waitroom::verify::VerifyLayer;
 use waitroom_testkit::http::browser as client;
+
+/// The longest one Chromium run may take (its virtual time runs ahead of the wall clock; a run takes a few seconds
+/// on an idle machine, this is for a loaded one).
+const CHROMIUM_LIMIT: Duration = Duration::from_secs(90);
+/// The longest a whole test may take.
+const TEST_LIMIT: Duration = Duration::from_secs(240);
+/// How long the holding page has to make its first poll once Chromium has loaded it.
+const POLL_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs `test`, failing with a message if it takes longer than [`TEST_LIMIT`].
+async fn bounded(what: &str, test: impl std::future::Future<Output = ()>) {
+    if tokio::time::timeout(TEST_LIMIT, test).await.is_err() {
+        panic!("{what}: not done within {TEST_LIMIT:?}");
+    }
+}
 
 fn chromium() -> PathBuf {
     if let Some(p) = std::env::var_os("CHROMIUM") {
@@ -89,7 +107,10 @@ async fn storefront() -> Store {
 async fn occupy(url: &str, path: &str, c: &reqwest::Client, expect: &str) {
     let res = c.get(format!("{url}{path}")).send().await.unwrap();
     assert_eq!(res.status(), 200);
-    for _ in 0..100 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut every = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        every.tick().await;
         let st: Value = c
             .get(format!("{url}/waitroom/status"))
             .header("accept", "application/json")
@@ -104,45 +125,50 @@ async fn occupy(url: &str, path: &str, c: &reqwest::Client, expect: &str) {
             assert!(res.text().await.unwrap().contains(expect));
             return;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the first visitor was not let in within 10 s: {st}"
+        );
     }
-    panic!("the first visitor was never let in");
 }
 
-/// Runs headless Chromium with a fresh profile; returns its standard output.
+/// Runs headless Chromium with a fresh profile; returns its standard output. Killed, and the test failed, if it
+/// runs longer than [`CHROMIUM_LIMIT`].
 async fn run_chromium(args: Vec<String>) -> String {
     let bin = chromium();
     let profile = std::env::temp_dir().join(format!(
         "waitroom-chromium-{}",
         WaitingRoom::new_session_id()
     ));
-    let out = tokio::task::spawn_blocking(move || {
-        let out = Command::new(&bin)
-            .args([
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--hide-scrollbars",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .args(&args)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "could not run {} ({e}): `apt-get install -y chromium`",
-                    bin.display()
-                )
-            });
-        let _ = std::fs::remove_dir_all(&profile);
-        out
-    })
-    .await
-    .unwrap();
+    let child = tokio::process::Command::new(&bin)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "could not run {} ({e}): `apt-get install -y chromium`",
+                bin.display()
+            )
+        });
+    let out = tokio::time::timeout(CHROMIUM_LIMIT, child.wait_with_output()).await;
+    let _ = std::fs::remove_dir_all(&profile);
+    let out = out
+        .unwrap_or_else(|_| panic!("chromium did not finish within {CHROMIUM_LIMIT:?}: {args:?}"))
+        .expect("chromium's output");
     assert!(
         out.status.success(),
         "chromium failed: {}",
@@ -161,6 +187,10 @@ fn text_of(dom: &str, id: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
+    bounded("the holding page moves on", holding_page_moves_on()).await;
+}
+
+async fn holding_page_moves_on() {
     let _ = chromium();
 
     // The room is full: the browser is held, with its place in line.
@@ -220,7 +250,9 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
     let leave = {
         let (polls, url, first) = (s.polls.clone(), s.url.clone(), first.clone());
         tokio::spawn(async move {
-            polls.1.notified().await;
+            tokio::time::timeout(POLL_LIMIT, polls.1.notified())
+                .await
+                .expect("the holding page never polled the room (can its script connect to this origin?)");
             let res = first
                 .post(format!("{url}/leave"))
                 .header("accept", "application/json")
@@ -238,11 +270,11 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
         format!("{}/seats", s.url),
     ])
     .await;
-    leave.await.unwrap();
     assert!(
         s.polls.0.load(Ordering::SeqCst) > polls_before,
-        "the holding page polled the room"
+        "the holding page never polled the room (can its script connect to this origin?)"
     );
+    leave.await.unwrap();
     assert!(
         dom.contains("Choose your seats") && dom.contains("data-seat=\"0\""),
         "the page moved on to the seat map: {dom}"
@@ -392,4 +424,98 @@ async fn the_holding_page_polls_at_once_when_it_wakes_up() {
         !dom.contains("this page keeps trying"),
         "the retry succeeded: {dom}"
     );
+}
+
+/// The reach sentence, written by the page's own script: a person held at the front of a full room whose page was
+/// rendered with plenty of seats left (no sentence) is told, at the page's next poll after the seats ran short,
+/// that the tickets left may run out before their turn, in the words the server renders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_says_the_seats_may_run_out_when_a_poll_says_so() {
+    bounded("the reach sentence", reach_sentence()).await;
+}
+
+async fn reach_sentence() {
+    const SENTENCE: &str = "The tickets left may run out before your turn.";
+    let _ = chromium();
+    let room = WaitingRoom::builder("reach-page")
+        .capacity(25)
+        .poll_interval(Duration::from_secs(1))
+        .tick_interval(Duration::from_millis(50))
+        .secure_cookies(false)
+        .build()
+        .await
+        .unwrap();
+    // Something measured: 21 visits ended with an order of two seats each (the reach needs 20 departures).
+    for i in 0..21 {
+        let id = format!("reach-buyer-{i:04}-zzzzzzzz");
+        room.join(&id, None).await.unwrap();
+    }
+    for id in room.tick_now().await.unwrap().admitted {
+        room.claim(&id).await.unwrap();
+        assert!(room.finish(&id, 2).await.unwrap());
+    }
+    // A full room: 25 inside.
+    for i in 0..25 {
+        let id = format!("reach-inside-{i:04}-zzzzzzz");
+        room.join(&id, None).await.unwrap();
+    }
+    for id in room.tick_now().await.unwrap().admitted {
+        room.claim(&id).await.unwrap();
+    }
+    // Plenty of seats: every admission buys two, 10,000 seats reach far down the line.
+    let plenty = Inventory {
+        total: 10_000,
+        sold: 42,
+        held: 0,
+    };
+    room.set_inventory(plenty).await.unwrap();
+    room.refresh().await.unwrap();
+    let polls = Arc::new(Notify::new());
+    let seen = polls.clone();
+    let app = axum::Router::new()
+        .route("/seats", axum::routing::get(|| async { "seat map" }))
+        .layer(room_layer(room.clone()).unwrap())
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            let seen = seen.clone();
+            async move {
+                let poll = req.uri().path() == "/waitroom/status";
+                let res = next.run(req).await;
+                if poll {
+                    seen.notify_waiters();
+                }
+                res
+            }
+        }));
+    let url = waitroom_testkit::http::serve(app).await;
+    let short = {
+        let (room, polls) = (room.clone(), polls.clone());
+        tokio::spawn(async move {
+            tokio::time::timeout(POLL_LIMIT, polls.notified())
+                .await
+                .expect("the holding page never polled the room (can its script connect to this origin?)");
+            // The seats run short: 10 left, fewer than the 25 inside are expected to buy (two each), so the
+            // reach ends before the head of the line.
+            room.set_inventory(Inventory {
+                total: 10_000,
+                sold: 9_990,
+                held: 0,
+            })
+            .await
+            .unwrap();
+            room.refresh().await.unwrap();
+        })
+    };
+    let dom = run_chromium(vec![
+        "--virtual-time-budget=30000".into(),
+        "--dump-dom".into(),
+        format!("{url}/seats"),
+    ])
+    .await;
+    short.await.unwrap();
+    let message = text_of(&dom, "wr-message").expect("the page's message");
+    assert!(
+        message.contains(SENTENCE),
+        "the page did not say the seats may run out: {message:?}"
+    );
+    assert_eq!(text_of(&dom, "wr-position").as_deref(), Some("1"));
 }

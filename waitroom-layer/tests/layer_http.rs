@@ -175,6 +175,12 @@ fn cookie_value(set_cookies: &[String], name: &str) -> Option<String> {
     })
 }
 
+fn cache_control(res: &reqwest::Response) -> Option<&str> {
+    res.headers()
+        .get("cache-control")
+        .map(|v| v.to_str().unwrap())
+}
+
 fn set_cookies(res: &reqwest::Response) -> Vec<String> {
     res.headers()
         .get_all("set-cookie")
@@ -208,11 +214,27 @@ async fn first_visit_holds_then_the_line_moves_and_the_token_opens_the_door() {
     assert_eq!(res.status(), 200);
     assert_eq!(state(&res), "waiting");
     assert_eq!(res.headers()["cache-control"], "no-store");
-    // A strict policy: no inline script runs on the holding page; its script comes from the room.
+    // A strict policy, directive by directive: nothing loads unless named; no inline script runs on the holding
+    // page (its script comes from the room); the script may poll the room's status on this origin (without
+    // `connect-src 'self'` the page never learns it was let in); the inline styles of the default template; no
+    // framing, no base URL, forms only to this origin.
     let csp = res.headers()["content-security-policy"].to_str().unwrap();
-    assert!(csp.contains("script-src 'self';"), "{csp}");
-    assert!(!csp.contains("script-src 'self' 'unsafe-inline'"), "{csp}");
-    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let mut directives: Vec<&str> = csp.split(';').map(str::trim).collect();
+    directives.sort_unstable();
+    assert_eq!(
+        directives,
+        [
+            "base-uri 'none'",
+            "connect-src 'self'",
+            "default-src 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+            "img-src 'self' data:",
+            "script-src 'self'",
+            "style-src 'unsafe-inline'",
+        ],
+        "{csp}"
+    );
     let cookies = set_cookies(&res);
     let session = cookies
         .iter()
@@ -468,6 +490,100 @@ async fn renewal_keeps_an_active_session_alive_and_an_idle_one_lapses() {
     assert!(!passes(&active, &s, "/checkout").await);
 }
 
+/// Renewal: once more than half of a pass's life is gone, the next protected request renews it (a fresh pass for
+/// the idle timeout, on that response), so an active visitor always holds a pass with at least half its life left.
+/// That is what an order service reached directly sees (it checks passes offline, with no leeway, and renews
+/// nothing): requests every 20 s for three lifetimes, and after each one the pass the browser holds is still valid
+/// half a lifetime later at the order service's verifier. Before half its life nothing is renewed (the pass and
+/// the app's caching stand); the renewing response and the finishing one are never cacheable, whatever the app said.
+#[tokio::test]
+async fn a_pass_past_half_its_life_is_renewed_on_the_next_request_and_never_cached() {
+    let s = site(1).await;
+    let b = browser();
+    let (_, first) = admit(&b, &s).await;
+    // The order service's view: the room's public keys, no leeway.
+    let jwks = String::from_utf8(s.room.jwks_json().to_vec()).unwrap();
+    let strict = Verifier::builder()
+        .keys(KeySet::from_jwks_json(&jwks).unwrap())
+        .issuer("waitroom")
+        .audience("tour-2026")
+        .leeway(Duration::ZERO)
+        .clock(Arc::new(s.clock.clone()))
+        .build()
+        .unwrap();
+    let issued = strict.verify(&first).unwrap();
+    assert_eq!(issued.exp - issued.iat, IDLE.as_secs());
+    let renewed_by = |res: &reqwest::Response| cookie_value(&set_cookies(res), "waitroom_token");
+
+    // Half its life less a second: the same pass, and the app's caching stands.
+    s.clock.advance(IDLE / 2 - Duration::from_secs(1));
+    let res = b.get(s.at("/checkout/cached")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(renewed_by(&res), None, "not renewed before half its life");
+    assert_eq!(cache_control(&res), Some("public, max-age=60"));
+
+    // Half its life and a second: renewed on this very response, which no shared cache may keep.
+    s.clock.advance(Duration::from_secs(2));
+    let res = b.get(s.at("/checkout/cached")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut held = renewed_by(&res).expect("renewed once half its life was gone");
+    assert_eq!(
+        cache_control(&res),
+        Some("no-store"),
+        "a response carrying a pass"
+    );
+    assert_eq!(res.text().await.unwrap(), "a cacheable seat map");
+    let renewed = strict.verify(&held).unwrap();
+    assert_eq!(renewed.sub, issued.sub);
+    assert_eq!(
+        (renewed.iat, renewed.exp),
+        (s.clock.now_secs(), s.clock.now_secs() + IDLE.as_secs())
+    );
+
+    // Three lifetimes of requests every 20 s: after each, the pass held outlives the next half lifetime.
+    for _ in 0..9 {
+        s.clock.advance(Duration::from_secs(20));
+        let res = b.get(s.at("/checkout")).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        if let Some(t) = renewed_by(&res) {
+            assert_eq!(
+                cache_control(&res),
+                Some("no-store"),
+                "a response carrying a pass"
+            );
+            held = t;
+        }
+        assert_eq!(res.text().await.unwrap(), "seat map");
+        let at = s.clock.now_secs();
+        let claims = strict.verify(&held).unwrap_or_else(|r| {
+            panic!("the pass held at {at} is refused by the order service: {r:?}")
+        });
+        assert!(
+            claims.exp >= at + IDLE.as_secs() / 2,
+            "the pass held at {at} lapses at {}, within half a lifetime",
+            claims.exp
+        );
+        s.room.tick_now().await.unwrap();
+    }
+    // The finish: the response that clears the pass is not cacheable either.
+    let res = b.post(s.at("/checkout/buy")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        cache_control(&res),
+        Some("no-store"),
+        "a response carrying a pass"
+    );
+    assert!(
+        set_cookies(&res)
+            .iter()
+            .any(|c| c.starts_with("waitroom_token=;") && c.contains("Max-Age=0"))
+    );
+    assert_eq!(
+        res.text().await.unwrap(),
+        format!("bought for {}", issued.sub)
+    );
+}
+
 #[tokio::test]
 async fn the_finish_header_frees_the_place_and_the_token_stops_working() {
     let s = site(1).await;
@@ -502,7 +618,12 @@ async fn the_finish_header_frees_the_place_and_the_token_stops_working() {
             .send()
             .await
             .unwrap();
-        assert_ne!(res.status(), 200, "{path}");
+        // Not let through: the finished session is a newcomer again, held in line (a JSON client's 429).
+        assert_eq!(
+            (res.status().as_u16(), state(&res).as_str()),
+            (429, "waiting"),
+            "{path}"
+        );
     }
     // Coming back, the browser joins again at the back, under a new session id.
     let other = browser();

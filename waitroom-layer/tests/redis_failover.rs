@@ -563,4 +563,8 @@ async fn lost_writes(mut topology: Topology) {
         admitted, expected,
         "after the failover, in line order, each once"
     );
+    assert!(
+        refused_buys <= 3,
+        "{refused_buys} payments refused on a valid pass"
+    );
 }

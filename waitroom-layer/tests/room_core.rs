@@ -740,3 +740,291 @@ async fn after_a_sell_out_the_line_hears_it_without_a_lookup_each() {
     assert_eq!(asked.state, SessionState::TurnedAway);
     assert_eq!(store.calls.load(Ordering::SeqCst), before + 1);
 }
+
+/// Key rotation at room level (the README's three steps): an instance restarted with a new signing key that still
+/// publishes the old public key (`publish_key`) accepts the passes the old key signed until they expire, and its
+/// JWKS lists both `kid`s, so an order service that loads it accepts both; an instance given only the new key
+/// refuses the old passes.
+#[tokio::test]
+async fn a_rotated_room_accepts_and_publishes_the_old_key_until_its_passes_expire() {
+    use waitroom_verify::{KeySet, SigningKey, Verifier};
+    let c = clock();
+    let idle = Duration::from_secs(600);
+    // Each instance loads the keys from their PEM files, as the README's rotation does.
+    let old_pem = SigningKey::generate_ed25519("x").unwrap().to_pem().unwrap();
+    let new_pem = SigningKey::generate_ed25519("x").unwrap().to_pem().unwrap();
+    let old = SigningKey::from_ed25519_pem("room-2026-01", &old_pem).unwrap();
+    let new = || SigningKey::from_ed25519_pem("room-2026-02", &new_pem).unwrap();
+    let room = |key: SigningKey, publish: Option<&SigningKey>| {
+        let mut b = WaitingRoom::builder("rotation")
+            .idle_timeout(idle)
+            .signing_key(key)
+            .clock(Arc::new(c.clone()))
+            .background(false);
+        if let Some(k) = publish {
+            b = b.publish_key(k.verifying_key());
+        }
+        b.build()
+    };
+    let before = room(
+        SigningKey::from_ed25519_pem("room-2026-01", &old_pem).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    let old_pass = before.issue_token("rotating-session-0000").unwrap();
+    c.advance(Duration::from_secs(60));
+    let rotated = room(new(), Some(&old)).await.unwrap();
+    let new_only = room(new(), None).await.unwrap();
+    let new_pass = rotated.issue_token("rotating-session-0000").unwrap();
+
+    // The rotated room checks both; the room with the new key alone refuses the old pass.
+    for pass in [&old_pass, &new_pass] {
+        let claims = rotated.verifier().verify(pass).unwrap();
+        assert_eq!(claims.sub, "rotating-session-0000");
+    }
+    assert!(new_only.verifier().verify(&new_pass).is_ok());
+    assert!(
+        new_only.verifier().verify(&old_pass).is_err(),
+        "without publish_key the old key's passes are refused"
+    );
+    // Its JWKS has both kids; an order service built from it accepts both passes.
+    let jwks = String::from_utf8(rotated.jwks_json().to_vec()).unwrap();
+    let keys = KeySet::from_jwks_json(&jwks).unwrap();
+    let mut kids: Vec<&str> = keys.kids().collect();
+    kids.sort_unstable();
+    assert_eq!(kids, ["room-2026-01", "room-2026-02"]);
+    let order = Verifier::builder()
+        .keys(keys)
+        .issuer("waitroom")
+        .audience("rotation")
+        .leeway(Duration::ZERO)
+        .clock(Arc::new(c.clone()))
+        .build()
+        .unwrap();
+    assert!(order.verify(&old_pass).is_ok() && order.verify(&new_pass).is_ok());
+    let only_new = String::from_utf8(new_only.jwks_json().to_vec()).unwrap();
+    assert_eq!(
+        KeySet::from_jwks_json(&only_new)
+            .unwrap()
+            .kids()
+            .collect::<Vec<_>>(),
+        ["room-2026-02"]
+    );
+    // Once the old pass's life is over (and the room's leeway), the old key has nothing left to accept.
+    c.advance(idle);
+    assert!(order.verify(&old_pass).is_err());
+    assert!(rotated.verifier().verify(&old_pass).is_err());
+}
+
+/// The wait a person is shown, in absolute terms, from a configured pace (nothing has left yet). The arithmetic
+/// (`estimate` module docs): capacity `C` = 100 over an expected visit `V` = 240 s is a pace of `r` = 25 places a
+/// minute, one every 2.4 s; someone who needs `k` places to free waits `k / r` plus what is left of the first
+/// wave's lag, `3/8 V` = 90 s from the opening, less the time since. Before the door opens the first `C` go in at
+/// once and position `p` needs `p - C` places; once the room is full, position 1 goes in with the next place to
+/// free and position `p` needs `p - 1` more after it. Tolerance: the estimate is rounded up to the second (< 1 s)
+/// and counts places, not their time of freeing within the interval (at most one interval, 60 / r = 2.4 s), so
+/// 3.4 s. An estimate scaled by any factor off by more than about 2% at position 200 is outside it.
+#[tokio::test]
+async fn the_estimate_is_places_over_the_configured_pace_plus_the_first_wave_lag() {
+    let c = clock();
+    let room = WaitingRoom::builder("eta-configured")
+        .capacity(100)
+        .expected_visit(Duration::from_secs(240))
+        .abandon_after(Duration::from_secs(3600))
+        .idle_timeout(Duration::from_secs(3600))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let ids: Vec<String> = (0..400)
+        .map(|i| format!("eta-conf-{i:05}-qqqqqqqqq"))
+        .collect();
+    let mut placed = Vec::new();
+    for id in &ids {
+        placed.push(room.join(id, None).await.unwrap());
+    }
+    room.refresh().await.unwrap();
+    let (r, lag, tolerance) = (25.0_f64, 90.0_f64, 3.4_f64);
+    let check = |p: &Placement, places: f64, lag: f64, when: &str| {
+        let st = room.status(Some(p));
+        let expected = places / r * 60.0 + lag;
+        let eta = st.eta_seconds.expect("an estimate while in line") as f64;
+        assert_eq!(
+            st.eta_basis,
+            Some(waitroom_layer::EtaBasis::Configured),
+            "{when}"
+        );
+        assert!(
+            (eta - expected).abs() <= tolerance,
+            "{when}: number {:?} at position {:?} is told {eta} s, the arithmetic says {expected:.1} s",
+            p.number,
+            st.position
+        );
+    };
+    // Before the opening: 50 and 300 places beyond the first wave.
+    check(&placed[149], 50.0, lag, "before the door opens");
+    check(&placed[399], 300.0, lag, "before the door opens");
+    // The door opens: the first wave goes in; number 150 is 50th in line, 49 places after the next.
+    let admitted = room.tick_now().await.unwrap().admitted;
+    assert_eq!(admitted.len(), 100);
+    for id in &admitted {
+        room.claim(id).await.unwrap();
+    }
+    room.refresh().await.unwrap();
+    check(&placed[149], 49.0, lag, "at the opening");
+    check(&placed[399], 299.0, lag, "at the opening");
+    // A minute later, nobody has left yet: 30 s of the lag are left.
+    c.advance(Duration::from_secs(60));
+    room.refresh().await.unwrap();
+    check(&placed[149], 49.0, lag - 60.0, "a minute after the opening");
+    check(
+        &placed[399],
+        299.0,
+        lag - 60.0,
+        "a minute after the opening",
+    );
+}
+
+/// The wait a person is shown from a measured pace, in absolute terms, and the wait they then have. A room of
+/// capacity 100 (visits configured at 4 minutes: 25 a minute) where one person leaves every second, so the head
+/// moves at `r` = 60 a minute, more than twice the configured pace; after six minutes (both of the meter's windows,
+/// one and five minutes, full of that pace) the estimate is measured and position `p` is told `(p - 1) / r`: the
+/// place of the person ahead frees with the next departure. Tolerance: the meter counts whole departures over a
+/// window of 60 s, one departure off is 1/60 of the pace; the estimate is rounded up to the second; the first
+/// place frees within a second (one departure interval): `(p - 1) s / 60 + 2 s`, 10.3 s at position 500. Then the
+/// room keeps going at that pace until the person at position 500 is let in, and the wait they had is the
+/// estimate within the same tolerance.
+#[tokio::test]
+async fn the_estimate_is_places_over_the_measured_pace_and_the_wait_that_follows() {
+    let c = clock();
+    let room = WaitingRoom::builder("eta-measured")
+        .capacity(100)
+        .expected_visit(Duration::from_secs(240))
+        .abandon_after(Duration::from_secs(3600))
+        .idle_timeout(Duration::from_secs(3600))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let ids: Vec<String> = (0..1_500)
+        .map(|i| format!("eta-meas-{i:05}-qqqqqqqqq"))
+        .collect();
+    let mut placed = Vec::new();
+    for id in &ids {
+        placed.push(room.join(id, None).await.unwrap());
+    }
+    let mut inside = std::collections::VecDeque::new();
+    for id in room.tick_now().await.unwrap().admitted {
+        room.claim(&id).await.unwrap();
+        inside.push_back(id);
+    }
+    for _ in 0..360 {
+        one_leaves_one_enters(&room, &c, &mut inside).await;
+    }
+    let served = room.snapshot().served;
+    let p = 500u64;
+    let them = &placed[(served + p - 1) as usize];
+    let st = room.status(Some(them));
+    assert_eq!(st.position, Some(p));
+    assert_eq!(st.eta_basis, Some(waitroom_layer::EtaBasis::Measured));
+    let eta = st.eta_seconds.unwrap() as f64;
+    let expected = (p - 1) as f64;
+    let tolerance = expected / 60.0 + 2.0;
+    assert!(
+        (eta - expected).abs() <= tolerance,
+        "position {p} is told {eta} s; {p} - 1 places at 60 a minute is {expected} s (± {tolerance:.1} s)"
+    );
+    // The wait that follows, at the same pace.
+    let mut waited = 0u64;
+    loop {
+        assert!(waited < 2 * p, "position {p} not let in after {waited} s");
+        one_leaves_one_enters(&room, &c, &mut inside).await;
+        waited += 1;
+        if inside.back() == Some(&them.session) {
+            break;
+        }
+    }
+    assert!(
+        (waited as f64 - eta).abs() <= tolerance,
+        "told {eta} s, waited {waited} s"
+    );
+}
+
+/// During the first expected visit after the head first moves, departures are still ramping up: a measured pace
+/// below the configured one is not believed, and the estimate stays configured; once a visit has passed, the
+/// measured pace is used, slow as it is. A room of capacity 100 with visits configured at 4 minutes (25 a minute)
+/// where one person leaves every 5 s (12 a minute).
+#[tokio::test]
+async fn a_slow_measured_pace_is_used_only_after_the_first_visit() {
+    let c = clock();
+    let room = WaitingRoom::builder("eta-warming")
+        .capacity(100)
+        .expected_visit(Duration::from_secs(240))
+        .abandon_after(Duration::from_secs(3600))
+        .idle_timeout(Duration::from_secs(3600))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let ids: Vec<String> = (0..400)
+        .map(|i| format!("eta-warm-{i:05}-qqqqqqqqq"))
+        .collect();
+    let mut placed = Vec::new();
+    for id in &ids {
+        placed.push(room.join(id, None).await.unwrap());
+    }
+    let mut inside = std::collections::VecDeque::new();
+    for id in room.tick_now().await.unwrap().admitted {
+        room.claim(&id).await.unwrap();
+        inside.push_back(id);
+    }
+    let basis_at = |room: &WaitingRoom| {
+        let served = room.snapshot().served;
+        room.status(Some(&placed[(served + 50) as usize])).eta_basis
+    };
+    // Two minutes at 12 a minute: measured, but below the configured 25 while the first visit lasts.
+    for s in 1..=120 {
+        if s % 5 == 0 {
+            one_leaves_one_enters(&room, &c, &mut inside).await;
+        } else {
+            c.advance(Duration::from_secs(1));
+            room.tick_now().await.unwrap();
+        }
+    }
+    assert_eq!(
+        room.stats().head_rate_per_minute.map(f64::round),
+        Some(12.0)
+    );
+    assert_eq!(basis_at(&room), Some(waitroom_layer::EtaBasis::Configured));
+    // Past the first visit (240 s after the opening): the slow measured pace is believed.
+    for s in 121..=250 {
+        if s % 5 == 0 {
+            one_leaves_one_enters(&room, &c, &mut inside).await;
+        } else {
+            c.advance(Duration::from_secs(1));
+            room.tick_now().await.unwrap();
+        }
+    }
+    assert_eq!(basis_at(&room), Some(waitroom_layer::EtaBasis::Measured));
+}
+
+/// One second of a steady room: the longest inside leaves, and the door lets the next in.
+async fn one_leaves_one_enters(
+    room: &WaitingRoom,
+    c: &ManualClock,
+    inside: &mut std::collections::VecDeque<String>,
+) {
+    c.advance(Duration::from_secs(1));
+    let id = inside.pop_front().expect("someone inside");
+    assert!(room.finish(&id, 1).await.unwrap());
+    let admitted = room.tick_now().await.unwrap().admitted;
+    assert_eq!(admitted.len(), 1, "one place freed, one let in");
+    for id in admitted {
+        room.claim(&id).await.unwrap();
+        inside.push_back(id);
+    }
+}

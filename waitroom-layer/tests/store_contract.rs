@@ -592,6 +592,85 @@ mod contract {
         }
     }
 
+    /// One place per account, store by store: a second session of an account that holds a place (waiting, then
+    /// admitted) gets that place back, the holder's session and number, and takes none of its own (no number, not
+    /// counted); another account queues behind; once the holder's visit ends the account joins again at the back,
+    /// under the session that asks. `event` is the on-sale id.
+    pub async fn accounts(store: Arc<dyn Store>, event: &str) {
+        let t0 = 20_000_000u64;
+        let join = |sid: &str, account: &str, now_ms| Join {
+            session: sid.to_owned(),
+            account: Some(account.to_owned()),
+            now_ms,
+            draw_key: 5,
+        };
+        let (laptop, phone, other) = (
+            "laptop-session-0000000",
+            "phone-session-00000000",
+            "other-session-00000000",
+        );
+        store.init(event, &settings(0, false, None)).await.unwrap();
+        let first = store
+            .join(event, &join(laptop, "acct-1", t0))
+            .await
+            .unwrap();
+        assert_eq!(
+            (first.session.as_str(), first.state, first.number),
+            (laptop, SessionState::Waiting, Some(1))
+        );
+        // The same account from another device: the laptop's place, no second one.
+        let again = store
+            .join(event, &join(phone, "acct-1", t0 + 1_000))
+            .await
+            .unwrap();
+        assert_eq!(
+            again, first,
+            "an account holds one place whichever session asks"
+        );
+        assert_eq!(store.lookup(event, phone).await.unwrap(), None);
+        // Another account queues behind it.
+        let theirs = store
+            .join(event, &join(other, "acct-2", t0 + 2_000))
+            .await
+            .unwrap();
+        assert_eq!((theirs.session.as_str(), theirs.number), (other, Some(2)));
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!((snap.counters.joined, snap.last_number), (2, 2));
+        // Let in: the phone is told the laptop's admitted place.
+        store
+            .update(event, &SettingsChange::Capacity { capacity: 1 })
+            .await
+            .unwrap();
+        let tick = Tick {
+            now_ms: t0 + 3_000,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: 600_000,
+            return_window_ms: RETURN_MS,
+            max_scan: 1_000,
+        };
+        let r = store.tick(event, &tick).await.unwrap();
+        assert_eq!(r.admitted, vec![laptop.to_owned()]);
+        let admitted = store
+            .join(event, &join(phone, "acct-1", t0 + 4_000))
+            .await
+            .unwrap();
+        assert_eq!(
+            (admitted.session.as_str(), admitted.state, admitted.number),
+            (laptop, SessionState::Admitted, Some(1))
+        );
+        // The visit ends: the account joins again at the back, as the phone.
+        assert!(store.finish(event, laptop, 1, t0 + 5_000).await.unwrap());
+        let back = store
+            .join(event, &join(phone, "acct-1", t0 + 6_000))
+            .await
+            .unwrap();
+        assert_eq!(
+            (back.session.as_str(), back.state, back.number),
+            (phone, SessionState::Waiting, Some(3))
+        );
+        assert_eq!(store.snapshot(event).await.unwrap().counters.joined, 3);
+    }
+
     /// Closing and selling out, store by store: a line of thousands (numbered, then a pre-queue) is turned away
     /// from the head within a few ticks, at most [`TURN_AWAY_PER_TICK`] a tick, with `served` and `waiting()` kept
     /// consistent; a join while closed or sold out takes no place and is not counted; seats coming back let people
@@ -1732,6 +1811,11 @@ mod memory {
         contract::return_window(Arc::new(MemoryStore::new()), "back").await;
     }
 
+    #[tokio::test]
+    async fn an_account_holds_one_place_whichever_session_asks() {
+        contract::accounts(Arc::new(MemoryStore::new()), "acct").await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_callers_keep_the_invariants() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
@@ -2070,6 +2154,14 @@ mod redis {
             .await
             .unwrap();
         contract::turn_away(Arc::new(store), &fresh_event("turn")).await;
+    }
+
+    /// One place per account, through the join script.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_account_holds_one_place_whichever_session_asks() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::accounts(Arc::new(store), &fresh_event("acct")).await;
     }
 
     /// Several stores (separate connections, as separate room instances would have) tick one on-sale at once.

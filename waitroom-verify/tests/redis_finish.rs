@@ -1,5 +1,7 @@
 //! Finishing across processes over a real redis-server: the sink writes the room's finish-stream entry, and a
-//! second verifier replica (another axum server) refuses the session within a second through the listener.
+//! second verifier replica (another axum server) refuses the session through the listener. How soon is printed (a
+//! fraction of a second on an idle machine), not asserted: the wait is bounded by [`PATIENCE`], generous for a
+//! machine loaded by other builds, and fails with a message.
 //! (That the sink's script frees the place in the room's store at once is checked in waitroom-layer's
 //! `tests/redis_instances.rs` and `tests/redis_room.rs`, as this crate does not depend on the room.)
 #![cfg(feature = "redis")]
@@ -107,6 +109,10 @@ impl Visitor {
     }
 }
 
+/// The longest a cross-replica effect may take before the test fails (the listener blocks on the stream and
+/// answers in milliseconds; this is for a loaded machine).
+const PATIENCE: Duration = Duration::from_secs(20);
+
 async fn wait_until(what: &str, limit: Duration, mut ok: impl AsyncFnMut() -> bool) -> Duration {
     let t0 = Instant::now();
     while !ok().await {
@@ -129,7 +135,7 @@ fn stream(server: &RedisServer, key: &str) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_finish_on_one_replica_is_refused_on_another_within_a_second() {
+async fn a_finish_on_one_replica_is_refused_on_another_through_the_listener() {
     let server = RedisServer::from_env_or_start();
     let ev = event("replicas");
     let key = SigningKey::generate_ed25519("k1").unwrap();
@@ -172,16 +178,14 @@ async fn a_finish_on_one_replica_is_refused_on_another_within_a_second() {
         "t is the finish time in ms"
     );
     assert_eq!((sink.recorded(), sink.failed()), (1, 0));
-    // A refuses at once (its own deny list); B within a second (the listener).
+    // A refuses at once (its own deny list); B once its listener reads the entry.
     assert_eq!(
         v.get(format!("{site_a}/seats")).await,
         (401, "finished".into())
     );
-    let lag = wait_until(
-        "B refuses the finished session",
-        Duration::from_secs(1),
-        async || v.get(format!("{site_b}/seats")).await == (401, "finished".into()),
-    )
+    let lag = wait_until("B refuses the finished session", PATIENCE, async || {
+        v.get(format!("{site_b}/seats")).await == (401, "finished".into())
+    })
     .await;
     assert!(b.is_denied(session));
     assert_eq!(listener.denied(), 1);

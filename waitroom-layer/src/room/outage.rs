@@ -103,10 +103,9 @@ impl WaitingRoom {
             seen,
             "the store is behind this instance's view (writes lost in a failover?); keeping the lost numbers for their owners"
         );
-        self.observe(self.restore(true).await)?;
-        let reapplied = self.reapply_finishes().await;
-        tracing::info!(event = %self.event(), reapplied, "finishes this instance made lately applied again");
-        Ok(())
+        // The finishes this instance made lately are applied again once the restored snapshot is installed (by
+        // this instance's refresh, or any other's).
+        self.observe(self.restore(true).await)
     }
 
     async fn restore(&self, behind: bool) -> Result<(), StoreError> {
@@ -138,7 +137,9 @@ impl WaitingRoom {
         );
         // A read now, so this instance's polls start taking people back at once.
         if let Ok(snap) = self.inner.store.snapshot(self.event()).await {
-            self.install_snapshot(snap);
+            if self.install_snapshot(snap) {
+                self.reapply_finishes().await;
+            }
         }
         Ok(())
     }

@@ -31,7 +31,10 @@ impl WaitingRoom {
                 .await?;
         }
         let sold_out = snap.settings.sold_out();
-        self.install_snapshot(snap);
+        if self.install_snapshot(snap) {
+            let reapplied = self.reapply_finishes().await;
+            tracing::info!(event = %self.event(), reapplied, "the store was restored; finishes this instance made lately applied again");
+        }
         self.record_snapshot();
         if sold_out && !self.inner.sold_out_reported.swap(true, Ordering::Relaxed) {
             tracing::info!(event = %self.event(), "sold out");
@@ -43,12 +46,17 @@ impl WaitingRoom {
     /// Puts a fresh snapshot in force. When it says the store was restored after forgetting the on-sale (a new
     /// `reclaim_upto`), what this instance remembers of places is dropped: those sessions are taken back from
     /// their cookies at their next poll.
-    pub(super) fn install_snapshot(&self, snap: crate::store::Snapshot) {
+    ///
+    /// Returns whether it says a new restore happened (by any instance): the caller then applies again the finishes
+    /// this instance made lately ([`reapply_finishes`](Self::reapply_finishes)), which the store may have lost.
+    pub(super) fn install_snapshot(&self, snap: crate::store::Snapshot) -> bool {
         let before = self.inner.snap.load().reclaim_upto;
-        if snap.reclaim_upto.is_some() && snap.reclaim_upto != before {
+        let restored = snap.reclaim_upto.is_some() && snap.reclaim_upto != before;
+        if restored {
             self.inner.cache.invalidate_all();
         }
         self.inner.snap.store(Arc::new(snap));
+        restored
     }
 
     pub(super) async fn run_once(&self, force_flush: bool) -> Result<TickReport, StoreError> {

@@ -169,3 +169,56 @@ fn first_accepted(
     }
     Err(first)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use waitroom_verify::ManualClock;
+
+    use super::*;
+
+    const T0: u64 = 1_800_000_000_000;
+    const SID: &str = "session-0123456789abcdef";
+
+    fn tokens(clock: &ManualClock) -> Tokens {
+        Tokens::new(
+            SigningKey::generate_ed25519("room-key-1").unwrap(),
+            Vec::new(),
+            "waitroom".into(),
+            "ev".into(),
+            Duration::from_secs(60),
+            None,
+            Arc::new(clock.clone()),
+        )
+        .unwrap()
+    }
+
+    /// Renewal is due once more than half of a pass's life is gone, not at half exactly: a 60 s pass is renewed
+    /// from its 31st second on (the layer's test checks that it then is, over HTTP).
+    #[test]
+    fn renewal_is_due_once_more_than_half_the_life_is_gone() {
+        let clock = ManualClock::new(T0);
+        let t = tokens(&clock);
+        let pass = t.issue(SID).unwrap();
+        for (after, due) in [(0, false), (29, false), (30, false), (31, true), (59, true)] {
+            clock.set_ms(T0 + after * 1000);
+            let verified = t.check(&[pass.as_str()], SID).unwrap();
+            assert_eq!(t.renewal_due(&verified), due, "{after} s into a 60 s pass");
+        }
+    }
+
+    /// Debug names the issuer and the key's id, never the key.
+    #[test]
+    fn debug_shows_the_issuer_and_the_kid_only() {
+        let t = tokens(&ManualClock::new(T0));
+        let debug = format!("{t:?}");
+        assert!(
+            debug.starts_with("Tokens")
+                && debug.contains("waitroom")
+                && debug.contains("room-key-1"),
+            "{debug}"
+        );
+        assert!(!debug.contains("PRIVATE"), "{debug}");
+    }
+}

@@ -389,6 +389,12 @@ fn refusals_of_the_claims() {
             .verify(&hand_token(&f.key, &h, &with("nbf", json!(NOW + 5))))
             .is_ok()
     );
+    // The longest lifetime allowed, to the second (an hour and the leeway; a second more is refused above).
+    assert!(
+        f.verifier
+            .verify(&hand_token(&f.key, &h, &with("exp", json!(NOW + 3600 + 5))))
+            .is_ok()
+    );
     // Session binding.
     let token = f.key.sign(&claims()).unwrap();
     assert_eq!(
@@ -687,6 +693,58 @@ fn builder_refuses_unsafe_configs() {
         .unwrap();
     assert_eq!(v.max_token_bytes(), 4096);
     assert_eq!(v.leeway(), DEFAULT_LEEWAY);
+}
+
+/// A [`Verified`](crate::Verified) marker skips the time checks only within the second it was made in: checked
+/// again a whole number of seconds later (the same milliseconds within the second), past the token's expiry, it
+/// is refused as expired.
+#[test]
+fn a_marker_checked_in_a_later_second_runs_the_time_checks_again() {
+    let f = fixture();
+    let token = f.key.sign(&claims()).unwrap();
+    let marker = f.verifier.verify_for_session_vouched(&token, SID).unwrap();
+    assert!(matches!(
+        f.verifier.check_vouched(marker.clone()),
+        Some(Ok(_))
+    ));
+    // 600 s of life and 5 s of leeway: 1,000 s later, to the millisecond, it has expired.
+    f.clock.advance(Duration::from_secs(1_000));
+    assert!(matches!(
+        f.verifier.check_vouched(marker),
+        Some(Err(Refusal::Expired))
+    ));
+}
+
+/// The size limits are inclusive: a token of exactly `max_token_bytes` is read (and refused for what it is, here
+/// not a JWT at all), one byte more is too large; a header of exactly [`MAX_HEADER_BYTES`] is read, one byte more
+/// (two base64 characters more) is malformed, even when validly signed; a fourth part after the signature is malformed, not a bad signature.
+#[test]
+fn size_limits_are_inclusive_and_a_fourth_part_is_malformed() {
+    let f = fixture();
+    assert_eq!(
+        f.verifier.verify(&"a".repeat(4096)),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(f.verifier.verify(&"a".repeat(4097)), Err(Refusal::TooLarge));
+    let token = f.key.sign(&claims()).unwrap();
+    assert_eq!(
+        f.verifier.verify(&format!("{token}.x")),
+        Err(Refusal::Malformed)
+    );
+    // Validly signed headers of exactly MAX_HEADER_BYTES and of one byte of JSON more, made long by a parameter of
+    // no meaning.
+    let header = |n: usize| json!({"alg":"EdDSA","kid":"k1","pad":"p".repeat(n)});
+    let exact = (0..MAX_HEADER_BYTES)
+        .find(|&n| b64j(&header(n)).len() >= MAX_HEADER_BYTES)
+        .unwrap();
+    assert_eq!(b64j(&header(exact)).len(), MAX_HEADER_BYTES);
+    let c = claims();
+    let payload = serde_json::to_value(&c).unwrap();
+    let at_limit = hand_token(&f.key, &header(exact), &payload);
+    assert_eq!(f.verifier.verify(&at_limit).unwrap(), c);
+    let over = hand_token(&f.key, &header(exact + 1), &payload);
+    assert!(b64j(&header(exact + 1)).len() > MAX_HEADER_BYTES);
+    assert_eq!(f.verifier.verify(&over), Err(Refusal::Malformed));
 }
 
 proptest::proptest! {
