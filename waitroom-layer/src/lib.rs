@@ -164,11 +164,14 @@ pub use room::cookie::{SessionCookie, valid_session_id};
 pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};
 pub use room::lifecycle::{RoomEvent, RoomEventKind};
 pub use room::metrics::METRICS_CONTENT_TYPE;
-pub use room::{RoomStats, Status, ViewState, WaitingRoom};
+pub use room::{Door, RoomStats, Status, ViewState, WaitingRoom};
 /// The old name of [`RoomStats`] (it read too much like [`Status`]).
 #[deprecated(note = "renamed `RoomStats`")]
 pub type Stats = RoomStats;
-pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
+pub use store::{
+    AuditEntry, Inventory, MemoryStore, Placement, SessionDetail, SessionState, Settings, Snapshot,
+    Store,
+};
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};
 pub use waitroom_verify::{

@@ -12,8 +12,8 @@ mod contract {
     use std::sync::Arc;
 
     use waitroom_layer::store::{
-        Inventory, Join, Mark, Placement, SessionState, Settings, SettingsChange, Store,
-        TURN_AWAY_PER_TICK, Tick, Touches,
+        AUDIT_KEEP, AuditEntry, Inventory, Join, Mark, Placement, SessionState, Settings,
+        SettingsChange, Store, TURN_AWAY_PER_TICK, Tick, Touches,
     };
 
     pub const IDLE_MS: u64 = 30_000;
@@ -60,6 +60,8 @@ mod contract {
             opens_at_ms,
             random_draw: random,
             inventory: None,
+            prequeue_opens_at_ms: None,
+            closes_at_ms: None,
         }
     }
 
@@ -507,6 +509,137 @@ mod contract {
     /// from the head within a few ticks, at most [`TURN_AWAY_PER_TICK`] a tick, with `served` and `waiting()` kept
     /// consistent; a join while closed or sold out takes no place and is not counted; seats coming back let people
     /// join again while those turned away stay turned away. `event` is a prefix (two on-sales).
+    /// The operator's kit: the timetable ([`SettingsChange::Schedule`]) moves the opening (and the draw) either
+    /// way and is read back by every caller; an operator's lookup tells when a session was let in; sessions can be
+    /// found by a predicate on their ids; the audit log keeps the last [`AUDIT_KEEP`] actions, newest first.
+    pub async fn operator_kit(store: Arc<dyn Store>, event: &str) {
+        let t0 = 1_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: 600_000,
+            max_scan: 1_000,
+        };
+        let join = |sid: &str, now_ms, key| Join {
+            session: sid.to_owned(),
+            account: None,
+            now_ms,
+            draw_key: key,
+        };
+        let schedule = |opens: Option<u64>, pre: Option<u64>, closes: Option<u64>| {
+            SettingsChange::Schedule {
+                opens_at_ms: opens,
+                prequeue_opens_at_ms: pre,
+                closes_at_ms: closes,
+            }
+        };
+
+        // A draw at t0 + 60 s, moved to t0 + 120 s: nothing happens at the first time, the draw runs at the second.
+        let ev = format!("{event}-draw");
+        store
+            .init(&ev, &settings(2, true, Some(t0 + 60_000)))
+            .await
+            .unwrap();
+        for i in 0..3u64 {
+            let p = store
+                .join(&ev, &join(&format!("pre-{i}-abcdefghijklmn"), t0, i << 60))
+                .await
+                .unwrap();
+            assert_eq!(p.state, SessionState::PreQueue);
+        }
+        let s = store
+            .update(
+                &ev,
+                &schedule(Some(t0 + 120_000), Some(t0 - 1), Some(t0 + 900_000)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (s.opens_at_ms, s.prequeue_opens_at_ms, s.closes_at_ms),
+            (Some(t0 + 120_000), Some(t0 - 1), Some(t0 + 900_000))
+        );
+        assert_eq!(store.snapshot(&ev).await.unwrap().settings, s, "read back");
+        let r = store.tick(&ev, &tick(t0 + 60_001)).await.unwrap();
+        assert!(
+            !r.drew && r.admitted.is_empty(),
+            "the old opening time no longer opens the door: {r:?}"
+        );
+        let r = store.tick(&ev, &tick(t0 + 120_000)).await.unwrap();
+        assert!(r.drew, "the draw runs at the new opening time");
+        assert_eq!(r.admitted.len(), 2);
+
+        // When it was let in: the tick's time, kept when it claims; nothing while it waits.
+        let first = r.admitted[0].clone();
+        let d = store.inspect(&ev, &first).await.unwrap().unwrap();
+        assert_eq!(d.placement.state, SessionState::Admitted);
+        assert_eq!(d.admitted_at_ms, Some(t0 + 120_000));
+        store
+            .claim(&ev, &first, t0 + 121_000, IDLE_MS)
+            .await
+            .unwrap();
+        let d = store.inspect(&ev, &first).await.unwrap().unwrap();
+        assert_eq!(
+            (d.placement.state, d.admitted_at_ms),
+            (SessionState::Active, Some(t0 + 120_000))
+        );
+        let waiting = (0..3u64)
+            .map(|i| format!("pre-{i}-abcdefghijklmn"))
+            .find(|s| !r.admitted.contains(s))
+            .unwrap();
+        let d = store.inspect(&ev, &waiting).await.unwrap().unwrap();
+        assert_eq!(
+            (d.placement.state, d.placement.number, d.admitted_at_ms),
+            (SessionState::Waiting, Some(3), None)
+        );
+        assert_eq!(store.inspect(&ev, "nobody-abcdefghijklmn").await.unwrap(), None);
+
+        // Found by a predicate on the id (how a fingerprint is looked up), at most `limit`.
+        let want = waiting.clone();
+        let found = store
+            .find_sessions(&ev, &move |id: &str| id == want, 10)
+            .await
+            .unwrap();
+        assert_eq!(found, [waiting.clone()]);
+        let all = store.find_sessions(&ev, &|_: &str| true, 2).await.unwrap();
+        assert_eq!(all.len(), 2);
+
+        // FIFO: an opening moved later after the door opened shuts it again until then; cleared, it opens at once.
+        let ev = format!("{event}-fifo");
+        store.init(&ev, &settings(5, false, None)).await.unwrap();
+        store
+            .join(&ev, &join("fifo-0-abcdefghijklmn", t0, 0))
+            .await
+            .unwrap();
+        store
+            .update(&ev, &schedule(Some(t0 + 60_000), None, None))
+            .await
+            .unwrap();
+        assert!(store.tick(&ev, &tick(t0 + 1)).await.unwrap().admitted.is_empty());
+        let s = store.update(&ev, &schedule(None, None, None)).await.unwrap();
+        assert_eq!((s.opens_at_ms, s.prequeue_opens_at_ms, s.closes_at_ms), (None, None, None));
+        assert_eq!(store.tick(&ev, &tick(t0 + 2)).await.unwrap().admitted.len(), 1);
+
+        // The audit log: newest first, bounded.
+        let entry = |i: u64| AuditEntry {
+            at_ms: t0 + i,
+            who: format!("op-{}", i % 3),
+            action: "pause".into(),
+            detail: format!("{{\"n\":{i}}}"),
+        };
+        assert!(store.audit_log(&ev, 10).await.unwrap().is_empty());
+        for i in 0..3 {
+            store.audit(&ev, &entry(i)).await.unwrap();
+        }
+        assert_eq!(store.audit_log(&ev, 2).await.unwrap(), [entry(2), entry(1)]);
+        for i in 3..(AUDIT_KEEP as u64 + 5) {
+            store.audit(&ev, &entry(i)).await.unwrap();
+        }
+        let log = store.audit_log(&ev, 10 * AUDIT_KEEP).await.unwrap();
+        assert_eq!(log.len(), AUDIT_KEEP, "bounded");
+        assert_eq!(log[0], entry(AUDIT_KEEP as u64 + 4));
+        assert_eq!(log[AUDIT_KEEP - 1], entry(5));
+    }
+
     pub async fn turn_away(store: Arc<dyn Store>, event: &str) {
         // More than one tick's worth, less than two.
         let n = TURN_AWAY_PER_TICK * 3 / 2;
@@ -847,6 +980,11 @@ mod memory {
         contract::turn_away(Arc::new(MemoryStore::new()), "turn").await;
     }
 
+    #[tokio::test]
+    async fn the_timetable_lookups_and_the_audit_log_follow_the_operator() {
+        contract::operator_kit(Arc::new(MemoryStore::new()), "ops").await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_callers_keep_the_invariants() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
@@ -1113,6 +1251,17 @@ mod redis {
             .await
             .unwrap();
         contract::turn_away(Arc::new(store), &fresh_event("turn")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_timetable_lookups_and_the_audit_log_follow_the_operator() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::builder(server.url())
+            .draw_buckets_log2(6)
+            .connect()
+            .await
+            .unwrap();
+        contract::operator_kit(Arc::new(store), &fresh_event("ops")).await;
     }
 
     /// Several stores (separate connections, as separate room instances would have) tick one on-sale at once.

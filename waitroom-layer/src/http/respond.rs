@@ -234,6 +234,24 @@ pub(crate) fn problem_coded(
     )
 }
 
+/// `503` with `Retry-After` (code `not_open_yet`) for a join before the pre-queue opens at `at_ms`: nobody takes a
+/// place before then.
+pub(crate) fn not_open_yet(at_ms: u64, now_ms: u64) -> Reply {
+    let secs = at_ms.saturating_sub(now_ms).div_ceil(1000).max(1);
+    let when = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(at_ms),
+    );
+    let mut r = problem_coded(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ViewState::NotInLine.as_str(),
+        "not_open_yet",
+        "The line is not open yet",
+        &format!("The line opens at {when}; come back then."),
+    );
+    r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+    r
+}
+
 /// 431 for a request whose session cookie the room could not read (more `waitroom_session` values than it tries,
 /// none of the tried ones valid). Never a new session: its `Set-Cookie` would overwrite the person's real one.
 pub(crate) fn unreadable_session() -> Reply {

@@ -196,6 +196,11 @@ impl CookieCodec {
         }
     }
 
+    /// Whether the room's cookies carry `Secure`.
+    pub(crate) fn secure(&self) -> bool {
+        self.secure
+    }
+
     fn tag(&self, id: &str, mark: &str) -> Hmac<Sha256> {
         let mut mac = self.mac.clone();
         mac.update(self.event.as_bytes());

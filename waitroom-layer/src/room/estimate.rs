@@ -328,6 +328,8 @@ mod tests {
                 opens_at_ms: None,
                 random_draw: false,
                 inventory: None,
+            prequeue_opens_at_ms: None,
+            closes_at_ms: None,
             },
             drawn: true,
             prequeue: 0,

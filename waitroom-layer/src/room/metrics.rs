@@ -304,6 +304,14 @@ mod tests {
             sold_out: false,
             opens_at: None,
             store_ok: true,
+            door: crate::room::Door {
+                state: "open",
+                why: String::new(),
+            },
+            opens_at_ms: None,
+            prequeue_opens_at_ms: None,
+            closes_at_ms: None,
+            now_ms: 0,
         };
         m.polls.inc();
         m.refused(Refusal::Expired);

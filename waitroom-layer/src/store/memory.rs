@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::{
-    Counters, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
-    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    AUDIT_KEEP, AuditEntry, Counters, Join, Placement, SessionDetail, SessionState, Settings,
+    SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 
@@ -48,6 +48,8 @@ struct Rec {
     state: SessionState,
     /// 0 while it has no number.
     number: u64,
+    /// While it waits: when it last polled (or joined). Once let in: when it was let in (for
+    /// [`Store::inspect`]).
     last_seen_ms: u64,
 }
 
@@ -73,6 +75,8 @@ struct Event {
     /// (sequence, when on the room's clock, session) of the last finishes, for [`Store::finished_since`].
     finished_log: VecDeque<(u64, u64, Arc<str>)>,
     finished_seq: u64,
+    /// The last [`AUDIT_KEEP`] admin actions, oldest first.
+    audit: VecDeque<AuditEntry>,
 }
 
 /// How many finishes the memory store remembers for [`Store::finished_since`].
@@ -96,6 +100,7 @@ impl Event {
             counters: Counters::default(),
             finished_log: VecDeque::new(),
             finished_seq: 0,
+            audit: VecDeque::new(),
         }
     }
 
@@ -258,6 +263,7 @@ impl Event {
                 report.abandoned.push(sid.to_string());
             } else {
                 r.state = SessionState::Admitted;
+                r.last_seen_ms = t.now_ms;
                 self.active
                     .insert(sid.clone(), t.now_ms + t.arrival_window_ms);
                 self.counters.admitted += 1;
@@ -416,8 +422,55 @@ impl Store for MemoryStore {
     async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError> {
         self.with_event(event, |ev| {
             change.apply(&mut ev.settings);
+            if let SettingsChange::Schedule { opens_at_ms, .. } = change {
+                ev.scheduled_open_ms = *opens_at_ms;
+            }
             ev.settings.clone()
         })
+    }
+
+    async fn inspect(&self, event: &str, session: &str) -> Result<Option<SessionDetail>, StoreError> {
+        self.with_event(event, |ev| {
+            let placement = ev.placement(session)?;
+            let admitted_at_ms = ev
+                .sessions
+                .get(session)
+                .filter(|r| r.state.is_active())
+                .map(|r| r.last_seen_ms);
+            Some(SessionDetail {
+                placement,
+                admitted_at_ms,
+            })
+        })
+    }
+
+    async fn find_sessions(
+        &self,
+        event: &str,
+        matches: &(dyn for<'s> Fn(&'s str) -> bool + Send + Sync),
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.with_event(event, |ev| {
+            ev.sessions
+                .keys()
+                .filter(|s| matches(s))
+                .take(limit)
+                .map(|s| s.to_string())
+                .collect()
+        })
+    }
+
+    async fn audit(&self, event: &str, entry: &AuditEntry) -> Result<(), StoreError> {
+        self.with_event(event, |ev| {
+            if ev.audit.len() >= AUDIT_KEEP {
+                ev.audit.pop_front();
+            }
+            ev.audit.push_back(entry.clone());
+        })
+    }
+
+    async fn audit_log(&self, event: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        self.with_event(event, |ev| ev.audit.iter().rev().take(limit).cloned().collect())
     }
 
     async fn finished_since(
@@ -466,6 +519,8 @@ mod tests {
             opens_at_ms: None,
             random_draw: false,
             inventory: None,
+            prequeue_opens_at_ms: None,
+            closes_at_ms: None,
         };
         store.init("ev", &settings).await.unwrap();
         let (none, start) = store.finished_since("ev", "", 0, 60_000).await.unwrap();

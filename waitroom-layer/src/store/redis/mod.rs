@@ -77,7 +77,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 ///
 /// | key                    | type   | holds                                                                    |
 /// |------------------------|--------|--------------------------------------------------------------------------|
-/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
+/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
 /// | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
 /// | `wr:{ev}:line`         | list   | ids of sessions with a number not yet served, head first (FIFO joins, and joins after the draw) |
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
@@ -87,6 +87,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
+/// | `wr:{ev}:audit`        | list   | the admin actions (JSON: `at_ms`, `who`, `action`, `detail`), newest first, the last [`AUDIT_KEEP`](super::AUDIT_KEEP) |
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
 ///
 /// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
@@ -95,7 +96,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// A session record is one short string: the state's one-byte code ([`SessionState::code`]), a number, and, while
 /// the session waits, the time it joined in ms; for example `w41207:1767261600000`. The number is the line
 /// number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
-/// sessions keep their deadline as their score in `active`, so their record is just `a41207:0`. Records of ended
+/// sessions keep their deadline as their score in `active`, so their record is just the number and when they were let in (`a41207:1767261900000`, for an operator's lookup). Records of ended
 /// sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
 /// is over ([`RedisStore::purge`]).
 ///
@@ -430,6 +431,12 @@ impl RedisStore {
     /// `accounts`, `admits` (see the module docs).
     pub fn key(&self, event: &str, part: &str) -> String {
         format!("{}:{{{event}}}:{part}", self.prefix)
+    }
+
+    /// The on-sale's audit log (a list of JSON entries, newest first, at most [`AUDIT_KEEP`](super::AUDIT_KEEP)).
+    fn audit_key(&self, event: &str) -> Result<String, StoreError> {
+        self.keys(event)?;
+        Ok(self.key(event, "audit"))
     }
 
     fn keys(&self, event: &str) -> Result<[String; 11], StoreError> {

@@ -45,7 +45,10 @@ const FINISHED_RECENT: &str = include_str!("scripts/finished_recent.lua");
 /// No ARGV.
 const SNAPSHOT: &str = include_str!("scripts/snapshot.lua");
 
-/// ARGV: op, value.
+/// ARGV: session. Its placement and, while admitted or active, when it was let in.
+const INSPECT: &str = include_str!("scripts/inspect.lua");
+
+/// ARGV: op, value (`sched`: opening, pre-queue opening, closing).
 const UPDATE: &str = include_str!("scripts/update.lua");
 
 /// One script: its code (for `SCRIPT LOAD`) and its SHA1 (for `EVALSHA`), computed locally.
@@ -75,6 +78,7 @@ pub(super) struct Scripts {
     pub(super) finished_recent: Lua,
     pub(super) snapshot: Lua,
     pub(super) update: Lua,
+    pub(super) inspect: Lua,
 }
 
 impl Scripts {
@@ -90,10 +94,11 @@ impl Scripts {
             finished_recent: Lua::new(FINISHED_RECENT),
             snapshot: Lua::new(SNAPSHOT),
             update: Lua::new(UPDATE),
+            inspect: Lua::new(INSPECT),
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 10] {
+    pub(super) fn all(&self) -> [&Lua; 11] {
         [
             &self.init,
             &self.join,
@@ -105,6 +110,7 @@ impl Scripts {
             &self.finished_recent,
             &self.snapshot,
             &self.update,
+            &self.inspect,
         ]
     }
 }

@@ -119,7 +119,8 @@ while nadm < room and scanned < maxscan and served < last do
       put(sid, 'x', n, 0)
       abandoned[#abandoned + 1] = sid
     else
-      put(sid, 'a', n, 0)
+      -- An admitted record keeps when it was let in (for an operator's lookup).
+      put(sid, 'a', n, now)
       redis.call('ZADD', KA, fmt(now + arrival), sid)
       nadm = nadm + 1
       admitted[#admitted + 1] = sid
