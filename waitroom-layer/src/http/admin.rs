@@ -769,6 +769,8 @@ async fn session_reply(shared: &Shared, parts: &Parts) -> Reply {
         Err(r) => return r,
     };
     let room = &shared.room;
+    // Positions count from the head as the store has it now, not as this instance last read it.
+    let _ = room.refresh().await;
     let served = room.snapshot().served;
     let mut sessions = Vec::new();
     for id in &ids {
