@@ -268,6 +268,12 @@ fn register_door(r: &mut Registry, stats: &RoomStats) {
         "1 while an operator has paused the door",
         stats.paused,
     );
+    flag(
+        r,
+        "door_open",
+        "1 while the door lets people in as places free (open, full or at its per-minute cap; not before the opening, paused, held, closed or sold out)",
+        matches!(stats.door.state, "open" | "full" | "capped"),
+    );
     flag(r, "closed", "1 once the on-sale is closed", stats.closed);
     flag(r, "sold_out", "1 once every seat is sold", stats.sold_out);
     flag(

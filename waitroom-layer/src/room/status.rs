@@ -352,7 +352,7 @@ fn door(snap: &Snapshot, now: u64, store_ok: bool, admitted_pm: f64) -> Door {
     if let Some(t) = s.opens_at_ms.filter(|&t| t > now) {
         let pre = match s.prequeue_opens_at_ms.filter(|&p| p > now) {
             Some(p) => format!("; the pre-queue opens at {}", rfc3339(p)),
-            None => "; people may join the pre-queue".into(),
+            None => "; people may join".into(),
         };
         return d("not_open", format!("opens at {}{pre}", rfc3339(t)));
     }
