@@ -40,7 +40,9 @@ fn run_promtool(args: &[&str]) {
         .current_dir(monitoring())
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("could not run promtool ({e}): `apt-get install -y prometheus`"));
+        .unwrap_or_else(|e| {
+            panic!("could not run promtool ({e}): `apt-get install -y prometheus`")
+        });
     assert!(
         out.status.success(),
         "promtool {args:?} failed:\n{}{}",
@@ -148,8 +150,12 @@ async fn scraped_names() -> BTreeSet<String> {
 #[tokio::test]
 async fn every_dashboard_query_and_alert_names_a_metric_the_room_exports() {
     let exported = scraped_names().await;
-    for must in ["waitroom_waiting", "waitroom_head_rate_per_minute", "waitroom_seats_available", "waitroom_door_open"]
-    {
+    for must in [
+        "waitroom_waiting",
+        "waitroom_head_rate_per_minute",
+        "waitroom_seats_available",
+        "waitroom_door_open",
+    ] {
         assert!(exported.contains(must), "{must} in {exported:?}");
     }
 
@@ -166,7 +172,10 @@ async fn every_dashboard_query_and_alert_names_a_metric_the_room_exports() {
         let names = metric_names(q);
         assert!(!names.is_empty(), "a query names no waitroom metric: {q}");
         for n in names {
-            assert!(exported.contains(&n), "the dashboard asks for `{n}`, which the room does not export ({q})");
+            assert!(
+                exported.contains(&n),
+                "the dashboard asks for `{n}`, which the room does not export ({q})"
+            );
             used.insert(n);
         }
     }
@@ -175,10 +184,20 @@ async fn every_dashboard_query_and_alert_names_a_metric_the_room_exports() {
     let names = metric_names(&rules);
     assert!(names.len() >= 8, "{names:?}");
     for n in names {
-        assert!(exported.contains(&n), "an alert rule asks for `{n}`, which the room does not export");
+        assert!(
+            exported.contains(&n),
+            "an alert rule asks for `{n}`, which the room does not export"
+        );
     }
     // The line, the door, the seats and the store all have a panel.
-    for n in ["waitroom_waiting", "waitroom_active", "waitroom_capacity", "waitroom_tail_eta_seconds", "waitroom_seats_sold", "waitroom_store_up"] {
+    for n in [
+        "waitroom_waiting",
+        "waitroom_active",
+        "waitroom_capacity",
+        "waitroom_tail_eta_seconds",
+        "waitroom_seats_sold",
+        "waitroom_store_up",
+    ] {
         assert!(used.contains(n), "no panel shows {n}");
     }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use waitroom::demo::{
-    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, OpsOptions, RoomOptions, SIGNING_KEY_FILE, Shop, ShopBuilder,
-    load_or_create_cookie_secret, load_or_create_signing_key,
+    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, OpsOptions, RoomOptions, SIGNING_KEY_FILE, Shop,
+    ShopBuilder, load_or_create_cookie_secret, load_or_create_signing_key,
 };
 use waitroom::verify::SigningKey;
 

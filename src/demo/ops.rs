@@ -28,7 +28,10 @@ impl std::fmt::Debug for OpsOptions {
         f.debug_struct("OpsOptions")
             .field("admin_tokens", &names)
             .field("metrics", &self.metrics)
-            .field("metrics_token", &self.metrics_token.as_ref().map(|_| "[redacted]"))
+            .field(
+                "metrics_token",
+                &self.metrics_token.as_ref().map(|_| "[redacted]"),
+            )
             .finish()
     }
 }
@@ -176,7 +179,10 @@ mod tests {
         assert_eq!(names, ["alice", "bob", "admin"]);
         assert_eq!(t[1].1, "0123456789abcdef-bob");
         let short = parse_admin_tokens("carol:tooshort").unwrap_err();
-        assert!(short.contains("line 1") && !short.contains("tooshort"), "{short}");
+        assert!(
+            short.contains("line 1") && !short.contains("tooshort"),
+            "{short}"
+        );
         assert!(parse_admin_tokens("# nothing\n").is_err());
         assert!(parse_admin_tokens("a:0123456789abcdef\na:0123456789abcdeg").is_err());
         let o = OpsOptions {

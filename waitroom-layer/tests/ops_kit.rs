@@ -69,7 +69,13 @@ async fn instance(
 }
 
 async fn post(c: &reqwest::Client, url: String, token: &str, body: Value) -> (u16, Value) {
-    let res = c.post(url).bearer_auth(token).json(&body).send().await.unwrap();
+    let res = c
+        .post(url)
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     let status = res.status().as_u16();
     (status, res.json().await.unwrap_or(Value::Null))
 }
@@ -101,12 +107,22 @@ async fn the_status_page_needs_a_login_and_its_cookie_changes_nothing_from_anoth
     // Without a login: a login form, none of the page, and no script.
     let res = c.get(i.at("/waitroom/admin/")).send().await.unwrap();
     assert_eq!(res.status(), 401);
-    let csp = res.headers()["content-security-policy"].to_str().unwrap().to_owned();
-    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    let csp = res.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
     let html = res.text().await.unwrap();
     assert!(html.contains("id=\"login-form\"") && !html.contains("id=\"door-state\""));
     for path in ["/waitroom/admin/admin.js", "/waitroom/admin/stats"] {
-        assert_eq!(c.get(i.at(path)).send().await.unwrap().status(), 401, "{path}");
+        assert_eq!(
+            c.get(i.at(path)).send().await.unwrap().status(),
+            401,
+            "{path}"
+        );
     }
 
     // A wrong token is refused, and sets no cookie.
@@ -132,9 +148,15 @@ async fn the_status_page_needs_a_login_and_its_cookie_changes_nothing_from_anoth
     assert_eq!(res.status(), 303);
     assert_eq!(res.headers()["location"], "/waitroom/admin/");
     let set = cookie_of(&res).expect("a login cookie");
-    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
     assert!(set.contains("Path=/waitroom/admin"), "{set}");
-    assert!(!set.contains(BOB) && set.starts_with("waitroom_admin=bob."), "{set}");
+    assert!(
+        !set.contains(BOB) && set.starts_with("waitroom_admin=bob."),
+        "{set}"
+    );
     let cookie = set.split(';').next().unwrap().to_owned();
     let res = c
         .get(i.at("/waitroom/admin/"))
@@ -167,10 +189,13 @@ async fn the_status_page_needs_a_login_and_its_cookie_changes_nothing_from_anoth
         403
     );
     assert_eq!(
-        pause(&[("x-waitroom-admin", "1"), ("origin", "https://evil.example")])
-            .await
-            .unwrap()
-            .status(),
+        pause(&[
+            ("x-waitroom-admin", "1"),
+            ("origin", "https://evil.example")
+        ])
+        .await
+        .unwrap()
+        .status(),
         403
     );
     assert!(!i.room.stats().paused, "nothing changed");
@@ -227,10 +252,16 @@ async fn bad_timetables_and_lookups_are_refused_and_change_nothing() {
         json!({"opens_at": now + 60_000, "closes_at": now + 60_000}),
         json!([1, 2]),
     ] {
-        let (status, problem) = post(&c, i.at("/waitroom/admin/schedule"), ALICE, body.clone()).await;
+        let (status, problem) =
+            post(&c, i.at("/waitroom/admin/schedule"), ALICE, body.clone()).await;
         assert_eq!(status, 400, "{body}: {problem}");
     }
-    for q in ["", "?fingerprint=xyz", "?fingerprint=abcdef0", "?id=a&fingerprint=abcdef"] {
+    for q in [
+        "",
+        "?fingerprint=xyz",
+        "?fingerprint=abcdef0",
+        "?id=a&fingerprint=abcdef",
+    ] {
         let (status, _) = get_json(&c, i.at(&format!("/waitroom/admin/session{q}")), ALICE).await;
         assert_eq!(status, 400, "{q}");
     }
@@ -267,7 +298,12 @@ mod redis {
         )
     }
 
-    async fn pair(server: &RedisServer, ev: &str, clock: &ManualClock, opens: Option<u64>) -> (Instance, Instance) {
+    async fn pair(
+        server: &RedisServer,
+        ev: &str,
+        clock: &ManualClock,
+        opens: Option<u64>,
+    ) -> (Instance, Instance) {
         let mut v = Vec::new();
         for _ in 0..2 {
             let store: Arc<dyn Store> = Arc::new(RedisStore::connect(server.url()).await.unwrap());
@@ -303,14 +339,23 @@ mod redis {
         b.room.refresh().await.unwrap();
         let seen = b.room.stats();
         assert_eq!(
-            (seen.opens_at_ms, seen.prequeue_opens_at_ms, seen.closes_at_ms),
+            (
+                seen.opens_at_ms,
+                seen.prequeue_opens_at_ms,
+                seen.closes_at_ms
+            ),
             (Some(t0 + 120_000), Some(t0 + 30_000), Some(t0 + 600_000)),
             "B reads A's timetable from the store"
         );
         assert_eq!(seen.door.state, "not_open");
 
         // Before the pre-queue opens, B gives no place: come back in 30 s.
-        let res = c.post(b.at("/waitroom/join")).header("accept", "application/json").send().await.unwrap();
+        let res = c
+            .post(b.at("/waitroom/join"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
         assert_eq!(res.status(), 503);
         assert_eq!(res.headers()["retry-after"], "30");
         let problem: Value = res.json().await.unwrap();
@@ -322,7 +367,10 @@ mod redis {
         b.room.join("early-bird-0123456789ab", None).await.unwrap();
         b.room.join("second-bird-0123456789a", None).await.unwrap();
         clock.advance(Duration::from_secs(31));
-        assert!(b.room.tick_now().await.unwrap().admitted.is_empty(), "the old time opens nothing");
+        assert!(
+            b.room.tick_now().await.unwrap().admitted.is_empty(),
+            "the old time opens nothing"
+        );
         clock.advance(Duration::from_secs(60));
         let r = b.room.tick_now().await.unwrap();
         assert_eq!(r.admitted.len(), 2, "the new time opens the door: {r:?}");
@@ -348,7 +396,9 @@ mod redis {
         let ev = event("session");
         let (a, b) = pair(&server, &ev, &clock, None).await;
         let c = reqwest::Client::new();
-        let ids: Vec<String> = (0..3).map(|i| format!("customer-{i}-0123456789abc")).collect();
+        let ids: Vec<String> = (0..3)
+            .map(|i| format!("customer-{i}-0123456789abc"))
+            .collect();
         for id in &ids {
             a.room.join(id, None).await.unwrap();
         }
@@ -359,22 +409,50 @@ mod redis {
 
         // B finds the first customer by the fingerprint its support ticket quotes: admitted, and since when.
         let fp = fingerprint(&ids[0]).to_string();
-        let (status, found) = get_json(&c, b.at(&format!("/waitroom/admin/session?fingerprint={fp}")), BOB).await;
+        let (status, found) = get_json(
+            &c,
+            b.at(&format!("/waitroom/admin/session?fingerprint={fp}")),
+            BOB,
+        )
+        .await;
         assert_eq!(status, 200);
         let s = &found["sessions"][0];
-        assert_eq!((s["fingerprint"].as_str(), s["state"].as_str()), (Some(fp.as_str()), Some("admitted")));
+        assert_eq!(
+            (s["fingerprint"].as_str(), s["state"].as_str()),
+            (Some(fp.as_str()), Some("admitted"))
+        );
         assert_eq!(s["admitted_at_ms"], t_in);
-        assert!(!found.to_string().contains(&ids[0]), "the id is never shown");
+        assert!(
+            !found.to_string().contains(&ids[0]),
+            "the id is never shown"
+        );
         // The third waits at position 1.
-        let (_, third) = get_json(&c, b.at(&format!("/waitroom/admin/session?id={}", ids[2])), BOB).await;
+        let (_, third) = get_json(
+            &c,
+            b.at(&format!("/waitroom/admin/session?id={}", ids[2])),
+            BOB,
+        )
+        .await;
         assert_eq!(third["sessions"][0]["state"], "waiting");
         assert_eq!(third["sessions"][0]["position"], 1);
         assert_eq!(third["sessions"][0]["admitted_at_ms"], Value::Null);
 
         // B ends it: its place frees, and A's next tick lets the third customer in.
-        let (status, done) = post(&c, b.at("/waitroom/admin/session/finish"), BOB, json!({"fingerprint": fp})).await;
+        let (status, done) = post(
+            &c,
+            b.at("/waitroom/admin/session/finish"),
+            BOB,
+            json!({"fingerprint": fp}),
+        )
+        .await;
         assert_eq!(status, 200, "{done}");
-        let (status, _) = post(&c, b.at("/waitroom/admin/session/finish"), BOB, json!({"fingerprint": fp})).await;
+        let (status, _) = post(
+            &c,
+            b.at("/waitroom/admin/session/finish"),
+            BOB,
+            json!({"fingerprint": fp}),
+        )
+        .await;
         assert_eq!(status, 409, "ended already");
         let r = a.room.tick_now().await.unwrap();
         assert_eq!(r.admitted, [ids[2].clone()]);
@@ -383,7 +461,10 @@ mod redis {
         // The audit log (read from A) names bob, the call and the fingerprint, never the id.
         let (_, log) = get_json(&c, a.at("/waitroom/admin/audit?limit=5"), ALICE).await;
         let e = &log["entries"][0];
-        assert_eq!((e["who"].as_str(), e["action"].as_str()), (Some("bob"), Some("session-finish")));
+        assert_eq!(
+            (e["who"].as_str(), e["action"].as_str()),
+            (Some("bob"), Some("session-finish"))
+        );
         assert!(e["detail"].as_str().unwrap().contains(&fp));
         assert!(!log.to_string().contains(&ids[0]));
     }
@@ -396,14 +477,47 @@ mod redis {
         let (a, b) = pair(&server, &ev, &clock, None).await;
         let c = reqwest::Client::new();
         let t0 = waitroom_layer::Clock::now_ms(&clock);
-        assert_eq!(post(&c, a.at("/waitroom/admin/pause"), ALICE, json!({})).await.0, 200);
+        assert_eq!(
+            post(&c, a.at("/waitroom/admin/pause"), ALICE, json!({}))
+                .await
+                .0,
+            200
+        );
         clock.advance(Duration::from_secs(5));
-        assert_eq!(post(&c, b.at("/waitroom/admin/capacity"), BOB, json!({"capacity": 7})).await.0, 200);
+        assert_eq!(
+            post(
+                &c,
+                b.at("/waitroom/admin/capacity"),
+                BOB,
+                json!({"capacity": 7})
+            )
+            .await
+            .0,
+            200
+        );
         clock.advance(Duration::from_secs(5));
-        assert_eq!(post(&c, b.at("/waitroom/admin/resume"), BOB, json!({})).await.0, 200);
+        assert_eq!(
+            post(&c, b.at("/waitroom/admin/resume"), BOB, json!({}))
+                .await
+                .0,
+            200
+        );
         // Refused and read-only calls leave nothing.
-        assert_eq!(post(&c, a.at("/waitroom/admin/close"), "not-a-token-0123456789", json!({})).await.0, 401);
-        assert_eq!(get_json(&c, a.at("/waitroom/admin/stats"), ALICE).await.0, 200);
+        assert_eq!(
+            post(
+                &c,
+                a.at("/waitroom/admin/close"),
+                "not-a-token-0123456789",
+                json!({})
+            )
+            .await
+            .0,
+            401
+        );
+        assert_eq!(
+            get_json(&c, a.at("/waitroom/admin/stats"), ALICE).await.0,
+            200
+        );
         for i in [&a, &b] {
             let (status, log) = get_json(&c, i.at("/waitroom/admin/audit"), ALICE).await;
             assert_eq!(status, 200);
@@ -424,7 +538,12 @@ mod redis {
                 got,
                 [
                     ("bob".into(), "resume".into(), t0 + 10_000, "{}".into()),
-                    ("bob".into(), "capacity".into(), t0 + 5_000, "{\"capacity\":7}".into()),
+                    (
+                        "bob".into(),
+                        "capacity".into(),
+                        t0 + 5_000,
+                        "{\"capacity\":7}".into()
+                    ),
                     ("alice".into(), "pause".into(), t0, "{}".into()),
                 ]
             );

@@ -526,13 +526,12 @@ mod contract {
             now_ms,
             draw_key: key,
         };
-        let schedule = |opens: Option<u64>, pre: Option<u64>, closes: Option<u64>| {
-            SettingsChange::Schedule {
+        let schedule =
+            |opens: Option<u64>, pre: Option<u64>, closes: Option<u64>| SettingsChange::Schedule {
                 opens_at_ms: opens,
                 prequeue_opens_at_ms: pre,
                 closes_at_ms: closes,
-            }
-        };
+            };
 
         // A draw at t0 + 60 s, moved to t0 + 120 s: nothing happens at the first time, the draw runs at the second.
         let ev = format!("{event}-draw");
@@ -591,7 +590,10 @@ mod contract {
             (d.placement.state, d.placement.number, d.admitted_at_ms),
             (SessionState::Waiting, Some(3), None)
         );
-        assert_eq!(store.inspect(&ev, "nobody-abcdefghijklmn").await.unwrap(), None);
+        assert_eq!(
+            store.inspect(&ev, "nobody-abcdefghijklmn").await.unwrap(),
+            None
+        );
 
         // Found by a predicate on the id (how a fingerprint is looked up), at most `limit`.
         let want = waiting.clone();
@@ -614,10 +616,26 @@ mod contract {
             .update(&ev, &schedule(Some(t0 + 60_000), None, None))
             .await
             .unwrap();
-        assert!(store.tick(&ev, &tick(t0 + 1)).await.unwrap().admitted.is_empty());
-        let s = store.update(&ev, &schedule(None, None, None)).await.unwrap();
-        assert_eq!((s.opens_at_ms, s.prequeue_opens_at_ms, s.closes_at_ms), (None, None, None));
-        assert_eq!(store.tick(&ev, &tick(t0 + 2)).await.unwrap().admitted.len(), 1);
+        assert!(
+            store
+                .tick(&ev, &tick(t0 + 1))
+                .await
+                .unwrap()
+                .admitted
+                .is_empty()
+        );
+        let s = store
+            .update(&ev, &schedule(None, None, None))
+            .await
+            .unwrap();
+        assert_eq!(
+            (s.opens_at_ms, s.prequeue_opens_at_ms, s.closes_at_ms),
+            (None, None, None)
+        );
+        assert_eq!(
+            store.tick(&ev, &tick(t0 + 2)).await.unwrap().admitted.len(),
+            1
+        );
 
         // The audit log: newest first, bounded.
         let entry = |i: u64| AuditEntry {

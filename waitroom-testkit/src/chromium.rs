@@ -273,7 +273,13 @@ impl Chromium {
     ///
     /// # Panics
     /// When `condition` is still false after `timeout`, with `what` and `then`'s value.
-    pub fn wait_for(&mut self, condition: &str, then: &str, timeout: Duration, what: &str) -> Value {
+    pub fn wait_for(
+        &mut self,
+        condition: &str,
+        then: &str,
+        timeout: Duration,
+        what: &str,
+    ) -> Value {
         let ms = timeout.as_millis();
         let script = format!(
             "new Promise((resolve) => {{ const end = Date.now() + {ms}; const check = () => {{ \

@@ -401,7 +401,10 @@ fn page(status: StatusCode, html: String, cookies: Vec<HeaderValue>) -> Reply {
     h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(PAGE_CSP));
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     r
 }
 
@@ -413,8 +416,10 @@ fn asset(content_type: &'static str, body: &'static str) -> Reply {
         Bytes::from_static(body.as_bytes()),
         Vec::new(),
     );
-    r.headers_mut()
-        .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    r.headers_mut().insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     r
 }
 
@@ -491,11 +496,7 @@ where
         if admin.refusal_log.due_at(now) {
             tracing::warn!(event = %room.config().event, "refused a status-page login with a wrong token (logged at most every 10 s)");
         }
-        return login_page(
-            shared,
-            StatusCode::UNAUTHORIZED,
-            "That token is not right.",
-        );
+        return login_page(shared, StatusCode::UNAUTHORIZED, "That token is not right.");
     };
     let expires = now + LOGIN_MS;
     let cookie = admin
@@ -603,11 +604,7 @@ where
             return wrong_method("GET");
         }
         AdminOp::Page => {
-            return page(
-                StatusCode::OK,
-                fill(PAGE_HTML, shared, who),
-                Vec::new(),
-            );
+            return page(StatusCode::OK, fill(PAGE_HTML, shared, who), Vec::new());
         }
         AdminOp::Script => return asset("text/javascript; charset=utf-8", PAGE_JS),
         AdminOp::Stats => return stats_reply(shared),
@@ -709,13 +706,16 @@ fn schedule(
     current: (Option<u64>, Option<u64>, Option<u64>),
 ) -> Result<(Option<u64>, Option<u64>, Option<u64>), String> {
     const EXAMPLE: &str = r#"{"opens_at": "2026-03-01T10:00:00Z", "prequeue_opens_at": "2026-03-01T09:30:00Z", "closes_at": null}"#;
-    let map: serde_json::Map<String, Value> =
-        serde_json::from_slice(body).map_err(|e| format!("The body must be JSON like {EXAMPLE} ({e})."))?;
+    let map: serde_json::Map<String, Value> = serde_json::from_slice(body)
+        .map_err(|e| format!("The body must be JSON like {EXAMPLE} ({e})."))?;
     let (mut opens, mut pre, mut closes) = current;
     for (k, v) in &map {
         let t = match v {
             Value::Null => None,
-            Value::Number(n) => Some(n.as_u64().ok_or_else(|| format!("`{k}`: ms since the epoch, a whole number"))?),
+            Value::Number(n) => Some(
+                n.as_u64()
+                    .ok_or_else(|| format!("`{k}`: ms since the epoch, a whole number"))?,
+            ),
             Value::String(s) => Some(
                 humantime::parse_rfc3339_weak(s)
                     .map_err(|e| format!("`{k}`: `{s}` is not an RFC 3339 time ({e})"))?
@@ -746,16 +746,28 @@ fn schedule(
 }
 
 /// The session ids named by a lookup (`id` or `fingerprint`), or the reply to give instead.
-async fn resolve(shared: &Shared, id: Option<&str>, fp: Option<&str>) -> Result<Vec<String>, Reply> {
+async fn resolve(
+    shared: &Shared,
+    id: Option<&str>,
+    fp: Option<&str>,
+) -> Result<Vec<String>, Reply> {
     match (id, fp) {
         (Some(id), None) => Ok(vec![id.to_owned()]),
         (None, Some(fp)) => {
             if fp.len() != 6 || !fp.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(bad_request("A fingerprint is 6 hex digits, as the logs show it."));
+                return Err(bad_request(
+                    "A fingerprint is 6 hex digits, as the logs show it.",
+                ));
             }
-            shared.room.find_by_fingerprint(fp).await.map_err(unavailable)
+            shared
+                .room
+                .find_by_fingerprint(fp)
+                .await
+                .map_err(unavailable)
         }
-        _ => Err(bad_request("Name the session by `id` or by `fingerprint` (one of the two).")),
+        _ => Err(bad_request(
+            "Name the session by `id` or by `fingerprint` (one of the two).",
+        )),
     }
 }
 
@@ -824,7 +836,10 @@ async fn session_finish(shared: &Shared, who: &str, body: &[u8]) -> Reply {
         Ok(true) => {
             tracing::info!(event = %room.config().event, operator = who, session = %fp, "an operator ended a session");
             let detail = json!({ "session": fp }).to_string();
-            if let Err(e) = room.audit(who, AdminOp::SessionFinish.name(), &detail).await {
+            if let Err(e) = room
+                .audit(who, AdminOp::SessionFinish.name(), &detail)
+                .await
+            {
                 tracing::warn!(operator = who, error = %e, "the audit log could not record an admin action");
             }
             json_reply(&json!({ "finished": true, "fingerprint": fp }))

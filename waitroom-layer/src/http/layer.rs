@@ -186,7 +186,11 @@ impl std::fmt::Debug for WaitingRoomLayerBuilder {
             .field("metrics_path", &self.metrics_path)
             .field(
                 "admin",
-                &self.admin.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+                &self
+                    .admin
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
             )
             .field("metrics_auth", &self.metrics_auth.is_some())
             .finish_non_exhaustive()

@@ -333,7 +333,10 @@ fn door(snap: &Snapshot, now: u64, store_ok: bool, admitted_pm: f64) -> Door {
     let d = |state: &'static str, why: String| Door { state, why };
     if s.closed {
         return match s.closes_at_ms.filter(|&t| now >= t) {
-            Some(t) => d("closed", format!("closed at its scheduled time ({})", rfc3339(t))),
+            Some(t) => d(
+                "closed",
+                format!("closed at its scheduled time ({})", rfc3339(t)),
+            ),
             None => d("closed", "closed by an operator".into()),
         };
     }
@@ -362,13 +365,19 @@ fn door(snap: &Snapshot, now: u64, store_ok: bool, admitted_pm: f64) -> Door {
     if snap.active >= s.capacity {
         return d(
             "full",
-            format!("at capacity ({} inside): the next person goes in when a place frees", snap.active),
+            format!(
+                "at capacity ({} inside): the next person goes in when a place frees",
+                snap.active
+            ),
         );
     }
     if let Some(cap) = s.admit_per_minute
         && admitted_pm >= cap as f64
     {
-        return d("capped", format!("the cap of {cap} admissions a minute is reached"));
+        return d(
+            "capped",
+            format!("the cap of {cap} admissions a minute is reached"),
+        );
     }
     if snap.waiting() == 0 {
         return d("open", "open: nobody is waiting".into());

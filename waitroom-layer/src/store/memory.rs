@@ -429,7 +429,11 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn inspect(&self, event: &str, session: &str) -> Result<Option<SessionDetail>, StoreError> {
+    async fn inspect(
+        &self,
+        event: &str,
+        session: &str,
+    ) -> Result<Option<SessionDetail>, StoreError> {
         self.with_event(event, |ev| {
             let placement = ev.placement(session)?;
             let admitted_at_ms = ev
@@ -470,7 +474,9 @@ impl Store for MemoryStore {
     }
 
     async fn audit_log(&self, event: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
-        self.with_event(event, |ev| ev.audit.iter().rev().take(limit).cloned().collect())
+        self.with_event(event, |ev| {
+            ev.audit.iter().rev().take(limit).cloned().collect()
+        })
     }
 
     async fn finished_since(

@@ -509,7 +509,11 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// One session for an operator: its placement and, while admitted or active, when it was let in. The default
     /// is [`lookup`](Store::lookup) with no admission time.
-    async fn inspect(&self, event: &str, session: &str) -> Result<Option<SessionDetail>, StoreError> {
+    async fn inspect(
+        &self,
+        event: &str,
+        session: &str,
+    ) -> Result<Option<SessionDetail>, StoreError> {
         Ok(self
             .lookup(event, session)
             .await?

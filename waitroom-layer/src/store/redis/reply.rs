@@ -56,7 +56,18 @@ pub(super) fn strings(v: Value) -> Result<Vec<String>, StoreError> {
 }
 
 pub(super) fn settings(v: &[Value]) -> Result<Settings, StoreError> {
-    let [cap, apm, paused, closed, opens, random, inv, pqopens, closes] = v else {
+    let [
+        cap,
+        apm,
+        paused,
+        closed,
+        opens,
+        random,
+        inv,
+        pqopens,
+        closes,
+    ] = v
+    else {
         return Err(corrupt(format_args!(
             "expected 9 settings, got {}",
             v.len()

@@ -276,7 +276,11 @@ impl Store for RedisStore {
         settings(&array(self.run(&self.scripts.update, &cmd).await?)?)
     }
 
-    async fn inspect(&self, event: &str, session: &str) -> Result<Option<SessionDetail>, StoreError> {
+    async fn inspect(
+        &self,
+        event: &str,
+        session: &str,
+    ) -> Result<Option<SessionDetail>, StoreError> {
         let mut cmd = self.evalsha(&self.scripts.inspect, event)?;
         cmd.arg(session);
         let v = self.run(&self.scripts.inspect, &cmd).await?;
@@ -308,13 +312,13 @@ impl Store for RedisStore {
         let mut cursor = "0".to_owned();
         loop {
             let mut scan = ::redis::cmd("HSCAN");
-            scan.arg(&key)
-                .arg(&cursor)
-                .arg("COUNT")
-                .arg(SCAN_BATCH);
+            scan.arg(&key).arg(&cursor).arg("COUNT").arg(SCAN_BATCH);
             let mut reply = array(self.send(&scan).await.map_err(store_error)?)?.into_iter();
-            let (Some(next), Some(fields), None) = (reply.next(), reply.next(), reply.next()) else {
-                return Err(corrupt("HSCAN answered something else than [cursor, fields]"));
+            let (Some(next), Some(fields), None) = (reply.next(), reply.next(), reply.next())
+            else {
+                return Err(corrupt(
+                    "HSCAN answered something else than [cursor, fields]",
+                ));
             };
             cursor = text(&next)?;
             for pair in array(fields)?.chunks(2) {
@@ -354,7 +358,9 @@ impl Store for RedisStore {
         cmd.arg(self.audit_key(event)?).arg(0).arg(limit - 1);
         strings(self.send(&cmd).await.map_err(store_error)?)?
             .iter()
-            .map(|s| serde_json::from_str(s).map_err(|e| corrupt(format_args!("an audit entry: {e}"))))
+            .map(|s| {
+                serde_json::from_str(s).map_err(|e| corrupt(format_args!("an audit entry: {e}")))
+            })
             .collect()
     }
 }
