@@ -601,7 +601,7 @@ mod contract {
             .find_sessions(&ev, &move |id: &str| id == want, 10)
             .await
             .unwrap();
-        assert_eq!(found, [waiting.clone()]);
+        assert_eq!(found, std::slice::from_ref(&waiting));
         let all = store.find_sessions(&ev, &|_: &str| true, 2).await.unwrap();
         assert_eq!(all.len(), 2);
 
