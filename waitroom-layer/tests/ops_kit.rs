@@ -549,4 +549,77 @@ mod redis {
             );
         }
     }
+
+    /// The session id in a browser's session cookie (`<id>.<number>.<tag>`).
+    fn session_id(c: &reqwest::Response) -> String {
+        let set = c
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.starts_with("waitroom_session="))
+            .expect("a session cookie")
+            .to_owned();
+        set["waitroom_session=".len()..]
+            .split(['.', ';'])
+            .next()
+            .unwrap()
+            .to_owned()
+    }
+
+    async fn status(b: &reqwest::Client, i: &Instance) -> Value {
+        b.get(i.at("/waitroom/status"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_moved_to_the_front_on_one_instance_goes_in_next_on_the_other() {
+        let server = RedisServer::from_env_or_start();
+        let clock = ManualClock::starting_now();
+        let ev = event("front");
+        let (a, b) = pair(&server, &ev, &clock, None).await;
+        let c = reqwest::Client::new();
+        // Five browsers join on A; capacity 2: two go in, three wait at positions 1, 2, 3.
+        let people: Vec<reqwest::Client> = (0..5).map(|_| waitroom_testkit::http::browser()).collect();
+        let mut ids = Vec::new();
+        for p in &people {
+            let res = p.get(a.at("/checkout")).send().await.unwrap();
+            ids.push(session_id(&res));
+        }
+        let r = a.room.tick_now().await.unwrap();
+        assert_eq!(r.admitted, ids[..2]);
+        assert_eq!(status(&people[4], &a).await["position"], 3);
+
+        // Support moves the last one to the front, on B.
+        let (code, body) = post(&c, b.at("/waitroom/admin/session/front"), BOB, json!({"id": ids[4]})).await;
+        assert_eq!(code, 200, "{body}");
+        let (code, _) = post(&c, b.at("/waitroom/admin/session/front"), BOB, json!({"id": ids[0]})).await;
+        assert_eq!(code, 409, "an admitted session cannot be moved");
+        // A learns at its next refresh: the cookie's old number no longer answers for it.
+        a.room.refresh().await.unwrap();
+        let st = status(&people[4], &a).await;
+        assert_eq!((st["state"].as_str(), &st["position"]), (Some("waiting"), &Value::Null), "{st}");
+        assert_eq!(status(&people[2], &a).await["position"], 1, "nobody else moves");
+        assert_eq!(status(&people[3], &a).await["position"], 2);
+
+        // The next place that frees is its own.
+        assert!(a.room.finish(&ids[0], 0).await.unwrap());
+        let r = a.room.tick_now().await.unwrap();
+        assert_eq!(r.admitted, [ids[4].clone()]);
+        assert_eq!(status(&people[4], &a).await["state"], "admitted");
+        assert_eq!(status(&people[2], &a).await["position"], 1);
+        let res = people[4].get(a.at("/checkout")).send().await.unwrap();
+        assert_eq!(res.text().await.unwrap(), "seat map");
+
+        let (_, log) = get_json(&c, a.at("/waitroom/admin/audit?limit=1"), ALICE).await;
+        let e = &log["entries"][0];
+        assert_eq!((e["who"].as_str(), e["action"].as_str()), (Some("bob"), Some("session-front")));
+        assert!(e["detail"].as_str().unwrap().contains(&fingerprint(&ids[4]).to_string()));
+    }
 }

@@ -658,6 +658,106 @@ mod contract {
         assert_eq!(log[AUDIT_KEEP - 1], entry(5));
     }
 
+    /// Customer support moves a waiting session to the front: it goes in at the next free place, nobody else's
+    /// number changes, its old place is skipped, everyone is let in exactly once, and every caller is told (in the
+    /// snapshot) until the head passes its old number; FIFO and after a draw alike. Closing turns it away first.
+    pub async fn move_front(store: Arc<dyn Store>, event: &str) {
+        let t0 = 1_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: 600_000,
+            max_scan: 1_000,
+        };
+        let sid = |i: u64| format!("front-{i}-abcdefghijklmn");
+        for random in [false, true] {
+            let ev = format!("{event}-{random}");
+            store
+                .init(&ev, &settings(1, random, random.then_some(t0 + 10)))
+                .await
+                .unwrap();
+            for i in 0..6u64 {
+                let j = Join {
+                    session: sid(i),
+                    account: None,
+                    now_ms: t0,
+                    draw_key: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                };
+                store.join(&ev, &j).await.unwrap();
+            }
+            let first = store.tick(&ev, &tick(t0 + 10)).await.unwrap().admitted;
+            assert_eq!(first.len(), 1);
+            // The line in order, with numbers.
+            let mut line = Vec::new();
+            for i in 0..6u64 {
+                let p = store.lookup(&ev, &sid(i)).await.unwrap().unwrap();
+                if p.state == SessionState::Waiting {
+                    line.push((p.number.unwrap(), sid(i)));
+                }
+            }
+            line.sort();
+            assert_eq!(line.len(), 5);
+            let (old, moved) = line[2].clone();
+            assert_eq!(store.move_to_front(&ev, &first[0], t0 + 11).await.unwrap(), None, "admitted");
+            let p = store.move_to_front(&ev, &moved, t0 + 11).await.unwrap().unwrap();
+            assert_eq!((p.state, p.number), (SessionState::Waiting, None), "random {random}");
+            assert_eq!(store.lookup(&ev, &moved).await.unwrap(), Some(p));
+            assert_eq!(store.move_to_front(&ev, &moved, t0 + 12).await.unwrap(), None, "moved already");
+            let snap = store.snapshot(&ev).await.unwrap();
+            assert_eq!(snap.moved, [moved.clone()]);
+            for (n, s) in &line {
+                if *s != moved {
+                    let p = store.lookup(&ev, s).await.unwrap().unwrap();
+                    assert_eq!(p.number, Some(*n), "nobody else's number changes");
+                }
+            }
+            // Each free place goes to the next: the moved session first, then the line without it.
+            let mut expected: Vec<String> = vec![moved.clone()];
+            expected.extend(line.iter().filter(|(_, s)| *s != moved).map(|(_, s)| s.clone()));
+            let mut inside = first[0].clone();
+            let mut order = Vec::new();
+            for k in 0..5u64 {
+                assert!(store.finish(&ev, &inside, 0, t0 + 20 + k).await.unwrap());
+                let r = store.tick(&ev, &tick(t0 + 20 + k)).await.unwrap();
+                assert_eq!(r.admitted.len(), 1, "random {random}, round {k}: {r:?}");
+                inside = r.admitted[0].clone();
+                order.push(inside.clone());
+                let snap = store.snapshot(&ev).await.unwrap();
+                assert_eq!(
+                    snap.moved.is_empty(),
+                    snap.served >= old,
+                    "listed until the head passes its old number {old} (served {})",
+                    snap.served
+                );
+            }
+            assert_eq!(order, expected, "random {random}");
+            let snap = store.snapshot(&ev).await.unwrap();
+            assert_eq!(snap.counters.admitted, 6, "everyone let in once");
+            assert_eq!((snap.served, snap.last_number, snap.waiting()), (6, 6, 0));
+            assert!(store.tick(&ev, &tick(t0 + 40)).await.unwrap().admitted.is_empty());
+        }
+
+        // Closing turns those moved to the front away first.
+        let ev = format!("{event}-close");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        for i in 0..3u64 {
+            let j = Join {
+                session: sid(i),
+                account: None,
+                now_ms: t0,
+                draw_key: 0,
+            };
+            store.join(&ev, &j).await.unwrap();
+        }
+        assert_eq!(store.tick(&ev, &tick(t0 + 1)).await.unwrap().admitted, [sid(0)]);
+        assert!(store.move_to_front(&ev, &sid(2), t0 + 2).await.unwrap().is_some());
+        store.update(&ev, &SettingsChange::Close).await.unwrap();
+        let r = store.tick(&ev, &tick(t0 + 3)).await.unwrap();
+        assert_eq!(r.turned_away, [sid(2), sid(1)]);
+        let p = store.lookup(&ev, &sid(2)).await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::TurnedAway);
+    }
+
     pub async fn turn_away(store: Arc<dyn Store>, event: &str) {
         // More than one tick's worth, less than two.
         let n = TURN_AWAY_PER_TICK * 3 / 2;
@@ -1003,6 +1103,11 @@ mod memory {
         contract::operator_kit(Arc::new(MemoryStore::new()), "ops").await;
     }
 
+    #[tokio::test]
+    async fn a_session_moved_to_the_front_goes_in_next_and_nobody_twice() {
+        contract::move_front(Arc::new(MemoryStore::new()), "front").await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_callers_keep_the_invariants() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
@@ -1280,6 +1385,17 @@ mod redis {
             .await
             .unwrap();
         contract::operator_kit(Arc::new(store), &fresh_event("ops")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_moved_to_the_front_goes_in_next_and_nobody_twice() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::builder(server.url())
+            .draw_buckets_log2(6)
+            .connect()
+            .await
+            .unwrap();
+        contract::move_front(Arc::new(store), &fresh_event("front")).await;
     }
 
     /// Several stores (separate connections, as separate room instances would have) tick one on-sale at once.

@@ -16,6 +16,7 @@
 //! | `POST schedule` | `{"opens_at": "2026-03-01T10:00:00Z", "prequeue_opens_at": …, "closes_at": null}` | sets the timetable: each field given replaces its value (RFC 3339 text or ms since the epoch; `null` clears it), a field left out keeps its value |
 //! | `GET session?fingerprint=3fa9c1` or `?id=<session id>` | | the session(s): fingerprint, state, line number, position, admitted at (never the id) |
 //! | `POST session/finish` | `{"fingerprint": "3fa9c1"}` or `{"id": "…"}` | ends an admitted or active session (its place frees, its tokens are refused) |
+//! | `POST session/front` | the same | moves a waiting session to the front: the next place that frees is its |
 //! | `GET audit?limit=100` | | the last admin actions, newest first: who (the token's name), what, when |
 //! | `GET` (the base, `{base}/admin/`) | | the live status page (see below) |
 //!
@@ -112,6 +113,7 @@ pub(crate) enum AdminOp {
     Schedule,
     Session,
     SessionFinish,
+    SessionFront,
     Audit,
     Unknown,
 }
@@ -136,6 +138,7 @@ impl AdminOp {
             "schedule" => Self::Schedule,
             "session" => Self::Session,
             "session/finish" => Self::SessionFinish,
+            "session/front" => Self::SessionFront,
             "audit" => Self::Audit,
             _ => Self::Unknown,
         }
@@ -153,6 +156,7 @@ impl AdminOp {
             Self::Inventory => "inventory",
             Self::Schedule => "schedule",
             Self::SessionFinish => "session-finish",
+            Self::SessionFront => "session-front",
             Self::Login => "login",
             _ => "read",
         }
@@ -595,7 +599,7 @@ where
                 STATE,
                 "Not found",
                 "Admin calls: GET stats, session, audit; POST capacity, admit-per-minute, pause, resume, open-now, \
-                 close, inventory, schedule, session/finish.",
+                 close, inventory, schedule, session/finish, session/front.",
             );
         }
         AdminOp::Page | AdminOp::Script | AdminOp::Stats | AdminOp::Session | AdminOp::Audit
@@ -680,7 +684,9 @@ where
                 json!({ "opens_at_ms": opens, "prequeue_opens_at_ms": pre, "closes_at_ms": closes }),
             )
         }
-        AdminOp::SessionFinish => return session_finish(shared, who, &body).await,
+        AdminOp::SessionFinish | AdminOp::SessionFront => {
+            return session_act(shared, who, op, &body).await;
+        }
         AdminOp::Pause => (room.pause().await, json!({})),
         AdminOp::Resume => (room.resume().await, json!({})),
         AdminOp::OpenNow => (room.open_now().await, json!({})),
@@ -809,8 +815,9 @@ async fn session_reply(shared: &Shared, parts: &Parts) -> Reply {
     json_reply(&json!({ "sessions": sessions }))
 }
 
-/// `POST session/finish`: ends one admitted or active session.
-async fn session_finish(shared: &Shared, who: &str, body: &[u8]) -> Reply {
+/// `POST session/finish` (ends one admitted or active session) and `POST session/front` (moves one waiting
+/// session to the front of the line).
+async fn session_act(shared: &Shared, who: &str, op: AdminOp, body: &[u8]) -> Reply {
     let b: SessionBody = match parse(body, r#"{"fingerprint": "3fa9c1"} or {"id": "…"}"#) {
         Ok(b) => b,
         Err(detail) => return bad_request(&detail),
@@ -832,18 +839,35 @@ async fn session_finish(shared: &Shared, who: &str, body: &[u8]) -> Reply {
     };
     let room = &shared.room;
     let fp = fingerprint(id).to_string();
-    match room.finish(id, 0).await {
+    let done = if op == AdminOp::SessionFront {
+        room.move_to_front(id).await.map(|p| p.is_some())
+    } else {
+        room.finish(id, 0).await
+    };
+    match done {
         Ok(true) => {
-            tracing::info!(event = %room.config().event, operator = who, session = %fp, "an operator ended a session");
+            let what = if op == AdminOp::SessionFront {
+                "an operator moved a session to the front"
+            } else {
+                "an operator ended a session"
+            };
+            tracing::info!(event = %room.config().event, operator = who, session = %fp, "{what}");
             let detail = json!({ "session": fp }).to_string();
-            if let Err(e) = room
-                .audit(who, AdminOp::SessionFinish.name(), &detail)
-                .await
-            {
+            if let Err(e) = room.audit(who, op.name(), &detail).await {
                 tracing::warn!(operator = who, error = %e, "the audit log could not record an admin action");
             }
-            json_reply(&json!({ "finished": true, "fingerprint": fp }))
+            if op == AdminOp::SessionFront {
+                json_reply(&json!({ "moved": true, "fingerprint": fp }))
+            } else {
+                json_reply(&json!({ "finished": true, "fingerprint": fp }))
+            }
         }
+        Ok(false) if op == AdminOp::SessionFront => respond::problem(
+            StatusCode::CONFLICT,
+            STATE,
+            "Not waiting",
+            "Only a session waiting in line with a number can be moved to the front.",
+        ),
         Ok(false) => respond::problem(
             StatusCode::CONFLICT,
             STATE,

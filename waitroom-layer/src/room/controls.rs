@@ -4,7 +4,7 @@ use waitroom_verify::fingerprint;
 
 use super::WaitingRoom;
 use crate::error::StoreError;
-use crate::store::{AuditEntry, Inventory, SessionDetail, Settings, SettingsChange};
+use crate::store::{AuditEntry, Inventory, Placement, SessionDetail, Settings, SettingsChange};
 
 /// Most sessions one fingerprint lookup returns (a fingerprint is 24 bits of the id's SHA-256: with 600,000
 /// sessions about 3.5% of fingerprints are shared by two or more).
@@ -147,6 +147,25 @@ impl WaitingRoom {
                 .find_sessions(self.event(), &matches, FINGERPRINT_MATCHES)
                 .await,
         )
+    }
+
+    /// Moves a waiting session to the front of the line (customer support): the next place that frees is its
+    /// (before anyone in line; several moved go in the order they were moved). Every instance stops answering it
+    /// from its cookie's old number at its next refresh. Returns its placement (waiting, no number), or `None`
+    /// when it is not waiting with a line number (or 1,000 moved sessions are still ahead of the head).
+    ///
+    /// # Errors
+    /// When the store cannot be reached.
+    pub async fn move_to_front(&self, session: &str) -> Result<Option<Placement>, StoreError> {
+        let r = self.observe(
+            self.inner
+                .store
+                .move_to_front(self.event(), session, self.now_ms())
+                .await,
+        )?;
+        self.inner.cache.invalidate(session);
+        let _ = self.refresh().await;
+        Ok(r)
     }
 
     /// Records an admin action in the on-sale's audit log (kept in the store, so every instance reads the same

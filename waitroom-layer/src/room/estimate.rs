@@ -340,6 +340,7 @@ mod tests {
                 finished: freed,
                 ..Counters::default()
             },
+            moved: Vec::new(),
         }
     }
 

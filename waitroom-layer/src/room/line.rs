@@ -100,6 +100,10 @@ impl WaitingRoom {
         prequeue_hint: bool,
     ) -> Option<(SessionState, Option<u64>)> {
         let snap = self.inner.snap.load();
+        // Moved to the front by an operator: ahead of the number its cookie carries; only the store knows.
+        if !snap.moved.is_empty() && snap.moved.iter().any(|s| s == session) {
+            return None;
+        }
         if let Some(n) = number_hint
             && n > snap.served
         {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, Placement, SessionDetail, SessionState, Settings,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, Placement, SessionDetail, SessionState, Settings,
     SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
@@ -77,6 +77,10 @@ struct Event {
     finished_seq: u64,
     /// The last [`AUDIT_KEEP`] admin actions, oldest first.
     audit: VecDeque<AuditEntry>,
+    /// Sessions moved to the front, let in before the line.
+    front: VecDeque<Arc<str>>,
+    /// (old number, session) of sessions moved to the front whose old number the head has not passed.
+    moved: Vec<(u64, Arc<str>)>,
 }
 
 /// How many finishes the memory store remembers for [`Store::finished_since`].
@@ -101,6 +105,8 @@ impl Event {
             finished_log: VecDeque::new(),
             finished_seq: 0,
             audit: VecDeque::new(),
+            front: VecDeque::new(),
+            moved: Vec::new(),
         }
     }
 
@@ -248,6 +254,24 @@ impl Event {
         }
         let mut scanned = 0;
         let mut admitted = 0;
+        // Sessions an operator moved to the front go first.
+        while admitted < room {
+            let Some(sid) = self.front.pop_front() else {
+                break;
+            };
+            if let Some(r) = self.sessions.get_mut(&sid)
+                && r.state == SessionState::Waiting
+                && r.number == 0
+            {
+                r.state = SessionState::Admitted;
+                r.last_seen_ms = t.now_ms;
+                self.active
+                    .insert(sid.clone(), t.now_ms + t.arrival_window_ms);
+                self.counters.admitted += 1;
+                admitted += 1;
+                report.admitted.push(sid.to_string());
+            }
+        }
         while admitted < room && scanned < t.max_scan {
             let Some(sid) = self.line.pop_front() else {
                 break;
@@ -272,13 +296,50 @@ impl Event {
             }
         }
         self.note_admits(t.now_ms, admitted);
+        let served = self.served;
+        self.moved.retain(|(n, _)| *n > served);
         report
+    }
+
+    fn move_to_front(&mut self, session: &str) -> Option<Placement> {
+        if self.moved.len() >= MAX_MOVED {
+            return None;
+        }
+        let r = self.sessions.get_mut(session)?;
+        if r.state != SessionState::Waiting || r.number <= self.served {
+            return None;
+        }
+        let n = r.number;
+        let idx = (n - self.served - 1) as usize;
+        let slot = self.line.get_mut(idx)?;
+        if &**slot != session {
+            return None;
+        }
+        // The old place stays, empty: the head skips it (no session has the empty id).
+        let sid = std::mem::replace(slot, Arc::from(""));
+        r.number = 0;
+        self.front.push_back(sid.clone());
+        self.moved.push((n, sid));
+        self.placement(session)
     }
 
     /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: the head of the line first (their numbers count as
     /// served), then the pre-queue.
     fn turn_away(&mut self, report: &mut TickReport) {
         let mut budget = TURN_AWAY_PER_TICK;
+        while budget > 0 {
+            let Some(sid) = self.front.pop_front() else {
+                break;
+            };
+            if self
+                .sessions
+                .get(&sid)
+                .is_some_and(|r| r.state == SessionState::Waiting)
+            {
+                budget -= 1;
+                self.turn_away_one(sid, report);
+            }
+        }
         while budget > 0 {
             let Some(sid) = self.line.pop_front() else {
                 break;
@@ -313,6 +374,12 @@ impl Event {
             served: self.served,
             active: self.active.len() as u64,
             counters: self.counters,
+            moved: self
+                .moved
+                .iter()
+                .filter(|(n, _)| *n > self.served)
+                .map(|(_, s)| s.to_string())
+                .collect(),
         }
     }
 }
@@ -462,6 +529,15 @@ impl Store for MemoryStore {
                 .map(|s| s.to_string())
                 .collect()
         })
+    }
+
+    async fn move_to_front(
+        &self,
+        event: &str,
+        session: &str,
+        _now_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.move_to_front(session))
     }
 
     async fn audit(&self, event: &str, entry: &AuditEntry) -> Result<(), StoreError> {

@@ -385,7 +385,15 @@ pub struct Snapshot {
     pub active: u64,
     /// Running totals.
     pub counters: Counters,
+    /// Sessions an operator moved to the front ([`Store::move_to_front`]) whose old line number the head has not
+    /// reached yet: a room must not answer them from the number in their cookie (they are let in ahead of it).
+    #[serde(default)]
+    pub moved: Vec<String>,
 }
+
+/// Most sessions moved to the front whose old number the head has not passed yet ([`Store::move_to_front`]
+/// refuses more): every instance reads them with each snapshot.
+pub const MAX_MOVED: usize = 1_000;
 
 impl Snapshot {
     /// Sessions in line or in the pre-queue (sessions that gave up count until the head reaches them).
@@ -535,6 +543,23 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> Result<Vec<String>, StoreError> {
         let _ = (event, matches, limit);
         Ok(Vec::new())
+    }
+
+    /// Moves a waiting session with a line number to the front (customer support): the admission tick lets the
+    /// sessions moved to the front in first, in the order they were moved, before the line, within the same
+    /// capacity and caps; while the on-sale is closed or sold out it turns them away first. The session's old
+    /// number stays in the line as an empty place that the head skips (counted as served), and the session waits
+    /// with no number. Until the head passes its old number it is listed in [`Snapshot::moved`]. Returns its new
+    /// placement, or `None` (nothing changed) when it is not waiting with a number, or [`MAX_MOVED`] sessions are
+    /// already listed. The default moves nothing.
+    async fn move_to_front(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        let _ = (event, session, now_ms);
+        Ok(None)
     }
 
     /// Appends one admin action to `event`'s audit log, which keeps the last [`AUDIT_KEEP`]. The default keeps

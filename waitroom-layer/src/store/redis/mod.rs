@@ -87,6 +87,8 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
+/// | `wr:{ev}:line:front`   | list   | sessions an operator moved to the front, let in before the line; their old places in `line` (or their bucket) hold an empty id the head skips |
+/// | `wr:{ev}:line:moved`   | zset   | those sessions, scored by their old number, until the head passes it (read with every snapshot) |
 /// | `wr:{ev}:audit`        | list   | the admin actions (JSON: `at_ms`, `who`, `action`, `detail`), newest first, the last [`AUDIT_KEEP`](super::AUDIT_KEEP) |
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
 ///

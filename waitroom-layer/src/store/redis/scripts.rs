@@ -45,6 +45,9 @@ const FINISHED_RECENT: &str = include_str!("scripts/finished_recent.lua");
 /// No ARGV.
 const SNAPSHOT: &str = include_str!("scripts/snapshot.lua");
 
+/// ARGV: session, now, most sessions moved and not yet passed. Moves a waiting session to the front.
+const MOVE: &str = include_str!("scripts/move.lua");
+
 /// ARGV: session. Its placement and, while admitted or active, when it was let in.
 const INSPECT: &str = include_str!("scripts/inspect.lua");
 
@@ -79,6 +82,7 @@ pub(super) struct Scripts {
     pub(super) snapshot: Lua,
     pub(super) update: Lua,
     pub(super) inspect: Lua,
+    pub(super) move_front: Lua,
 }
 
 impl Scripts {
@@ -95,10 +99,11 @@ impl Scripts {
             snapshot: Lua::new(SNAPSHOT),
             update: Lua::new(UPDATE),
             inspect: Lua::new(INSPECT),
+            move_front: Lua::new(MOVE),
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 11] {
+    pub(super) fn all(&self) -> [&Lua; 12] {
         [
             &self.init,
             &self.join,
@@ -111,6 +116,7 @@ impl Scripts {
             &self.snapshot,
             &self.update,
             &self.inspect,
+            &self.move_front,
         ]
     }
 }

@@ -7,7 +7,7 @@ use super::reply::{array, corrupt, flag, int, placement, settings, strings, text
 use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
 use crate::error::StoreError;
 use crate::store::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, Placement, SessionDetail, Settings, SettingsChange,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, Placement, SessionDetail, Settings, SettingsChange,
     Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 
@@ -218,9 +218,9 @@ impl Store for RedisStore {
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
         let cmd = self.evalsha(&self.scripts.snapshot, event)?;
         let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-        if a.len() != 22 {
+        if a.len() != 23 {
             return Err(corrupt(format_args!(
-                "expected a snapshot of 22, got {}",
+                "expected a snapshot of 23, got {}",
                 a.len()
             )));
         }
@@ -243,6 +243,7 @@ impl Store for RedisStore {
                 orders: n(18)?,
                 seats_bought: n(19)?,
             },
+            moved: strings(a[22].clone())?,
         })
     }
 
@@ -331,6 +332,17 @@ impl Store for RedisStore {
                 return Ok(found);
             }
         }
+    }
+
+    async fn move_to_front(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.move_front, event)?;
+        cmd.arg(session).arg(now_ms).arg(MAX_MOVED);
+        placement(self.run(&self.scripts.move_front, &cmd).await?)
     }
 
     async fn audit(&self, event: &str, entry: &AuditEntry) -> Result<(), StoreError> {

@@ -7,4 +7,6 @@ if m.drawn ~= '1' then pq = int(m.joined) - int(m.turned) end
 local rest = {m.drawn, pq, m.last, m.served, redis.call('ZCARD', KA), m.joined, m.admitted, m.finished,
   m.expired, m.abandoned, fmt(int(m.turned)), m.orders, m.seats}
 for _, v in ipairs(rest) do o[#o + 1] = v end
+-- Sessions moved to the front whose old number the head has not passed.
+o[#o + 1] = redis.call('ZRANGEBYSCORE', KL .. ':moved', '(' .. m.served, '+inf', 'LIMIT', 0, 1000)
 return o

@@ -63,6 +63,17 @@ if turning_away(m) then
   -- served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
   -- `joined - turned` sessions; empty buckets are passed over, at most 2^dbits of them per tick).
   local budget = turnmax
+  -- Those moved to the front first.
+  while budget > 0 do
+    local sid = redis.call('LPOP', KL .. ':front')
+    if not sid then break end
+    local st, n = rec(sid)
+    if st == 'w' and n == 0 then
+      put(sid, 't', 0, 0)
+      turned[#turned + 1] = sid
+      budget = budget - 1
+    end
+  end
   while budget > 0 and served < last do
     local n = served + 1
     local sid = pop(n)
@@ -106,6 +117,18 @@ if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
 -- Never more people let in within a minute than there are seats to pick from.
 if total then room = math.min(room, total - sold - held - recent) end
 local scanned, nadm = 0, 0
+-- Sessions an operator moved to the front go first (no number; their old places are empty and skipped).
+while nadm < room do
+  local sid = redis.call('LPOP', KL .. ':front')
+  if not sid then break end
+  local st, n = rec(sid)
+  if st == 'w' and n == 0 then
+    put(sid, 'a', 0, now)
+    redis.call('ZADD', KA, fmt(now + arrival), sid)
+    nadm = nadm + 1
+    admitted[#admitted + 1] = sid
+  end
+end
 while nadm < room and scanned < maxscan and served < last do
   local n = served + 1
   local sid = pop(n)
@@ -129,8 +152,12 @@ while nadm < room and scanned < maxscan and served < last do
 end
 if scanned > 0 then
   redis.call('HSET', KM, 'served', fmt(served))
-  redis.call('HINCRBY', KM, 'admitted', nadm)
   redis.call('HINCRBY', KM, 'abandoned', #abandoned)
+  -- Moved sessions whose old number the head has passed are ordinary again.
+  redis.call('ZREMRANGEBYSCORE', KL .. ':moved', '-inf', fmt(served))
 end
-if nadm > 0 then redis.call('HINCRBY', KR, fmt(now_s), nadm) end
+if nadm > 0 then
+  redis.call('HINCRBY', KM, 'admitted', nadm)
+  redis.call('HINCRBY', KR, fmt(now_s), nadm)
+end
 return {drew, admitted, abandoned, expired, turned}
