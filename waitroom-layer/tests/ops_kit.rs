@@ -586,7 +586,8 @@ mod redis {
         let (a, b) = pair(&server, &ev, &clock, None).await;
         let c = reqwest::Client::new();
         // Five browsers join on A; capacity 2: two go in, three wait at positions 1, 2, 3.
-        let people: Vec<reqwest::Client> = (0..5).map(|_| waitroom_testkit::http::browser()).collect();
+        let people: Vec<reqwest::Client> =
+            (0..5).map(|_| waitroom_testkit::http::browser()).collect();
         let mut ids = Vec::new();
         for p in &people {
             let res = p.get(a.at("/checkout")).send().await.unwrap();
@@ -597,15 +598,35 @@ mod redis {
         assert_eq!(status(&people[4], &a).await["position"], 3);
 
         // Support moves the last one to the front, on B.
-        let (code, body) = post(&c, b.at("/waitroom/admin/session/front"), BOB, json!({"id": ids[4]})).await;
+        let (code, body) = post(
+            &c,
+            b.at("/waitroom/admin/session/front"),
+            BOB,
+            json!({"id": ids[4]}),
+        )
+        .await;
         assert_eq!(code, 200, "{body}");
-        let (code, _) = post(&c, b.at("/waitroom/admin/session/front"), BOB, json!({"id": ids[0]})).await;
+        let (code, _) = post(
+            &c,
+            b.at("/waitroom/admin/session/front"),
+            BOB,
+            json!({"id": ids[0]}),
+        )
+        .await;
         assert_eq!(code, 409, "an admitted session cannot be moved");
         // A learns at its next refresh: the cookie's old number no longer answers for it.
         a.room.refresh().await.unwrap();
         let st = status(&people[4], &a).await;
-        assert_eq!((st["state"].as_str(), &st["position"]), (Some("waiting"), &Value::Null), "{st}");
-        assert_eq!(status(&people[2], &a).await["position"], 1, "nobody else moves");
+        assert_eq!(
+            (st["state"].as_str(), &st["position"]),
+            (Some("waiting"), &Value::Null),
+            "{st}"
+        );
+        assert_eq!(
+            status(&people[2], &a).await["position"],
+            1,
+            "nobody else moves"
+        );
         assert_eq!(status(&people[3], &a).await["position"], 2);
 
         // The next place that frees is its own.
@@ -619,7 +640,15 @@ mod redis {
 
         let (_, log) = get_json(&c, a.at("/waitroom/admin/audit?limit=1"), ALICE).await;
         let e = &log["entries"][0];
-        assert_eq!((e["who"].as_str(), e["action"].as_str()), (Some("bob"), Some("session-front")));
-        assert!(e["detail"].as_str().unwrap().contains(&fingerprint(&ids[4]).to_string()));
+        assert_eq!(
+            (e["who"].as_str(), e["action"].as_str()),
+            (Some("bob"), Some("session-front"))
+        );
+        assert!(
+            e["detail"]
+                .as_str()
+                .unwrap()
+                .contains(&fingerprint(&ids[4]).to_string())
+        );
     }
 }

@@ -698,11 +698,27 @@ mod contract {
             line.sort();
             assert_eq!(line.len(), 5);
             let (old, moved) = line[2].clone();
-            assert_eq!(store.move_to_front(&ev, &first[0], t0 + 11).await.unwrap(), None, "admitted");
-            let p = store.move_to_front(&ev, &moved, t0 + 11).await.unwrap().unwrap();
-            assert_eq!((p.state, p.number), (SessionState::Waiting, None), "random {random}");
+            assert_eq!(
+                store.move_to_front(&ev, &first[0], t0 + 11).await.unwrap(),
+                None,
+                "admitted"
+            );
+            let p = store
+                .move_to_front(&ev, &moved, t0 + 11)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (p.state, p.number),
+                (SessionState::Waiting, None),
+                "random {random}"
+            );
             assert_eq!(store.lookup(&ev, &moved).await.unwrap(), Some(p));
-            assert_eq!(store.move_to_front(&ev, &moved, t0 + 12).await.unwrap(), None, "moved already");
+            assert_eq!(
+                store.move_to_front(&ev, &moved, t0 + 12).await.unwrap(),
+                None,
+                "moved already"
+            );
             let snap = store.snapshot(&ev).await.unwrap();
             assert_eq!(snap.moved, [moved.clone()]);
             for (n, s) in &line {
@@ -713,7 +729,11 @@ mod contract {
             }
             // Each free place goes to the next: the moved session first, then the line without it.
             let mut expected: Vec<String> = vec![moved.clone()];
-            expected.extend(line.iter().filter(|(_, s)| *s != moved).map(|(_, s)| s.clone()));
+            expected.extend(
+                line.iter()
+                    .filter(|(_, s)| *s != moved)
+                    .map(|(_, s)| s.clone()),
+            );
             let mut inside = first[0].clone();
             let mut order = Vec::new();
             for k in 0..5u64 {
@@ -734,7 +754,14 @@ mod contract {
             let snap = store.snapshot(&ev).await.unwrap();
             assert_eq!(snap.counters.admitted, 6, "everyone let in once");
             assert_eq!((snap.served, snap.last_number, snap.waiting()), (6, 6, 0));
-            assert!(store.tick(&ev, &tick(t0 + 40)).await.unwrap().admitted.is_empty());
+            assert!(
+                store
+                    .tick(&ev, &tick(t0 + 40))
+                    .await
+                    .unwrap()
+                    .admitted
+                    .is_empty()
+            );
         }
 
         // Closing turns those moved to the front away first.
@@ -749,8 +776,17 @@ mod contract {
             };
             store.join(&ev, &j).await.unwrap();
         }
-        assert_eq!(store.tick(&ev, &tick(t0 + 1)).await.unwrap().admitted, [sid(0)]);
-        assert!(store.move_to_front(&ev, &sid(2), t0 + 2).await.unwrap().is_some());
+        assert_eq!(
+            store.tick(&ev, &tick(t0 + 1)).await.unwrap().admitted,
+            [sid(0)]
+        );
+        assert!(
+            store
+                .move_to_front(&ev, &sid(2), t0 + 2)
+                .await
+                .unwrap()
+                .is_some()
+        );
         store.update(&ev, &SettingsChange::Close).await.unwrap();
         let r = store.tick(&ev, &tick(t0 + 3)).await.unwrap();
         assert_eq!(r.turned_away, [sid(2), sid(1)]);

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, Placement, SessionDetail, SessionState, Settings,
-    SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, Placement, SessionDetail, SessionState,
+    Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 

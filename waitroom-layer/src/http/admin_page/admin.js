@@ -155,6 +155,13 @@
             () => act('session/finish', { fingerprint: s.fingerprint }, 'Session ' + s.fingerprint + ' ended.')));
           td.appendChild(b);
         }
+        if (s.state === 'waiting' && s.number !== null) {
+          const b = document.createElement('button');
+          b.textContent = 'Move to the front';
+          b.addEventListener('click', () => confirmThen('Move session ' + s.fingerprint + ' to the front? It goes in at the next free place, before everyone in line.',
+            () => act('session/front', { fingerprint: s.fingerprint }, 'Session ' + s.fingerprint + ' moved to the front.')));
+          td.appendChild(b);
+        }
         rows.appendChild(tr);
       }
     } catch (err) {

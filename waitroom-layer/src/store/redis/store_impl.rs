@@ -7,8 +7,8 @@ use super::reply::{array, corrupt, flag, int, placement, settings, strings, text
 use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
 use crate::error::StoreError;
 use crate::store::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, Placement, SessionDetail, Settings, SettingsChange,
-    Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, Placement, SessionDetail, Settings,
+    SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 
 /// Session records read per `HSCAN` call of [`Store::find_sessions`].
