@@ -720,7 +720,7 @@ mod contract {
                 "moved already"
             );
             let snap = store.snapshot(&ev).await.unwrap();
-            assert_eq!(snap.moved, [moved.clone()]);
+            assert_eq!(snap.moved, std::slice::from_ref(&moved));
             for (n, s) in &line {
                 if *s != moved {
                     let p = store.lookup(&ev, s).await.unwrap().unwrap();
