@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// How long one protocol call may take.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long Chromium may take to start and answer its first call (a loaded 2-core machine has taken over 30 s).
+const START_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// The Chromium binary: `CHROMIUM`, else Debian's `/usr/bin/chromium` (or `chromium-browser`).
 ///
@@ -138,7 +140,7 @@ impl Chromium {
             session: String::new(),
             profile,
         };
-        let targets = c.send(None, "Target.getTargets", json!({}));
+        let targets = c.send_within(None, "Target.getTargets", json!({}), START_TIMEOUT);
         let page = targets["targetInfos"]
             .as_array()
             .and_then(|t| t.iter().find(|t| t["type"] == "page"))
@@ -160,6 +162,16 @@ impl Chromium {
     }
 
     fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.send_within(session, method, params, CALL_TIMEOUT)
+    }
+
+    fn send_within(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Value {
         self.next_id += 1;
         let id = self.next_id;
         let mut msg = json!({ "id": id, "method": method, "params": params });
@@ -172,7 +184,7 @@ impl Chromium {
             .write_all(&bytes)
             .and_then(|()| self.to_browser.flush())
             .unwrap_or_else(|e| panic!("Chromium went away ({e}) before {method}"));
-        let deadline = Instant::now() + CALL_TIMEOUT;
+        let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.from_browser.recv_timeout(left) {
@@ -188,7 +200,7 @@ impl Chromium {
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    panic!("Chromium did not answer {method} within {CALL_TIMEOUT:?}")
+                    panic!("Chromium did not answer {method} within {timeout:?}")
                 }
                 Err(RecvTimeoutError::Disconnected) => panic!("Chromium went away during {method}"),
             }
