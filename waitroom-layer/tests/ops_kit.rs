@@ -246,6 +246,9 @@ async fn bad_timetables_and_lookups_are_refused_and_change_nothing() {
     for body in [
         json!({"opens_at": "tomorrow"}),
         json!({"opens_at": -5}),
+        json!({"opens_at": u64::MAX}),
+        json!({"closes_at": "10000-01-01T00:00:00Z"}),
+        json!({"prequeue_opens_at": 253_402_300_800_000u64}),
         json!({"opens_at": true}),
         json!({"opening": now}),
         json!({"opens_at": now + 60_000, "prequeue_opens_at": now + 120_000}),

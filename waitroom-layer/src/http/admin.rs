@@ -85,6 +85,8 @@ const LOGIN_MS: u64 = 8 * 3600 * 1000;
 pub const ADMIN_HEADER: &str = "x-waitroom-admin";
 /// Most audit entries one call returns.
 const MAX_AUDIT_READ: usize = 1_000;
+/// The latest time a timetable may name: the end of the year 9999.
+const LATEST_MS: u64 = 253_402_300_799_999;
 /// The status page's policy: its own script and style, calls to itself, nothing else, never framed.
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                         img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
@@ -731,6 +733,10 @@ fn schedule(
             ),
             _ => return Err(format!("`{k}`: a time (RFC 3339 text or ms), or null")),
         };
+        // Times the room can print (RFC 3339 has four-digit years): a later one would overflow the clock's type.
+        if t.is_some_and(|t| t > LATEST_MS) {
+            return Err(format!("`{k}`: after the year 9999"));
+        }
         match k.as_str() {
             "opens_at" => opens = t,
             "prequeue_opens_at" => pre = t,

@@ -239,7 +239,7 @@ pub(crate) fn problem_coded(
 pub(crate) fn not_open_yet(at_ms: u64, now_ms: u64) -> Reply {
     let secs = at_ms.saturating_sub(now_ms).div_ceil(1000).max(1);
     let when = humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + std::time::Duration::from_millis(at_ms),
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(at_ms.min(253_402_300_799_000)),
     );
     let mut r = problem_coded(
         StatusCode::SERVICE_UNAVAILABLE,

@@ -149,7 +149,8 @@ fn rfc3339(ms: u64) -> String {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(u64, String)>> = const { std::cell::RefCell::new(None) };
     }
-    let secs = ms / 1000;
+    // Past the year 9999 (a time an app passed to `set_schedule`) it prints as the end of 9999 rather than overflow.
+    let secs = (ms / 1000).min(253_402_300_799);
     LAST.with_borrow_mut(|last| match last {
         Some((at, text)) if *at == secs => text.clone(),
         _ => {
