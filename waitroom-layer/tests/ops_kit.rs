@@ -363,6 +363,16 @@ mod redis {
         assert_eq!(res.headers()["retry-after"], "30");
         let problem: Value = res.json().await.unwrap();
         assert_eq!(problem["code"], "not_open_yet");
+        // A browser navigating to a protected page gets a page saying when.
+        let res = waitroom_testkit::http::browser()
+            .get(b.at("/checkout"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 503);
+        assert_eq!(res.headers()["retry-after"], "30");
+        let page = res.text().await.unwrap();
+        assert!(page.contains("The line is not open yet"), "{page}");
         assert_eq!(b.room.stats().waiting, 0);
 
         // Once it opens, B takes joins; at the old opening time nobody goes in, at the new one they do.

@@ -183,7 +183,11 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
             .prequeue_opens_at_ms
             .filter(|&t| t > room.clock().now_ms())
         {
-            return Look::Refused(respond::not_open_yet(at, room.clock().now_ms()));
+            return Look::Refused(respond::not_open_yet(
+                at,
+                room.clock().now_ms(),
+                negotiate::wants_html(&parts.headers),
+            ));
         }
         if let Some(guard) = &shared.join_guard
             && let Err(mut refusal) = guard.check(parts).await
