@@ -11,7 +11,8 @@
 //!   stops when every seat is held and the line is told when every seat is sold.
 //! - Cookies are sent without `Secure` (`secure_cookies(false)`) because the demo serves plain HTTP on
 //!   127.0.0.1; behind HTTPS, keep the default.
-//! - `--redis URL` (with `--features redis`) puts the line in Redis instead of the process; the signing key and
+//! - `--redis URL` (with `--features redis`; or `--redis-cluster URL,...`, or `--redis-sentinel URL,...
+//!   --redis-sentinel-master NAME`) puts the line in Redis instead of the process; the signing key and
 //!   cookie secret the instances over that Redis share are files in `.waitroom/` (`--data-dir`, which the
 //!   repository ignores), created on the first start.
 
@@ -58,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let options = args.room.options();
     let opens_at = options.opens_at();
     // On the embedded store the room draws its own keys; instances sharing a Redis line share them through files.
-    let room = if options.redis.is_some() {
+    let room = if options.redis.is_set() {
         let (key, secret) = args.keys.load()?;
         build_room(&options, Some(key), Some(secret)).await?
     } else {

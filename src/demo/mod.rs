@@ -29,10 +29,12 @@ pub use files::{
     COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, SIGNING_KEY_FILE, load_or_create_cookie_secret,
     load_or_create_signing_key,
 };
-pub use inventory::{Hold, HoldError, Layout, PurchaseError, SeatId, SeatInventory, SeatState};
+pub use inventory::{
+    Hold, HoldError, Layout, PurchaseError, Sale, SeatId, SeatInventory, SeatState,
+};
 pub use ops::{ADMIN_TOKENS_ENV, METRICS_TOKEN_ENV, OpsOptions, parse_admin_tokens};
 pub use setup::{
-    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, build_room, room_layer, room_layer_with,
-    serve_behind_room, store_for, verifier_from_jwks_url,
+    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RedisOptions, RoomOptions, ServerLimits, build_room,
+    room_layer, room_layer_with, serve, serve_behind_room, store_for, verifier_from_jwks_url,
 };
 pub use shop::{Order, Shop, ShopBuilder};

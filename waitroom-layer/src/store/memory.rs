@@ -1,13 +1,14 @@
 //! The embedded store: one process, zero set-up, the default.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
 use super::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, Placement, SessionDetail, SessionState,
-    Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim,
+    Restore, Return, SessionDetail, SessionState, Settings, SettingsChange, Snapshot, Store,
+    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 
@@ -32,11 +33,17 @@ impl MemoryStore {
         self.events.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Forgets the on-sale `event`, as a store that lost its data would (and to free its memory once it is
+    /// over). Returns whether it was known. A room still running it restores it ([`Store::restore`]).
+    pub fn purge(&self, event: &str) -> bool {
+        self.lock().remove(event).is_some()
+    }
+
     fn with_event<T>(&self, event: &str, f: impl FnOnce(&mut Event) -> T) -> Result<T, StoreError> {
         let mut events = self.lock();
         match events.get_mut(event) {
             Some(ev) => Ok(f(ev)),
-            None => Err(StoreError::unavailable(format!(
+            None => Err(StoreError::Forgotten(format!(
                 "on-sale `{event}` was not initialised"
             ))),
         }
@@ -48,10 +55,14 @@ struct Rec {
     state: SessionState,
     /// 0 while it has no number.
     number: u64,
-    /// While it waits: when it last polled (or joined). Once let in: when it was let in (for
-    /// [`Store::inspect`]).
+    /// When it was last seen (waiting, returning); when it was let in (admitted, active: for [`Store::inspect`]);
+    /// when its turn passed ([`SessionState::Missed`]); for [`SessionState::Abandoned`], [`LATE_TOLD`] once a late
+    /// return was counted, else 0.
     last_seen_ms: u64,
 }
+
+/// The time field of an abandoned session whose late return was counted (in both stores' records).
+const LATE_TOLD: u64 = 1;
 
 #[derive(Debug)]
 struct Event {
@@ -62,8 +73,22 @@ struct Event {
     sessions: HashMap<Arc<str>, Rec>,
     accounts: HashMap<Box<str>, Arc<str>>,
     prequeue: Vec<(u64, Arc<str>)>,
-    /// Sessions with numbers `served + 1 ..= last_number`, front first.
+    /// Sessions with numbers `served + 1 ..= last_number`, front first; an empty id is a number kept free for
+    /// an owner the store forgot (see [`Store::reclaim`]).
     line: VecDeque<Arc<str>>,
+    /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
+    returning: VecDeque<Arc<str>>,
+    /// Sessions that missed their turn, with when, in the order they missed it (entries of sessions that came back
+    /// since, or missed again later, are passed over when they reach the front).
+    missed: VecDeque<(u64, Arc<str>)>,
+    /// Sessions taken back after the head passed their number, by number: let in ahead of the line.
+    back: BTreeMap<u64, Arc<str>>,
+    /// Set by a restore: the last number given out before the loss.
+    reclaim_upto: Option<u64>,
+    /// Nobody is let in before this (ms), after a restore.
+    hold_until_ms: u64,
+    /// A passed number is taken back until this (ms), after a restore.
+    late_until_ms: u64,
     last_number: u64,
     served: u64,
     /// Admitted and active sessions with their deadlines (kept apart from `sessions` so the expiry scan touches
@@ -97,6 +122,12 @@ impl Event {
             accounts: HashMap::new(),
             prequeue: Vec::new(),
             line: VecDeque::new(),
+            returning: VecDeque::new(),
+            missed: VecDeque::new(),
+            back: BTreeMap::new(),
+            reclaim_upto: None,
+            hold_until_ms: 0,
+            late_until_ms: 0,
             last_number: 0,
             served: 0,
             active: HashMap::new(),
@@ -108,6 +139,89 @@ impl Event {
             front: VecDeque::new(),
             moved: Vec::new(),
         }
+    }
+
+    /// The on-sale as a restore gives it back: the numbers up to `last_number` kept free for their owners.
+    fn restored(r: &Restore) -> Self {
+        let mut ev = Self::new(r.settings.clone());
+        ev.drawn = r.drawn || !r.settings.random_draw;
+        ev.served = r.served;
+        ev.last_number = r.last_number.max(r.served);
+        let hole: Arc<str> = Arc::from("");
+        ev.line = (ev.served..ev.last_number).map(|_| hole.clone()).collect();
+        ev.counters = r.counters;
+        ev.reclaim_upto = Some(ev.last_number);
+        ev.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
+        ev.late_until_ms = r.now_ms.saturating_add(r.late_ms);
+        ev
+    }
+
+    /// [`Store::restore`] of a store that knows the on-sale but lost its latest writes: numbers up to the room's
+    /// highest become holes for their owners, and those owners are taken back as after a restore.
+    fn raise_floor(&mut self, r: &Restore) {
+        if r.last_number <= self.last_number {
+            return;
+        }
+        let gap = (r.last_number - self.last_number).min(MAX_RECLAIM_GAP);
+        let hole: Arc<str> = Arc::from("");
+        self.line.extend((0..gap).map(|_| hole.clone()));
+        self.last_number += gap;
+        self.reclaim_upto = Some(self.last_number);
+        self.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
+        self.late_until_ms = r.now_ms.saturating_add(r.late_ms);
+    }
+
+    /// [`Store::reclaim`]: the rules are in the store's module docs.
+    fn reclaim(&mut self, c: &Reclaim) -> Option<Placement> {
+        if let Some(p) = self.placement(&c.session) {
+            return Some(p);
+        }
+        if self.settings.turning_away() {
+            return None;
+        }
+        let sid: Arc<str> = Arc::from(c.session.as_str());
+        let (state, number) = match c.number {
+            None if !self.drawn => {
+                self.prequeue.push((c.draw_key, sid.clone()));
+                (SessionState::PreQueue, 0)
+            }
+            None | Some(0) => return None,
+            Some(n) if n > self.last_number => {
+                let gap = n - self.last_number - 1;
+                if gap > MAX_RECLAIM_GAP {
+                    return None;
+                }
+                let hole: Arc<str> = Arc::from("");
+                self.line.extend((0..gap).map(|_| hole.clone()));
+                self.line.push_back(sid.clone());
+                self.last_number = n;
+                (SessionState::Waiting, n)
+            }
+            Some(n) if n > self.served => {
+                let slot = self.line.get_mut((n - self.served - 1) as usize)?;
+                if !slot.is_empty() {
+                    return None;
+                }
+                *slot = sid.clone();
+                (SessionState::Waiting, n)
+            }
+            Some(n) => {
+                let late =
+                    self.reclaim_upto.is_some_and(|u| n <= u) && c.now_ms <= self.late_until_ms;
+                if !late || self.back.contains_key(&n) {
+                    return None;
+                }
+                self.back.insert(n, sid.clone());
+                (SessionState::Waiting, n)
+            }
+        };
+        let rec = Rec {
+            state,
+            number,
+            last_seen_ms: c.now_ms,
+        };
+        self.sessions.insert(sid, rec);
+        self.placement(&c.session)
     }
 
     fn placement(&self, sid: &str) -> Option<Placement> {
@@ -235,11 +349,18 @@ impl Event {
         }
         if self.settings.turning_away() {
             self.turn_away(&mut report);
-            return report;
+        } else if self.settings.door_open(t.now_ms) && t.now_ms >= self.hold_until_ms {
+            self.admit(t, &mut report);
         }
-        if !self.settings.door_open(t.now_ms) {
-            return report;
-        }
+        self.end_missed(t, &mut report);
+        let served = self.served;
+        self.moved.retain(|(n, _)| *n > served);
+        report
+    }
+
+    /// Lets people in while there is room: the returning queue first, then the head of the line; an absent one
+    /// is missed (it keeps its turn for the return window) and the next present one goes in its place.
+    fn admit(&mut self, t: &Tick, report: &mut TickReport) {
         let mut room = self
             .settings
             .capacity
@@ -273,18 +394,35 @@ impl Event {
             }
         }
         while admitted < room && scanned < t.max_scan {
-            let Some(sid) = self.line.pop_front() else {
+            // Those taken back after the head passed them were in front of everyone in line; then those who came
+            // back after missing their turn.
+            let sid = if let Some((_, sid)) = self.back.pop_first() {
+                sid
+            } else if let Some(sid) = self.returning.pop_front() {
+                if self
+                    .sessions
+                    .get(&sid)
+                    .is_none_or(|r| r.state != SessionState::Returning)
+                {
+                    continue;
+                }
+                sid
+            } else if let Some(sid) = self.line.pop_front() {
+                self.served += 1;
+                sid
+            } else {
                 break;
             };
             scanned += 1;
-            self.served += 1;
             let Some(r) = self.sessions.get_mut(&sid) else {
                 continue;
             };
             if r.last_seen_ms.saturating_add(t.abandon_after_ms) < t.now_ms {
-                r.state = SessionState::Abandoned;
-                self.counters.abandoned += 1;
-                report.abandoned.push(sid.to_string());
+                r.state = SessionState::Missed;
+                r.last_seen_ms = t.now_ms;
+                self.counters.missed += 1;
+                self.missed.push_back((t.now_ms, sid.clone()));
+                report.missed.push(sid.to_string());
             } else {
                 r.state = SessionState::Admitted;
                 r.last_seen_ms = t.now_ms;
@@ -296,9 +434,69 @@ impl Event {
             }
         }
         self.note_admits(t.now_ms, admitted);
-        let served = self.served;
-        self.moved.retain(|(n, _)| *n > served);
-        report
+    }
+
+    /// Ends [`SessionState::Abandoned`] the missed sessions whose return window has passed (at most `max_scan`).
+    fn end_missed(&mut self, t: &Tick, report: &mut TickReport) {
+        let mut budget = t.max_scan;
+        while budget > 0 {
+            let Some((at, sid)) = self.missed.front() else {
+                break;
+            };
+            if let Some(r) = self.sessions.get_mut(sid)
+                && r.state == SessionState::Missed
+                && r.last_seen_ms == *at
+            {
+                if at.saturating_add(t.return_window_ms) > t.now_ms {
+                    break;
+                }
+                r.state = SessionState::Abandoned;
+                r.last_seen_ms = 0;
+                self.counters.abandoned += 1;
+                report.abandoned.push(sid.to_string());
+                budget -= 1;
+            }
+            // Abandoned now, or an entry passed over: the session came back since (or missed again, later).
+            self.missed.pop_front();
+        }
+    }
+
+    /// A session that is here now: a missed one within its window comes back (see [`Store::come_back`]).
+    fn come_back(
+        &mut self,
+        sid: &str,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> (Option<Placement>, Option<Return>) {
+        let Some((key, r)) = self.sessions.get_key_value(sid) else {
+            return (None, None);
+        };
+        let mut counted = None;
+        match r.state {
+            SessionState::Missed if r.last_seen_ms.saturating_add(window_ms) > now_ms => {
+                let key = key.clone();
+                self.returning.push_back(key.clone());
+                if let Some(r) = self.sessions.get_mut(&key) {
+                    r.state = SessionState::Returning;
+                    r.last_seen_ms = now_ms;
+                }
+                self.counters.returned += 1;
+                counted = Some(Return::InTime);
+            }
+            SessionState::Missed | SessionState::Abandoned if r.last_seen_ms != LATE_TOLD => {
+                if r.state == SessionState::Missed {
+                    self.counters.abandoned += 1;
+                }
+                if let Some(r) = self.sessions.get_mut(sid) {
+                    r.state = SessionState::Abandoned;
+                    r.last_seen_ms = LATE_TOLD;
+                }
+                self.counters.returned_late += 1;
+                counted = Some(Return::TooLate);
+            }
+            _ => {}
+        }
+        (self.placement(sid), counted)
     }
 
     fn move_to_front(&mut self, session: &str) -> Option<Placement> {
@@ -323,7 +521,8 @@ impl Event {
         self.placement(session)
     }
 
-    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: the head of the line first (their numbers count as
+    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: those moved to the front first, then those taken back
+    /// after the head passed them, then the returning queue, then the head of the line (their numbers count as
     /// served), then the pre-queue.
     fn turn_away(&mut self, report: &mut TickReport) {
         let mut budget = TURN_AWAY_PER_TICK;
@@ -334,7 +533,27 @@ impl Event {
             if self
                 .sessions
                 .get(&sid)
-                .is_some_and(|r| r.state == SessionState::Waiting)
+                .is_some_and(|r| r.state == SessionState::Waiting && r.number == 0)
+            {
+                budget -= 1;
+                self.turn_away_one(sid, report);
+            }
+        }
+        while budget > 0 {
+            let Some((_, sid)) = self.back.pop_first() else {
+                break;
+            };
+            budget -= 1;
+            self.turn_away_one(sid, report);
+        }
+        while budget > 0 {
+            let Some(sid) = self.returning.pop_front() else {
+                break;
+            };
+            if self
+                .sessions
+                .get(&sid)
+                .is_some_and(|r| r.state == SessionState::Returning)
             {
                 budget -= 1;
                 self.turn_away_one(sid, report);
@@ -373,6 +592,7 @@ impl Event {
             last_number: self.last_number,
             served: self.served,
             active: self.active.len() as u64,
+            returning: self.returning.len() as u64,
             counters: self.counters,
             moved: self
                 .moved
@@ -380,6 +600,7 @@ impl Event {
                 .filter(|(n, _)| *n > self.served)
                 .map(|(_, s)| s.to_string())
                 .collect(),
+            reclaim_upto: self.reclaim_upto,
         }
     }
 }
@@ -400,6 +621,16 @@ impl Store for MemoryStore {
 
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError> {
         self.with_event(event, |ev| ev.placement(session))
+    }
+
+    async fn come_back(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        return_window_ms: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        self.with_event(event, |ev| ev.come_back(session, now_ms, return_window_ms))
     }
 
     async fn claim(
@@ -425,7 +656,10 @@ impl Store for MemoryStore {
         self.with_event(event, |ev| {
             for m in &touches.waiting {
                 if let Some(r) = ev.sessions.get_mut(m.session.as_str())
-                    && matches!(r.state, SessionState::Waiting | SessionState::PreQueue)
+                    && matches!(
+                        r.state,
+                        SessionState::Waiting | SessionState::PreQueue | SessionState::Returning
+                    )
                 {
                     r.last_seen_ms = r.last_seen_ms.max(touches.now_ms);
                 }
@@ -555,6 +789,29 @@ impl Store for MemoryStore {
         })
     }
 
+    async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError> {
+        let mut events = self.lock();
+        let ev = match events.entry(event.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let ev = e.into_mut();
+                if restore.behind {
+                    ev.raise_floor(restore);
+                }
+                ev
+            }
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(Event::restored(restore)),
+        };
+        Ok(ev.settings.clone())
+    }
+
+    async fn reclaim(
+        &self,
+        event: &str,
+        reclaim: &Reclaim,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.reclaim(reclaim))
+    }
+
     async fn finished_since(
         &self,
         event: &str,
@@ -620,6 +877,7 @@ mod tests {
             now_ms: 2,
             arrival_window_ms: 1_000,
             abandon_after_ms: 1_000,
+            return_window_ms: 600_000,
             max_scan: 10,
         };
         store.tick("ev", &tick).await.unwrap();

@@ -16,7 +16,7 @@ const KEYS: &str = include_str!("scripts/keys.lua");
 /// segment, the draw.
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
 
-/// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits.
+/// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits, pre-queue opening, closing.
 const INIT: &str = include_str!("scripts/init.lua");
 
 /// ARGV: session, account (`''` for none), now, draw key (16 hex digits).
@@ -25,6 +25,10 @@ const JOIN: &str = include_str!("scripts/join.lua");
 /// ARGV: session.
 const LOOKUP: &str = include_str!("scripts/lookup.lua");
 
+/// ARGV: session, now, return window. A lookup of a session that is here now: a missed one comes back (or is told
+/// it came too late).
+const COME_BACK: &str = include_str!("scripts/come_back.lua");
+
 /// ARGV: session, now, idle timeout.
 const CLAIM: &str = include_str!("scripts/claim.lua");
 
@@ -32,7 +36,7 @@ const CLAIM: &str = include_str!("scripts/claim.lua");
 /// in `store_impl.rs`.)
 const TOUCH: &str = include_str!("scripts/touch.lua");
 
-/// ARGV: now, arrival window, abandon after, max scan, seen slot length, most sessions turned away.
+/// ARGV: now, arrival window, abandon after, max scan, seen slot length, most sessions turned away, return window.
 const TICK: &str = include_str!("scripts/tick.lua");
 
 /// ARGV: session, seats, now, stream cap.
@@ -41,6 +45,13 @@ const FINISH: &str = include_str!("scripts/finish.lua");
 /// ARGV: lookback (ms), most entries. The finishes of the last `lookback` ms on Redis's clock (which dated the
 /// entries' ids), oldest first, after the window's start as a cursor (for an empty window).
 const FINISHED_RECENT: &str = include_str!("scripts/finished_recent.lua");
+
+/// ARGV: the seven settings, dbits, drawn, last, served, the eight counters, hold until, late until, behind, most
+/// numbers left free, pre-queue opening, closing.
+const RESTORE: &str = include_str!("scripts/restore.lua");
+
+/// ARGV: session, number (empty for a pre-queue mark), now, draw key (16 hex digits), most numbers left free.
+const RECLAIM: &str = include_str!("scripts/reclaim.lua");
 
 /// No ARGV.
 const SNAPSHOT: &str = include_str!("scripts/snapshot.lua");
@@ -74,6 +85,7 @@ pub(super) struct Scripts {
     pub(super) init: Lua,
     pub(super) join: Lua,
     pub(super) lookup: Lua,
+    pub(super) come_back: Lua,
     pub(super) claim: Lua,
     pub(super) touch: Lua,
     pub(super) tick: Lua,
@@ -83,6 +95,8 @@ pub(super) struct Scripts {
     pub(super) update: Lua,
     pub(super) inspect: Lua,
     pub(super) move_front: Lua,
+    pub(super) restore: Lua,
+    pub(super) reclaim: Lua,
 }
 
 impl Scripts {
@@ -91,6 +105,7 @@ impl Scripts {
             init: Lua::new(INIT),
             join: Lua::new(JOIN),
             lookup: Lua::new(LOOKUP),
+            come_back: Lua::new(COME_BACK),
             claim: Lua::new(CLAIM),
             touch: Lua::new(TOUCH),
             tick: Lua::new(TICK),
@@ -100,14 +115,17 @@ impl Scripts {
             update: Lua::new(UPDATE),
             inspect: Lua::new(INSPECT),
             move_front: Lua::new(MOVE),
+            restore: Lua::new(RESTORE),
+            reclaim: Lua::new(RECLAIM),
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 12] {
+    pub(super) fn all(&self) -> [&Lua; 15] {
         [
             &self.init,
             &self.join,
             &self.lookup,
+            &self.come_back,
             &self.claim,
             &self.touch,
             &self.tick,
@@ -117,6 +135,8 @@ impl Scripts {
             &self.update,
             &self.inspect,
             &self.move_front,
+            &self.restore,
+            &self.reclaim,
         ]
     }
 }

@@ -1,8 +1,6 @@
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local sid, now, maxmoved = ARGV[1], int(ARGV[2]), int(ARGV[3])
--- The front lane and the sessions moved there (scored by their old number), beside `line` (same hash tag).
-local KFRONT, KMOVED = KL .. ':front', KL .. ':moved'
 local p = place(m, sid)
 if not p or p[2] ~= 'w' or p[3] <= int(m.served) then return false end
 if redis.call('ZCOUNT', KMOVED, '(' .. m.served, '+inf') >= maxmoved then return false end
