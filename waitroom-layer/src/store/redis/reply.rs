@@ -184,7 +184,18 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((p.state, p.number), (SessionState::Waiting, Some(12)));
-        let s = settings(&[b("10"), b(""), b("0"), b("0"), b(""), b("1"), b("7:3:1")]).unwrap();
+        let s = settings(&[
+            b("10"),
+            b(""),
+            b("0"),
+            b("0"),
+            b(""),
+            b("1"),
+            b("7:3:1"),
+            b(""),
+            b(""),
+        ])
+        .unwrap();
         assert_eq!(
             s.inventory,
             Some(Inventory {
