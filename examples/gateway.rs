@@ -21,9 +21,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Parser;
-use flags::{KeyFlags, RoomFlags, init_tracing};
+use flags::{KeyFlags, OpsFlags, RoomFlags, init_tracing};
 use waitroom::demo::gateway::{Upstream, router, spawn_inventory_poll};
-use waitroom::demo::{build_room, room_layer, serve_behind_room};
+use waitroom::demo::{build_room, room_layer_with, serve_behind_room};
 
 #[derive(Debug, Parser)]
 #[command(about = "The waiting room in front of the order service")]
@@ -44,12 +44,16 @@ struct Args {
     /// Milliseconds between reads of the order service's seat counts.
     #[arg(long, default_value_t = 1000)]
     inventory_poll_ms: u64,
+    /// The operator's kit: admin API, status page, metrics.
+    #[command(flatten)]
+    ops: OpsFlags,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     init_tracing();
     let args = Args::parse();
+    let ops = args.ops.load()?;
     let (key, secret) = args.keys.load()?;
     let options = args.room.options();
     let kid = key.kid().to_owned();
@@ -62,7 +66,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     );
     let app = router(upstream);
     // The room goes around the whole app, before axum's routing (every request here is the room's business).
-    let room_in_front = room_layer(room.clone())?;
+    let room_in_front = room_layer_with(room.clone(), &ops)?;
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -80,6 +84,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         },
         args.keys.key_file().display()
     );
+    for line in ops.describe(&format!("http://{addr}")) {
+        println!("{line}");
+    }
     serve_behind_room(listener, room_in_front, app).await?;
     Ok(())
 }

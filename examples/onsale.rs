@@ -22,8 +22,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use flags::{FairnessFlag, KeyFlags, RoomFlags, ShopFlags, init_tracing};
-use waitroom::demo::{build_room, room_layer, serve_behind_room};
+use flags::{FairnessFlag, KeyFlags, OpsFlags, RoomFlags, ShopFlags, init_tracing};
+use waitroom::demo::{build_room, room_layer_with, serve_behind_room};
 use waitroom::verify::VerifyLayer;
 
 /// The allocator a production binary would pick (glibc's malloc shows up at ~10% of the server's CPU under load).
@@ -46,12 +46,16 @@ struct Args {
     /// With `--redis`: the keys every instance over that Redis shares (read, or created on the first start).
     #[command(flatten)]
     keys: KeyFlags,
+    /// The operator's kit: admin API, status page, metrics.
+    #[command(flatten)]
+    ops: OpsFlags,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     init_tracing();
     let args = Args::parse();
+    let ops = args.ops.load()?;
     let options = args.room.options();
     let opens_at = options.opens_at();
     // On the embedded store the room draws its own keys; instances sharing a Redis line share them through files.
@@ -77,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // The order routes check the room's tokens themselves, with the room's verifier (same process).
     let app = shop.router(VerifyLayer::new(room.verifier().clone()));
     // The room goes around the whole app, before axum's routing (`app.layer(room)` works too, per route).
-    let room_in_front = room_layer(room.clone())?;
+    let room_in_front = room_layer_with(room.clone(), &ops)?;
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -108,6 +112,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         }
     );
     println!("  room status: {shown}/waitroom/status  health (outside the room): {shown}/healthz");
+    for line in ops.describe(&shown) {
+        println!("{line}");
+    }
     serve_behind_room(listener, room_in_front, app).await?;
     Ok(())
 }

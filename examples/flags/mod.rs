@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use waitroom::demo::{
-    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, RedisOptions, RoomOptions, SIGNING_KEY_FILE, Shop,
-    ShopBuilder, load_or_create_cookie_secret, load_or_create_signing_key,
+    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, OpsOptions, RedisOptions, RoomOptions, SIGNING_KEY_FILE,
+    Shop, ShopBuilder, load_or_create_cookie_secret, load_or_create_signing_key,
 };
 use waitroom::verify::SigningKey;
 
@@ -142,6 +142,36 @@ impl KeyFlags {
         let secret = load_or_create_cookie_secret(&secret_file)
             .map_err(|e| format!("--cookie-secret-file {}: {e}", secret_file.display()))?;
         Ok((key, secret))
+    }
+}
+
+/// The operator's kit: the admin API and status page, the metrics. Secrets come from files or the environment,
+/// never from the command line (where `ps` and shell history show them).
+#[derive(Debug, clap::Args)]
+pub struct OpsFlags {
+    /// Turns on the admin API and the status page at `/waitroom/admin/`: a file of admin tokens, one a line,
+    /// `name:secret` (the name is who the audit log records) or a bare secret (named `admin`); secrets at least
+    /// 16 bytes (`openssl rand -base64 32`). Without it, the tokens may come from the environment variable
+    /// WAITROOM_ADMIN_TOKENS (same format).
+    #[arg(long, value_name = "PATH")]
+    pub admin_token_file: Option<PathBuf>,
+    /// Serves the room's figures for Prometheus at `/waitroom/metrics`.
+    #[arg(long)]
+    pub metrics: bool,
+    /// Asks metrics scrapes for `Authorization: Bearer <the file's secret>` (turns `--metrics` on). Without it,
+    /// the secret may come from the environment variable WAITROOM_METRICS_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    pub metrics_token_file: Option<PathBuf>,
+}
+
+impl OpsFlags {
+    /// The kit's options (reads the files or the environment).
+    pub fn load(&self) -> Result<OpsOptions, String> {
+        OpsOptions::load(
+            self.admin_token_file.as_deref(),
+            self.metrics,
+            self.metrics_token_file.as_deref(),
+        )
     }
 }
 

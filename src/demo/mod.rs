@@ -9,6 +9,8 @@
 //! - [`room_layer`]: the room over the order routes ([`PROTECTED_PATHS`]), `/healthz` bypassed;
 //!   [`serve_behind_room`]: an app served with the room around the whole router, before axum's routing.
 //! - [`RoomOptions`] / [`build_room`]: the room from the examples' flags (embedded store, or Redis).
+//! - [`OpsOptions`]: the operator's kit (admin tokens, metrics) from files or the environment, for
+//!   [`room_layer_with`].
 //! - [`gateway`]: the split deployment's front: the room, forwarding to the order service over HTTP.
 //! - [`load_or_create_signing_key`], [`load_or_create_cookie_secret`]: the files several gateways share, by
 //!   default in [`DEFAULT_DATA_DIR`] (which the repository ignores).
@@ -18,6 +20,7 @@
 mod files;
 pub mod gateway;
 mod inventory;
+mod ops;
 mod pages;
 mod setup;
 mod shop;
@@ -29,8 +32,9 @@ pub use files::{
 pub use inventory::{
     Hold, HoldError, Layout, PurchaseError, Sale, SeatId, SeatInventory, SeatState,
 };
+pub use ops::{ADMIN_TOKENS_ENV, METRICS_TOKEN_ENV, OpsOptions, parse_admin_tokens};
 pub use setup::{
     DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RedisOptions, RoomOptions, ServerLimits, build_room,
-    room_layer, serve, serve_behind_room, store_for, verifier_from_jwks_url,
+    room_layer, room_layer_with, serve, serve_behind_room, store_for, verifier_from_jwks_url,
 };
 pub use shop::{Order, Shop, ShopBuilder};

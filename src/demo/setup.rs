@@ -27,11 +27,25 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// # Errors
 /// Never with these paths; the signature follows [`WaitingRoomLayer::builder`].
 pub fn room_layer(room: WaitingRoom) -> Result<WaitingRoomLayer, BuildError> {
+    room_layer_with(room, &crate::demo::OpsOptions::default())
+}
+
+/// [`room_layer`] with the operator's kit: the admin tokens (the admin API and the status page at
+/// `/waitroom/admin/`) and the metrics of `ops`.
+///
+/// # Errors
+/// An admin or metrics token shorter than 16 bytes, or an invalid token name.
+pub fn room_layer_with(
+    room: WaitingRoom,
+    ops: &crate::demo::OpsOptions,
+) -> Result<WaitingRoomLayer, BuildError> {
     let mut b = WaitingRoomLayer::builder(room);
     for p in PROTECTED_PATHS {
         b = b.protect_prefix(*p);
     }
-    b.bypass(|parts| parts.uri.path() == "/healthz").build()
+    ops.apply(b)
+        .bypass(|parts| parts.uri.path() == "/healthz")
+        .build()
 }
 
 /// Serves `app` on `listener` with the room around the whole router: the room sees every request before axum

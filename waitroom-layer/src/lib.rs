@@ -141,9 +141,11 @@
 //! - **Metrics** (off by default): [`WaitingRoomLayerBuilder::metrics`] serves the figures in the Prometheus
 //!   (OpenMetrics) text format at `/waitroom/metrics`, or wherever [`WaitingRoomLayerBuilder::metrics_path`] says;
 //!   [`WaitingRoom::metrics_text`] gives the same text to serve elsewhere. See [`metrics`].
-//! - **Admin API** (off by default): [`WaitingRoomLayerBuilder::admin_token`] answers `{base}/admin/...` for
-//!   callers with `Authorization: Bearer <secret>`: stats, capacity, per-minute cap, pause, resume, open now,
-//!   close, inventory. See [`admin`].
+//! - **Admin API and status page** (off by default): [`WaitingRoomLayerBuilder::admin_token`] (or several named
+//!   tokens, [`WaitingRoomLayerBuilder::admin_token_named`]) answers `{base}/admin/...` for callers with
+//!   `Authorization: Bearer <secret>`: stats, capacity, per-minute cap, pause, resume, open now, close, inventory,
+//!   the timetable (opening, pre-queue opening, closing), one session (look up, end, move to the front), the audit
+//!   log; and serves a live status page at `{base}/admin/` behind a login. See [`admin`].
 //! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, missed turns, returns
 //!   (in time and late), abandonments and sold out. See [`lifecycle`].
 //! - **Tracing**: joins, admissions, token issues, refusals and finishes are `DEBUG` spans (`waitroom.join`,
@@ -197,11 +199,14 @@ pub use room::cookie::{SessionCookie, valid_session_id};
 pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};
 pub use room::lifecycle::{RoomEvent, RoomEventKind};
 pub use room::metrics::METRICS_CONTENT_TYPE;
-pub use room::{RoomStats, Status, ViewState, WaitingRoom};
+pub use room::{Door, RoomStats, Status, ViewState, WaitingRoom};
 /// The old name of [`RoomStats`] (it read too much like [`Status`]).
 #[deprecated(note = "renamed `RoomStats`")]
 pub type Stats = RoomStats;
-pub use store::{Inventory, MemoryStore, Placement, SessionState, Settings, Snapshot, Store};
+pub use store::{
+    AuditEntry, Inventory, MemoryStore, Placement, SessionDetail, SessionState, Settings, Snapshot,
+    Store,
+};
 #[cfg(feature = "redis")]
 pub use store::{RedisStore, RedisStoreBuilder};
 pub use waitroom_verify::{

@@ -332,6 +332,8 @@ async fn redis_figures() {
         opens_at_ms: random.then_some(u64::MAX / 2),
         random_draw: random,
         inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
     };
     let used = |s: &RedisServer| -> i64 {
         let info = s.command(&["INFO", "memory"]);

@@ -12,8 +12,8 @@ mod contract {
     use std::sync::Arc;
 
     use waitroom_layer::store::{
-        Inventory, Join, Mark, Placement, Return, SessionState, Settings, SettingsChange, Store,
-        TURN_AWAY_PER_TICK, Tick, Touches,
+        AUDIT_KEEP, AuditEntry, Inventory, Join, Mark, Placement, Return, SessionState, Settings,
+        SettingsChange, Store, TURN_AWAY_PER_TICK, Tick, Touches,
     };
 
     pub const IDLE_MS: u64 = 30_000;
@@ -62,6 +62,8 @@ mod contract {
             opens_at_ms,
             random_draw: random,
             inventory: None,
+            prequeue_opens_at_ms: None,
+            closes_at_ms: None,
         }
     }
 
@@ -675,6 +677,293 @@ mod contract {
     /// from the head within a few ticks, at most [`TURN_AWAY_PER_TICK`] a tick, with `served` and `waiting()` kept
     /// consistent; a join while closed or sold out takes no place and is not counted; seats coming back let people
     /// join again while those turned away stay turned away. `event` is a prefix (two on-sales).
+    /// The operator's kit: the timetable ([`SettingsChange::Schedule`]) moves the opening (and the draw) either
+    /// way and is read back by every caller; an operator's lookup tells when a session was let in; sessions can be
+    /// found by a predicate on their ids; the audit log keeps the last [`AUDIT_KEEP`] actions, newest first.
+    pub async fn operator_kit(store: Arc<dyn Store>, event: &str) {
+        let t0 = 1_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: 600_000,
+            max_scan: 1_000,
+            return_window_ms: RETURN_MS,
+        };
+        let join = |sid: &str, now_ms, key| Join {
+            session: sid.to_owned(),
+            account: None,
+            now_ms,
+            draw_key: key,
+        };
+        let schedule =
+            |opens: Option<u64>, pre: Option<u64>, closes: Option<u64>| SettingsChange::Schedule {
+                opens_at_ms: opens,
+                prequeue_opens_at_ms: pre,
+                closes_at_ms: closes,
+            };
+
+        // A draw at t0 + 60 s, moved to t0 + 120 s: nothing happens at the first time, the draw runs at the second.
+        let ev = format!("{event}-draw");
+        store
+            .init(&ev, &settings(2, true, Some(t0 + 60_000)))
+            .await
+            .unwrap();
+        for i in 0..3u64 {
+            let p = store
+                .join(&ev, &join(&format!("pre-{i}-abcdefghijklmn"), t0, i << 60))
+                .await
+                .unwrap();
+            assert_eq!(p.state, SessionState::PreQueue);
+        }
+        let s = store
+            .update(
+                &ev,
+                &schedule(Some(t0 + 120_000), Some(t0 - 1), Some(t0 + 900_000)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (s.opens_at_ms, s.prequeue_opens_at_ms, s.closes_at_ms),
+            (Some(t0 + 120_000), Some(t0 - 1), Some(t0 + 900_000))
+        );
+        assert_eq!(store.snapshot(&ev).await.unwrap().settings, s, "read back");
+        let r = store.tick(&ev, &tick(t0 + 60_001)).await.unwrap();
+        assert!(
+            !r.drew && r.admitted.is_empty(),
+            "the old opening time no longer opens the door: {r:?}"
+        );
+        let r = store.tick(&ev, &tick(t0 + 120_000)).await.unwrap();
+        assert!(r.drew, "the draw runs at the new opening time");
+        assert_eq!(r.admitted.len(), 2);
+
+        // When it was let in: the tick's time, kept when it claims; nothing while it waits.
+        let first = r.admitted[0].clone();
+        let d = store.inspect(&ev, &first).await.unwrap().unwrap();
+        assert_eq!(d.placement.state, SessionState::Admitted);
+        assert_eq!(d.admitted_at_ms, Some(t0 + 120_000));
+        store
+            .claim(&ev, &first, t0 + 121_000, IDLE_MS)
+            .await
+            .unwrap();
+        let d = store.inspect(&ev, &first).await.unwrap().unwrap();
+        assert_eq!(
+            (d.placement.state, d.admitted_at_ms),
+            (SessionState::Active, Some(t0 + 120_000))
+        );
+        let waiting = (0..3u64)
+            .map(|i| format!("pre-{i}-abcdefghijklmn"))
+            .find(|s| !r.admitted.contains(s))
+            .unwrap();
+        let d = store.inspect(&ev, &waiting).await.unwrap().unwrap();
+        assert_eq!(
+            (d.placement.state, d.placement.number, d.admitted_at_ms),
+            (SessionState::Waiting, Some(3), None)
+        );
+        assert_eq!(
+            store.inspect(&ev, "nobody-abcdefghijklmn").await.unwrap(),
+            None
+        );
+
+        // Found by a predicate on the id (how a fingerprint is looked up), at most `limit`.
+        let want = waiting.clone();
+        let found = store
+            .find_sessions(&ev, &move |id: &str| id == want, 10)
+            .await
+            .unwrap();
+        assert_eq!(found, std::slice::from_ref(&waiting));
+        let all = store.find_sessions(&ev, &|_: &str| true, 2).await.unwrap();
+        assert_eq!(all.len(), 2);
+
+        // FIFO: an opening moved later after the door opened shuts it again until then; cleared, it opens at once.
+        let ev = format!("{event}-fifo");
+        store.init(&ev, &settings(5, false, None)).await.unwrap();
+        store
+            .join(&ev, &join("fifo-0-abcdefghijklmn", t0, 0))
+            .await
+            .unwrap();
+        store
+            .update(&ev, &schedule(Some(t0 + 60_000), None, None))
+            .await
+            .unwrap();
+        assert!(
+            store
+                .tick(&ev, &tick(t0 + 1))
+                .await
+                .unwrap()
+                .admitted
+                .is_empty()
+        );
+        let s = store
+            .update(&ev, &schedule(None, None, None))
+            .await
+            .unwrap();
+        assert_eq!(
+            (s.opens_at_ms, s.prequeue_opens_at_ms, s.closes_at_ms),
+            (None, None, None)
+        );
+        assert_eq!(
+            store.tick(&ev, &tick(t0 + 2)).await.unwrap().admitted.len(),
+            1
+        );
+
+        // The audit log: newest first, bounded.
+        let entry = |i: u64| AuditEntry {
+            at_ms: t0 + i,
+            who: format!("op-{}", i % 3),
+            action: "pause".into(),
+            detail: format!("{{\"n\":{i}}}"),
+        };
+        assert!(store.audit_log(&ev, 10).await.unwrap().is_empty());
+        for i in 0..3 {
+            store.audit(&ev, &entry(i)).await.unwrap();
+        }
+        assert_eq!(store.audit_log(&ev, 2).await.unwrap(), [entry(2), entry(1)]);
+        for i in 3..(AUDIT_KEEP as u64 + 5) {
+            store.audit(&ev, &entry(i)).await.unwrap();
+        }
+        let log = store.audit_log(&ev, 10 * AUDIT_KEEP).await.unwrap();
+        assert_eq!(log.len(), AUDIT_KEEP, "bounded");
+        assert_eq!(log[0], entry(AUDIT_KEEP as u64 + 4));
+        assert_eq!(log[AUDIT_KEEP - 1], entry(5));
+    }
+
+    /// Customer support moves a waiting session to the front: it goes in at the next free place, nobody else's
+    /// number changes, its old place is skipped, everyone is let in exactly once, and every caller is told (in the
+    /// snapshot) until the head passes its old number; FIFO and after a draw alike. Closing turns it away first.
+    pub async fn move_front(store: Arc<dyn Store>, event: &str) {
+        let t0 = 1_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: 600_000,
+            max_scan: 1_000,
+            return_window_ms: RETURN_MS,
+        };
+        let sid = |i: u64| format!("front-{i}-abcdefghijklmn");
+        for random in [false, true] {
+            let ev = format!("{event}-{random}");
+            store
+                .init(&ev, &settings(1, random, random.then_some(t0 + 10)))
+                .await
+                .unwrap();
+            for i in 0..6u64 {
+                let j = Join {
+                    session: sid(i),
+                    account: None,
+                    now_ms: t0,
+                    draw_key: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                };
+                store.join(&ev, &j).await.unwrap();
+            }
+            let first = store.tick(&ev, &tick(t0 + 10)).await.unwrap().admitted;
+            assert_eq!(first.len(), 1);
+            // The line in order, with numbers.
+            let mut line = Vec::new();
+            for i in 0..6u64 {
+                let p = store.lookup(&ev, &sid(i)).await.unwrap().unwrap();
+                if p.state == SessionState::Waiting {
+                    line.push((p.number.unwrap(), sid(i)));
+                }
+            }
+            line.sort();
+            assert_eq!(line.len(), 5);
+            let (old, moved) = line[2].clone();
+            assert_eq!(
+                store.move_to_front(&ev, &first[0], t0 + 11).await.unwrap(),
+                None,
+                "admitted"
+            );
+            let p = store
+                .move_to_front(&ev, &moved, t0 + 11)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (p.state, p.number),
+                (SessionState::Waiting, None),
+                "random {random}"
+            );
+            assert_eq!(store.lookup(&ev, &moved).await.unwrap(), Some(p));
+            assert_eq!(
+                store.move_to_front(&ev, &moved, t0 + 12).await.unwrap(),
+                None,
+                "moved already"
+            );
+            let snap = store.snapshot(&ev).await.unwrap();
+            assert_eq!(snap.moved, std::slice::from_ref(&moved));
+            for (n, s) in &line {
+                if *s != moved {
+                    let p = store.lookup(&ev, s).await.unwrap().unwrap();
+                    assert_eq!(p.number, Some(*n), "nobody else's number changes");
+                }
+            }
+            // Each free place goes to the next: the moved session first, then the line without it.
+            let mut expected: Vec<String> = vec![moved.clone()];
+            expected.extend(
+                line.iter()
+                    .filter(|(_, s)| *s != moved)
+                    .map(|(_, s)| s.clone()),
+            );
+            let mut inside = first[0].clone();
+            let mut order = Vec::new();
+            for k in 0..5u64 {
+                assert!(store.finish(&ev, &inside, 0, t0 + 20 + k).await.unwrap());
+                let r = store.tick(&ev, &tick(t0 + 20 + k)).await.unwrap();
+                assert_eq!(r.admitted.len(), 1, "random {random}, round {k}: {r:?}");
+                inside = r.admitted[0].clone();
+                order.push(inside.clone());
+                let snap = store.snapshot(&ev).await.unwrap();
+                assert_eq!(
+                    snap.moved.is_empty(),
+                    snap.served >= old,
+                    "listed until the head passes its old number {old} (served {})",
+                    snap.served
+                );
+            }
+            assert_eq!(order, expected, "random {random}");
+            let snap = store.snapshot(&ev).await.unwrap();
+            assert_eq!(snap.counters.admitted, 6, "everyone let in once");
+            assert_eq!((snap.served, snap.last_number, snap.waiting()), (6, 6, 0));
+            assert!(
+                store
+                    .tick(&ev, &tick(t0 + 40))
+                    .await
+                    .unwrap()
+                    .admitted
+                    .is_empty()
+            );
+        }
+
+        // Closing turns those moved to the front away first.
+        let ev = format!("{event}-close");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        for i in 0..3u64 {
+            let j = Join {
+                session: sid(i),
+                account: None,
+                now_ms: t0,
+                draw_key: 0,
+            };
+            store.join(&ev, &j).await.unwrap();
+        }
+        assert_eq!(
+            store.tick(&ev, &tick(t0 + 1)).await.unwrap().admitted,
+            [sid(0)]
+        );
+        assert!(
+            store
+                .move_to_front(&ev, &sid(2), t0 + 2)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        store.update(&ev, &SettingsChange::Close).await.unwrap();
+        let r = store.tick(&ev, &tick(t0 + 3)).await.unwrap();
+        assert_eq!(r.turned_away, [sid(2), sid(1)]);
+        let p = store.lookup(&ev, &sid(2)).await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::TurnedAway);
+    }
+
     pub async fn turn_away(store: Arc<dyn Store>, event: &str) {
         // More than one tick's worth, less than two.
         let n = TURN_AWAY_PER_TICK * 3 / 2;
@@ -948,6 +1237,93 @@ mod contract {
             "an early draw skips nobody"
         );
         assert!(r.missed.is_empty());
+    }
+
+    /// The lanes ahead of the line, in order: a session an operator moved to the front goes in before one coming
+    /// back after missing its turn, which goes in before the head of the line; closing turns them away in the
+    /// same order. `event` is a prefix (two on-sales).
+    pub async fn lanes(store: Arc<dyn Store>, event: &str) {
+        let t0 = 70_000_000u64;
+        let poll = |store: &Arc<dyn Store>, ev: &str, sids: &[&str], now_ms| {
+            let (store, ev) = (store.clone(), ev.to_owned());
+            let sids: Vec<String> = sids.iter().map(|s| (*s).to_owned()).collect();
+            async move {
+                let mut waiting = Vec::new();
+                for s in sids {
+                    let p = store.lookup(&ev, &s).await.unwrap().unwrap();
+                    waiting.push(Mark {
+                        session: s,
+                        number: p.number,
+                    });
+                }
+                let t = Touches {
+                    now_ms,
+                    waiting,
+                    active: vec![],
+                    idle_timeout_ms: IDLE_MS,
+                    abandon_after_ms: ABANDON_MS,
+                };
+                store.touch(&ev, &t).await.unwrap();
+            }
+        };
+        let s = |x: &str| vec![x.to_owned()];
+        for close in [false, true] {
+            let ev = format!("{event}-{close}");
+            store.init(&ev, &settings(1, false, None)).await.unwrap();
+            for sid in ["a", "b", "c", "d", "e"] {
+                let j = Join {
+                    session: sid.to_owned(),
+                    account: None,
+                    now_ms: t0,
+                    draw_key: 0,
+                };
+                store.join(&ev, &j).await.unwrap();
+            }
+            // b is away at its turn: missed; c goes in; b comes back (returning); e is moved to the front.
+            let mut now = t0 + ABANDON_MS + 1_000;
+            poll(&store, &ev, &["a", "c", "d", "e"], now).await;
+            assert_eq!(
+                store.tick(&ev, &tick_at(now)).await.unwrap().admitted,
+                s("a")
+            );
+            assert!(store.finish(&ev, "a", 0, now).await.unwrap());
+            now += 1_000;
+            let r = store.tick(&ev, &tick_at(now)).await.unwrap();
+            assert_eq!((r.missed, r.admitted), (s("b"), s("c")));
+            let (p, _) = store.come_back(&ev, "b", now, RETURN_MS).await.unwrap();
+            assert_eq!(p.unwrap().state, SessionState::Returning);
+            let p = store.move_to_front(&ev, "e", now).await.unwrap().unwrap();
+            assert_eq!((p.state, p.number), (SessionState::Waiting, None));
+            poll(&store, &ev, &["d"], now).await;
+            if close {
+                store.update(&ev, &SettingsChange::Close).await.unwrap();
+                let r = store.tick(&ev, &tick_at(now)).await.unwrap();
+                assert_eq!(
+                    r.turned_away,
+                    ["e", "b", "d"],
+                    "the front lane, then the returning queue, then the line"
+                );
+                continue;
+            }
+            let mut order = Vec::new();
+            let mut inside = "c".to_owned();
+            for _ in 0..3 {
+                assert!(store.finish(&ev, &inside, 0, now).await.unwrap());
+                now += 1_000;
+                let r = store.tick(&ev, &tick_at(now)).await.unwrap();
+                assert_eq!(r.admitted.len(), 1, "{r:?}");
+                inside = r.admitted[0].clone();
+                order.push(inside.clone());
+            }
+            assert_eq!(
+                order,
+                ["e", "b", "d"],
+                "the front lane, then the returning queue, then the line"
+            );
+            // Everyone let in once; e's old place (number 5) stays, empty, until the head passes it.
+            let snap = store.snapshot(&ev).await.unwrap();
+            assert_eq!((snap.counters.admitted, snap.waiting()), (5, 1));
+        }
     }
 
     /// The return window, step by step: the door skips a person away at their turn and lets the next present one
@@ -1282,14 +1658,12 @@ mod contract {
                 .is_empty()
         );
         let mut order = Vec::new();
-        let mut now = t0 + 1 + hold + 1;
-        for _ in 0..6 {
+        for now in (t0 + 1 + hold + 1..).take(6) {
             let r = store.tick(event, &tick_at(now)).await.unwrap();
             for a in &r.admitted {
                 order.push(a.clone());
                 assert!(store.finish(event, a, 1, now).await.unwrap());
             }
-            now += 1;
         }
         assert_eq!(order, vec![s(2), s(3), s(4), s(5), s(7)]);
     }
@@ -1807,6 +2181,16 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn the_timetable_lookups_and_the_audit_log_follow_the_operator() {
+        contract::operator_kit(Arc::new(MemoryStore::new()), "ops").await;
+    }
+
+    #[tokio::test]
+    async fn a_session_moved_to_the_front_goes_in_next_and_nobody_twice() {
+        contract::move_front(Arc::new(MemoryStore::new()), "front").await;
+    }
+
+    #[tokio::test]
     async fn a_turn_missed_while_away_is_kept_for_the_return_window() {
         contract::return_window(Arc::new(MemoryStore::new()), "back").await;
     }
@@ -1814,6 +2198,11 @@ mod memory {
     #[tokio::test]
     async fn an_account_holds_one_place_whichever_session_asks() {
         contract::accounts(Arc::new(MemoryStore::new()), "acct").await;
+    }
+
+    #[tokio::test]
+    async fn the_front_lane_goes_before_the_returning_queue_and_the_line() {
+        contract::lanes(Arc::new(MemoryStore::new()), "lanes").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -2048,6 +2437,13 @@ mod redis {
     }
 
     #[tokio::test]
+    async fn the_front_lane_goes_before_the_returning_queue_and_the_line() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::lanes(Arc::new(store), &fresh_event("lanes")).await;
+    }
+
+    #[tokio::test]
     async fn liveness_marks_and_the_draw() {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
@@ -2162,6 +2558,28 @@ mod redis {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
         contract::accounts(Arc::new(store), &fresh_event("acct")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_timetable_lookups_and_the_audit_log_follow_the_operator() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::builder(server.url())
+            .draw_buckets_log2(6)
+            .connect()
+            .await
+            .unwrap();
+        contract::operator_kit(Arc::new(store), &fresh_event("ops")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_moved_to_the_front_goes_in_next_and_nobody_twice() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::builder(server.url())
+            .draw_buckets_log2(6)
+            .connect()
+            .await
+            .unwrap();
+        contract::move_front(Arc::new(store), &fresh_event("front")).await;
     }
 
     /// Several stores (separate connections, as separate room instances would have) tick one on-sale at once.

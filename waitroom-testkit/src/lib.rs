@@ -6,11 +6,15 @@
 //!   sentinels can be added beside the single server (`redis/cluster.rs`, `redis/sentinel.rs`) on the same process
 //!   and protocol helpers.
 //! - `http` (feature `http`): a browser-like client and an axum server on an ephemeral loopback port.
+//! - `chromium` (feature `chromium`): headless Chromium driven over the DevTools protocol on a pipe, for tests that
+//!   log in, click and read a page.
 //!
 //! Tests never skip silently: when `redis-server` is not on the `PATH` and `REDIS_URL` is unset, the fixture
 //! panics with a hint saying how to install it.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "chromium")]
+pub mod chromium;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod redis;

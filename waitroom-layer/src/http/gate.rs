@@ -191,6 +191,18 @@ async fn place(
             // The verifier refuses every token of a finished session id: come back under a new one.
             session = WaitingRoom::new_session_id();
         }
+        // Before the pre-queue opens nobody takes a place: come back then.
+        if let Some(at) = snap
+            .settings
+            .prequeue_opens_at_ms
+            .filter(|&t| t > room.clock().now_ms())
+        {
+            return Look::Refused(respond::not_open_yet(
+                at,
+                room.clock().now_ms(),
+                negotiate::wants_html(&parts.headers),
+            ));
+        }
         if let Some(guard) = &shared.join_guard
             && let Err(mut refusal) = guard.check(parts).await
         {

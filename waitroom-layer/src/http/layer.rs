@@ -6,7 +6,7 @@ use http::request::Parts;
 use tower::Layer;
 
 use crate::error::BuildError;
-use crate::http::admin::BearerGuard;
+use crate::http::admin::{AdminTokens, BearerGuard};
 use crate::http::endpoints::RoomEndpoints;
 use crate::http::hooks::{AccountKeyFn, BypassFn, JoinGuard};
 use crate::http::page::PageTemplate;
@@ -23,8 +23,8 @@ pub(crate) struct Shared {
     pub(crate) bypass: Option<BypassFn>,
     pub(crate) account_key: Option<AccountKeyFn>,
     pub(crate) join_guard: Option<Arc<dyn JoinGuard>>,
-    /// The admin API, when on.
-    pub(crate) admin: Option<BearerGuard>,
+    /// The admin API and its tokens, when on.
+    pub(crate) admin: Option<AdminTokens>,
     /// The bearer secret the metrics endpoint asks for, when set.
     pub(crate) metrics_auth: Option<BearerGuard>,
     /// Refuses cross-origin unsafe-method requests to protected paths and the room's endpoints; `None` when off.
@@ -110,7 +110,7 @@ impl WaitingRoomLayer {
             account_key: None,
             join_guard: None,
             metrics_path: None,
-            admin: None,
+            admin: Vec::new(),
             metrics_auth: None,
             origin_check: Some(OriginCheck::same_origin()),
         }
@@ -170,8 +170,8 @@ pub struct WaitingRoomLayerBuilder {
     account_key: Option<AccountKeyFn>,
     join_guard: Option<Arc<dyn JoinGuard>>,
     metrics_path: Option<String>,
-    /// The admin secret, already digested (the builder never holds it in the clear).
-    admin: Option<Result<BearerGuard, BuildError>>,
+    /// The admin tokens by name, already digested (the builder never holds a secret in the clear).
+    admin: Vec<(String, Result<BearerGuard, BuildError>)>,
     /// The metrics secret, digested the same way.
     metrics_auth: Option<Result<BearerGuard, BuildError>>,
     origin_check: Option<OriginCheck>,
@@ -184,7 +184,14 @@ impl std::fmt::Debug for WaitingRoomLayerBuilder {
             .field("prefixes", &self.prefixes)
             .field("patterns", &self.patterns)
             .field("metrics_path", &self.metrics_path)
-            .field("admin", &self.admin.is_some())
+            .field(
+                "admin",
+                &self
+                    .admin
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .field("metrics_auth", &self.metrics_auth.is_some())
             .finish_non_exhaustive()
     }
@@ -211,8 +218,21 @@ impl WaitingRoomLayerBuilder {
     /// bytes; use a random one). Off by default. The secret is kept only as its SHA-256 digest, compared in
     /// constant time, and never appears in `Debug` output or logs. See the [`admin`](crate::admin) module for
     /// the calls.
-    pub fn admin_token(mut self, secret: impl AsRef<[u8]>) -> Self {
-        self.admin = Some(BearerGuard::new("admin_token", secret.as_ref()));
+    ///
+    /// The token is named `admin` in the audit log; for several operators, give each a token of their own with
+    /// [`admin_token_named`](Self::admin_token_named).
+    pub fn admin_token(self, secret: impl AsRef<[u8]>) -> Self {
+        self.admin_token_named("admin", secret)
+    }
+
+    /// Adds an admin token named `name` (1 to 32 letters, digits, `-`, `_` or `@`; distinct): the admin API and
+    /// the status page take any of the layer's tokens, and the audit log records the name of the one used. Turns
+    /// the admin API on, like [`admin_token`](Self::admin_token).
+    pub fn admin_token_named(mut self, name: impl Into<String>, secret: impl AsRef<[u8]>) -> Self {
+        self.admin.push((
+            name.into(),
+            BearerGuard::new("admin_token", secret.as_ref()),
+        ));
         self
     }
 
@@ -305,7 +325,15 @@ impl WaitingRoomLayerBuilder {
         if let Some(m) = &self.metrics_path {
             paths.set_metrics(m)?;
         }
-        let admin = self.admin.transpose()?;
+        let admin = if self.admin.is_empty() {
+            None
+        } else {
+            let mut tokens = Vec::with_capacity(self.admin.len());
+            for (name, guard) in self.admin {
+                tokens.push((name, guard?));
+            }
+            Some(AdminTokens::new(tokens)?)
+        };
         let metrics_auth = self.metrics_auth.transpose()?;
         for p in &self.prefixes {
             paths.add_prefix(p)?;

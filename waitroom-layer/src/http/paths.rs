@@ -206,7 +206,7 @@ pub(crate) fn endpoint(rest: &str) -> Endpoint {
         "/holding.js" => Endpoint::Script,
         r => match r.strip_prefix("/admin/") {
             Some(op) => Endpoint::Admin(AdminOp::from_name(op)),
-            None if r == "/admin" => Endpoint::Admin(AdminOp::Unknown),
+            None if r == "/admin" => Endpoint::Admin(AdminOp::Page),
             None => Endpoint::Unknown,
         },
     }
@@ -377,7 +377,7 @@ mod tests {
         );
         assert_eq!(
             p.route("/waitroom/admin"),
-            Route::Endpoint(Endpoint::Admin(AdminOp::Unknown))
+            Route::Endpoint(Endpoint::Admin(AdminOp::Page))
         );
         assert!(p.set_metrics("metrics").is_err());
         assert!(p.set_metrics("/m?x").is_err());

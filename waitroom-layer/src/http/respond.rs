@@ -234,6 +234,47 @@ pub(crate) fn problem_coded(
     )
 }
 
+/// `503` with `Retry-After` (code `not_open_yet`) for a join before the pre-queue opens at `at_ms`: nobody takes a
+/// place before then. A browser's navigation gets a short page saying when (no script; it reloads itself then).
+pub(crate) fn not_open_yet(at_ms: u64, now_ms: u64, html: bool) -> Reply {
+    let secs = at_ms.saturating_sub(now_ms).div_ceil(1000).max(1);
+    let when = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(at_ms.min(253_402_300_799_000)),
+    );
+    let mut r = if html {
+        let page = format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <meta http-equiv=\"refresh\" content=\"{}\"><title>The line is not open yet</title></head>\
+             <body><h1>The line is not open yet</h1><p>It opens at <time datetime=\"{when}\">{when}</time>. \
+             This page reloads itself then.</p></body></html>",
+            secs.min(3600)
+        );
+        let mut r = reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ViewState::NotInLine.as_str(),
+            "text/html; charset=utf-8",
+            page,
+            Vec::new(),
+        );
+        r.headers_mut().insert(
+            CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+        r
+    } else {
+        problem_coded(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ViewState::NotInLine.as_str(),
+            "not_open_yet",
+            "The line is not open yet",
+            &format!("The line opens at {when}; come back then."),
+        )
+    };
+    r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+    r
+}
+
 /// 431 for a request whose session cookie the room could not read (more `waitroom_session` values than it tries,
 /// none of the tried ones valid). Never a new session: its `Set-Cookie` would overwrite the person's real one.
 pub(crate) fn unreadable_session() -> Reply {

@@ -558,6 +558,8 @@ impl RoomBuilder {
             opens_at_ms,
             random_draw,
             inventory: None,
+            prequeue_opens_at_ms: None,
+            closes_at_ms: None,
         })
     }
 

@@ -199,6 +199,11 @@ impl CookieCodec {
         }
     }
 
+    /// Whether the room's cookies carry `Secure`.
+    pub(crate) fn secure(&self) -> bool {
+        self.secure
+    }
+
     /// Sets the cookies' `Domain` (none: host-only cookies).
     pub(crate) fn with_domain(mut self, domain: Option<String>) -> Self {
         self.domain = domain.map(|d| format!("; Domain={d}")).unwrap_or_default();

@@ -331,6 +331,8 @@ mod tests {
                 opens_at_ms: None,
                 random_draw: false,
                 inventory: None,
+                prequeue_opens_at_ms: None,
+                closes_at_ms: None,
             },
             drawn: true,
             prequeue: 0,
@@ -342,6 +344,7 @@ mod tests {
                 finished: freed,
                 ..Counters::default()
             },
+            moved: Vec::new(),
             reclaim_upto: None,
         }
     }

@@ -181,6 +181,10 @@ impl WaitingRoom {
         if let Some(n) = number_hint {
             self.note_number(n);
         }
+        // Moved to the front by an operator: ahead of the number its cookie carries; only the store knows.
+        if !snap.moved.is_empty() && snap.moved.iter().any(|s| s == session) {
+            return None;
+        }
         // After the store forgot the on-sale and was restored: a session it may not know asks the store once (its
         // place is taken back, then remembered here).
         if let Some(upto) = snap.reclaim_upto

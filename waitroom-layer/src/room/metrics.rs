@@ -307,6 +307,12 @@ fn register_door(r: &mut Registry, stats: &RoomStats) {
         "1 while an operator has paused the door",
         stats.paused,
     );
+    flag(
+        r,
+        "door_open",
+        "1 while the door lets people in as places free (open, full or at its per-minute cap; not before the opening, paused, held, closed or sold out)",
+        matches!(stats.door.state, "open" | "full" | "capped"),
+    );
     flag(r, "closed", "1 once the on-sale is closed", stats.closed);
     flag(r, "sold_out", "1 once every seat is sold", stats.sold_out);
     flag(
@@ -345,6 +351,14 @@ mod tests {
             sold_out: false,
             opens_at: None,
             store_ok: true,
+            door: crate::room::Door {
+                state: "open",
+                why: String::new(),
+            },
+            opens_at_ms: None,
+            prequeue_opens_at_ms: None,
+            closes_at_ms: None,
+            now_ms: 0,
         };
         m.polls.inc();
         m.refused(Refusal::Expired);

@@ -135,6 +135,25 @@ pub struct RoomStats {
     pub opens_at: Option<String>,
     /// The store answered lately.
     pub store_ok: bool,
+    /// What the door does now, and why.
+    pub door: Door,
+    /// When the door opens (ms since the Unix epoch), as scheduled, past or future; `None`: no opening time.
+    pub opens_at_ms: Option<u64>,
+    /// When the pre-queue opens (ms since the Unix epoch), if scheduled.
+    pub prequeue_opens_at_ms: Option<u64>,
+    /// When the on-sale closes by itself (ms since the Unix epoch), if scheduled.
+    pub closes_at_ms: Option<u64>,
+    /// When these figures were taken (ms since the Unix epoch, the room's clock).
+    pub now_ms: u64,
+}
+
+/// What the door does now, and why: for the operator's status page and [`RoomStats`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Door {
+    /// `open`, `full`, `capped`, `held`, `not_open`, `paused`, `sold_out`, `closed` or `store_unreachable`.
+    pub state: &'static str,
+    /// Why, in a sentence.
+    pub why: String,
 }
 
 fn rfc3339(ms: u64) -> String {
@@ -142,7 +161,8 @@ fn rfc3339(ms: u64) -> String {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(u64, String)>> = const { std::cell::RefCell::new(None) };
     }
-    let secs = ms / 1000;
+    // Past the year 9999 (a time an app passed to `set_schedule`) it prints as the end of 9999 rather than overflow.
+    let secs = (ms / 1000).min(253_402_300_799);
     LAST.with_borrow_mut(|last| match last {
         Some((at, text)) if *at == secs => text.clone(),
         _ => {
@@ -252,6 +272,8 @@ impl WaitingRoom {
             (m.pace(), m.served_per_minute(), m.admitted_per_minute())
         };
         let tail = snap.waiting();
+        let now = self.now_ms();
+        let door = door(&snap, now, self.store_ok(), admitted_pm);
         RoomStats {
             event: self.inner.config.event.clone(),
             waiting: tail,
@@ -277,6 +299,11 @@ impl WaitingRoom {
                 .filter(|&t| t > self.now_ms())
                 .map(rfc3339),
             store_ok: self.store_ok(),
+            door,
+            opens_at_ms: snap.settings.opens_at_ms,
+            prequeue_opens_at_ms: snap.settings.prequeue_opens_at_ms,
+            closes_at_ms: snap.settings.closes_at_ms,
+            now_ms: now,
         }
     }
 
@@ -324,4 +351,62 @@ impl WaitingRoom {
             tracing::trace!(event = %self.event(), session = %fingerprint(s), "poll");
         }
     }
+}
+
+/// The door's state and the reason, from the shared numbers (the first that applies, most final first).
+fn door(snap: &Snapshot, now: u64, store_ok: bool, admitted_pm: f64) -> Door {
+    let s = &snap.settings;
+    let d = |state: &'static str, why: String| Door { state, why };
+    if s.closed {
+        return match s.closes_at_ms.filter(|&t| now >= t) {
+            Some(t) => d(
+                "closed",
+                format!("closed at its scheduled time ({})", rfc3339(t)),
+            ),
+            None => d("closed", "closed by an operator".into()),
+        };
+    }
+    if s.sold_out() {
+        return d("sold_out", "every seat is sold".into());
+    }
+    if !store_ok {
+        return d(
+            "store_unreachable",
+            "the store has not answered lately: these figures are the last known".into(),
+        );
+    }
+    if s.paused {
+        return d("paused", "paused by an operator".into());
+    }
+    if let Some(t) = s.opens_at_ms.filter(|&t| t > now) {
+        let pre = match s.prequeue_opens_at_ms.filter(|&p| p > now) {
+            Some(p) => format!("; the pre-queue opens at {}", rfc3339(p)),
+            None => "; people may join".into(),
+        };
+        return d("not_open", format!("opens at {}{pre}", rfc3339(t)));
+    }
+    if s.inventory.is_some_and(|i| i.available() == 0) {
+        return d("held", "every seat left is held at checkout".into());
+    }
+    if snap.active >= s.capacity {
+        return d(
+            "full",
+            format!(
+                "at capacity ({} inside): the next person goes in when a place frees",
+                snap.active
+            ),
+        );
+    }
+    if let Some(cap) = s.admit_per_minute
+        && admitted_pm >= cap as f64
+    {
+        return d(
+            "capped",
+            format!("the cap of {cap} admissions a minute is reached"),
+        );
+    }
+    if snap.waiting() == 0 {
+        return d("open", "open: nobody is waiting".into());
+    }
+    d("open", "open: letting people in".into())
 }

@@ -84,6 +84,8 @@ impl WaitingRoom {
             let _ = self.refresh().await;
             return Ok(TickReport::default());
         }
+        // A scheduled closing time that has come closes the on-sale before this tick, which then turns people away.
+        self.close_when_due().await;
         let tick = Tick {
             now_ms: now,
             arrival_window_ms: self.inner.config.arrival_window.as_millis() as u64,

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::{
-    Counters, Join, MAX_RECLAIM_GAP, Placement, Reclaim, Restore, Return, SessionState, Settings,
-    SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim,
+    Restore, Return, SessionDetail, SessionState, Settings, SettingsChange, Snapshot, Store,
+    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 
@@ -54,8 +55,9 @@ struct Rec {
     state: SessionState,
     /// 0 while it has no number.
     number: u64,
-    /// When it was last seen (waiting, returning); when its turn passed ([`SessionState::Missed`]); for
-    /// [`SessionState::Abandoned`], [`LATE_TOLD`] once a late return was counted, else 0.
+    /// When it was last seen (waiting, returning); when it was let in (admitted, active: for [`Store::inspect`]);
+    /// when its turn passed ([`SessionState::Missed`]); for [`SessionState::Abandoned`], [`LATE_TOLD`] once a late
+    /// return was counted, else 0.
     last_seen_ms: u64,
 }
 
@@ -98,6 +100,12 @@ struct Event {
     /// (sequence, when on the room's clock, session) of the last finishes, for [`Store::finished_since`].
     finished_log: VecDeque<(u64, u64, Arc<str>)>,
     finished_seq: u64,
+    /// The last [`AUDIT_KEEP`] admin actions, oldest first.
+    audit: VecDeque<AuditEntry>,
+    /// Sessions moved to the front, let in before the line.
+    front: VecDeque<Arc<str>>,
+    /// (old number, session) of sessions moved to the front whose old number the head has not passed.
+    moved: Vec<(u64, Arc<str>)>,
 }
 
 /// How many finishes the memory store remembers for [`Store::finished_since`].
@@ -127,6 +135,9 @@ impl Event {
             counters: Counters::default(),
             finished_log: VecDeque::new(),
             finished_seq: 0,
+            audit: VecDeque::new(),
+            front: VecDeque::new(),
+            moved: Vec::new(),
         }
     }
 
@@ -342,6 +353,8 @@ impl Event {
             self.admit(t, &mut report);
         }
         self.end_missed(t, &mut report);
+        let served = self.served;
+        self.moved.retain(|(n, _)| *n > served);
         report
     }
 
@@ -362,6 +375,24 @@ impl Event {
         }
         let mut scanned = 0;
         let mut admitted = 0;
+        // Sessions an operator moved to the front go first.
+        while admitted < room {
+            let Some(sid) = self.front.pop_front() else {
+                break;
+            };
+            if let Some(r) = self.sessions.get_mut(&sid)
+                && r.state == SessionState::Waiting
+                && r.number == 0
+            {
+                r.state = SessionState::Admitted;
+                r.last_seen_ms = t.now_ms;
+                self.active
+                    .insert(sid.clone(), t.now_ms + t.arrival_window_ms);
+                self.counters.admitted += 1;
+                admitted += 1;
+                report.admitted.push(sid.to_string());
+            }
+        }
         while admitted < room && scanned < t.max_scan {
             // Those taken back after the head passed them were in front of everyone in line; then those who came
             // back after missing their turn.
@@ -394,6 +425,7 @@ impl Event {
                 report.missed.push(sid.to_string());
             } else {
                 r.state = SessionState::Admitted;
+                r.last_seen_ms = t.now_ms;
                 self.active
                     .insert(sid.clone(), t.now_ms + t.arrival_window_ms);
                 self.counters.admitted += 1;
@@ -467,10 +499,46 @@ impl Event {
         (self.placement(sid), counted)
     }
 
-    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: the returning queue first, then the head of the line
-    /// (their numbers count as served), then the pre-queue.
+    fn move_to_front(&mut self, session: &str) -> Option<Placement> {
+        if self.moved.len() >= MAX_MOVED {
+            return None;
+        }
+        let r = self.sessions.get_mut(session)?;
+        if r.state != SessionState::Waiting || r.number <= self.served {
+            return None;
+        }
+        let n = r.number;
+        let idx = (n - self.served - 1) as usize;
+        let slot = self.line.get_mut(idx)?;
+        if &**slot != session {
+            return None;
+        }
+        // The old place stays, empty: the head skips it (no session has the empty id).
+        let sid = std::mem::replace(slot, Arc::from(""));
+        r.number = 0;
+        self.front.push_back(sid.clone());
+        self.moved.push((n, sid));
+        self.placement(session)
+    }
+
+    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: those moved to the front first, then those taken back
+    /// after the head passed them, then the returning queue, then the head of the line (their numbers count as
+    /// served), then the pre-queue.
     fn turn_away(&mut self, report: &mut TickReport) {
         let mut budget = TURN_AWAY_PER_TICK;
+        while budget > 0 {
+            let Some(sid) = self.front.pop_front() else {
+                break;
+            };
+            if self
+                .sessions
+                .get(&sid)
+                .is_some_and(|r| r.state == SessionState::Waiting && r.number == 0)
+            {
+                budget -= 1;
+                self.turn_away_one(sid, report);
+            }
+        }
         while budget > 0 {
             let Some((_, sid)) = self.back.pop_first() else {
                 break;
@@ -526,6 +594,12 @@ impl Event {
             active: self.active.len() as u64,
             returning: self.returning.len() as u64,
             counters: self.counters,
+            moved: self
+                .moved
+                .iter()
+                .filter(|(n, _)| *n > self.served)
+                .map(|(_, s)| s.to_string())
+                .collect(),
             reclaim_upto: self.reclaim_upto,
         }
     }
@@ -649,7 +723,69 @@ impl Store for MemoryStore {
     async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError> {
         self.with_event(event, |ev| {
             change.apply(&mut ev.settings);
+            if let SettingsChange::Schedule { opens_at_ms, .. } = change {
+                ev.scheduled_open_ms = *opens_at_ms;
+            }
             ev.settings.clone()
+        })
+    }
+
+    async fn inspect(
+        &self,
+        event: &str,
+        session: &str,
+    ) -> Result<Option<SessionDetail>, StoreError> {
+        self.with_event(event, |ev| {
+            let placement = ev.placement(session)?;
+            let admitted_at_ms = ev
+                .sessions
+                .get(session)
+                .filter(|r| r.state.is_active())
+                .map(|r| r.last_seen_ms);
+            Some(SessionDetail {
+                placement,
+                admitted_at_ms,
+            })
+        })
+    }
+
+    async fn find_sessions(
+        &self,
+        event: &str,
+        matches: &(dyn for<'s> Fn(&'s str) -> bool + Send + Sync),
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.with_event(event, |ev| {
+            ev.sessions
+                .keys()
+                .filter(|s| matches(s))
+                .take(limit)
+                .map(|s| s.to_string())
+                .collect()
+        })
+    }
+
+    async fn move_to_front(
+        &self,
+        event: &str,
+        session: &str,
+        _now_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.move_to_front(session))
+    }
+
+    async fn audit(&self, event: &str, entry: &AuditEntry) -> Result<(), StoreError> {
+        self.with_event(event, |ev| {
+            if ev.audit.len() >= AUDIT_KEEP {
+                ev.audit.pop_front();
+            }
+            ev.audit.push_back(entry.clone());
+        })
+    }
+
+    async fn audit_log(&self, event: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        self.with_event(event, |ev| {
+            ev.audit.iter().rev().take(limit).cloned().collect()
         })
     }
 
@@ -722,6 +858,8 @@ mod tests {
             opens_at_ms: None,
             random_draw: false,
             inventory: None,
+            prequeue_opens_at_ms: None,
+            closes_at_ms: None,
         };
         store.init("ev", &settings).await.unwrap();
         let (none, start) = store.finished_since("ev", "", 0, 60_000).await.unwrap();

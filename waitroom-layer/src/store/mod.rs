@@ -205,6 +205,14 @@ pub struct Settings {
     pub random_draw: bool,
     /// The seats, once the app reports them.
     pub inventory: Option<Inventory>,
+    /// When the pre-queue opens (ms since the Unix epoch): before it, a new join takes no place (the room answers
+    /// it `503` with `Retry-After`); `None` lets people join at any time. Set by [`SettingsChange::Schedule`].
+    #[serde(default)]
+    pub prequeue_opens_at_ms: Option<u64>,
+    /// When the on-sale closes by itself (ms since the Unix epoch): the first admission tick at or after it closes
+    /// the on-sale as [`SettingsChange::Close`] does. Set by [`SettingsChange::Schedule`].
+    #[serde(default)]
+    pub closes_at_ms: Option<u64>,
 }
 
 impl Settings {
@@ -266,6 +274,19 @@ pub enum SettingsChange {
     /// [`SessionState::TurnedAway`]) or is let in, and the admission tick turns away everyone still in line or in
     /// the pre-queue, [`TURN_AWAY_PER_TICK`] at a time.
     Close,
+    /// Set the on-sale's timetable: the opening (with a random draw, the draw runs then), the pre-queue's opening
+    /// and the closing. Each value replaces the one in force (`None` clears it: no opening time opens the door at
+    /// once). A new opening also becomes the "scheduled" opening the draw's liveness rule compares with (see
+    /// [`Store::tick`]). Moving the opening later after the door opened shuts it again until then (nobody is
+    /// turned away; a draw that ran does not run again).
+    Schedule {
+        /// When the door opens (ms since the Unix epoch).
+        opens_at_ms: Option<u64>,
+        /// When the pre-queue opens.
+        prequeue_opens_at_ms: Option<u64>,
+        /// When the on-sale closes by itself.
+        closes_at_ms: Option<u64>,
+    },
     /// Report the seats. While every seat is sold ([`Inventory::sold_out`]) joins take no place and the admission
     /// tick turns away everyone still in line, as after [`Close`](Self::Close); a later report with seats
     /// available lets people join again (those turned away stay turned away, and may join again at the back).
@@ -289,6 +310,15 @@ impl SettingsChange {
                 }
             }
             Self::Close => s.closed = true,
+            Self::Schedule {
+                opens_at_ms,
+                prequeue_opens_at_ms,
+                closes_at_ms,
+            } => {
+                s.opens_at_ms = opens_at_ms;
+                s.prequeue_opens_at_ms = prequeue_opens_at_ms;
+                s.closes_at_ms = closes_at_ms;
+            }
             Self::Inventory { inventory } => s.inventory = Some(inventory),
         }
     }
@@ -442,12 +472,20 @@ pub struct Snapshot {
     pub returning: u64,
     /// Running totals.
     pub counters: Counters,
+    /// Sessions an operator moved to the front ([`Store::move_to_front`]) whose old line number the head has not
+    /// reached yet: a room must not answer them from the number in their cookie (they are let in ahead of it).
+    #[serde(default)]
+    pub moved: Vec<String>,
     /// Set once the store was restored after it lost the on-sale ([`Store::restore`]): the last number given out
     /// before the loss. Sessions holding a number up to it (or a pre-queue mark) may be unknown to the store and
     /// are taken back with [`Store::reclaim`].
     #[serde(default)]
     pub reclaim_upto: Option<u64>,
 }
+
+/// Most sessions moved to the front whose old number the head has not passed yet ([`Store::move_to_front`]
+/// refuses more): every instance reads them with each snapshot.
+pub const MAX_MOVED: usize = 1_000;
 
 impl Snapshot {
     /// Sessions in line, in the pre-queue or in the returning queue (sessions that gave up count until the head
@@ -462,6 +500,32 @@ impl Snapshot {
         let c = &self.counters;
         c.missed.saturating_sub(c.returned + c.abandoned)
     }
+}
+
+/// How many admin actions a store keeps in an on-sale's audit log ([`Store::audit`]); older ones are dropped.
+pub const AUDIT_KEEP: usize = 1_000;
+
+/// One operator action, as the audit log keeps it: who (the admin token's name), what, when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// When, ms since the Unix epoch (the room's clock).
+    pub at_ms: u64,
+    /// Who: the name of the admin token used.
+    pub who: String,
+    /// What: the admin call (`pause`, `capacity`, `schedule`, `session-finish`...).
+    pub action: String,
+    /// The call's arguments, as JSON text (a session appears as its fingerprint, never its id).
+    pub detail: String,
+}
+
+/// One session as an operator sees it ([`Store::inspect`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionDetail {
+    /// Where it stands.
+    pub placement: Placement,
+    /// When it was let in (ms since the Unix epoch), while it is admitted or active; `None` otherwise or when the
+    /// store does not record it.
+    pub admitted_at_ms: Option<u64>,
 }
 
 /// What an on-sale the store lost is restored from ([`Store::restore`]): the room's last view of it.
@@ -631,5 +695,65 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     ) -> Result<(Vec<String>, String), StoreError> {
         let _ = (event, now_ms, lookback_ms);
         Ok((Vec::new(), cursor.to_owned()))
+    }
+
+    /// One session for an operator: its placement and, while admitted or active, when it was let in. The default
+    /// is [`lookup`](Store::lookup) with no admission time.
+    async fn inspect(
+        &self,
+        event: &str,
+        session: &str,
+    ) -> Result<Option<SessionDetail>, StoreError> {
+        Ok(self
+            .lookup(event, session)
+            .await?
+            .map(|placement| SessionDetail {
+                placement,
+                admitted_at_ms: None,
+            }))
+    }
+
+    /// Up to `limit` session ids of `event` for which `matches` is true, in no particular order: how an operator
+    /// finds a session by the fingerprint the logs show. A scan of every session record (the Redis store reads
+    /// them in batches with `HSCAN`, so Redis serves others in between): for occasional operator use. The default
+    /// finds nothing.
+    async fn find_sessions(
+        &self,
+        event: &str,
+        matches: &(dyn for<'s> Fn(&'s str) -> bool + Send + Sync),
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let _ = (event, matches, limit);
+        Ok(Vec::new())
+    }
+
+    /// Moves a waiting session with a line number to the front (customer support): the admission tick lets the
+    /// sessions moved to the front in first, in the order they were moved, before the line, within the same
+    /// capacity and caps; while the on-sale is closed or sold out it turns them away first. The session's old
+    /// number stays in the line as an empty place that the head skips (counted as served), and the session waits
+    /// with no number. Until the head passes its old number it is listed in [`Snapshot::moved`]. Returns its new
+    /// placement, or `None` (nothing changed) when it is not waiting with a number, or [`MAX_MOVED`] sessions are
+    /// already listed. The default moves nothing.
+    async fn move_to_front(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        let _ = (event, session, now_ms);
+        Ok(None)
+    }
+
+    /// Appends one admin action to `event`'s audit log, which keeps the last [`AUDIT_KEEP`]. The default keeps
+    /// nothing.
+    async fn audit(&self, event: &str, entry: &AuditEntry) -> Result<(), StoreError> {
+        let _ = (event, entry);
+        Ok(())
+    }
+
+    /// The last `limit` entries of `event`'s audit log, newest first.
+    async fn audit_log(&self, event: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let _ = (event, limit);
+        Ok(Vec::new())
     }
 }

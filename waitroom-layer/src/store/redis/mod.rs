@@ -39,10 +39,10 @@ const FINISHED_CAP: u64 = 100_000;
 /// Most finishes one [`Store::finished_since`] call returns.
 const FINISHED_BATCH: u64 = 10_000;
 
-/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=14]`).
+/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=16]`).
 /// The parts a finish touches are the verifier's ([`FINISH_KEY_PARTS`]: meta, sessions, active, finished), so the
 /// room and the verifier's finish sink name the same keys.
-const KEY_PARTS: [&str; 14] = [
+const KEY_PARTS: [&str; 16] = [
     FINISH_KEY_PARTS[0],
     FINISH_KEY_PARTS[1],
     "line",
@@ -57,6 +57,8 @@ const KEY_PARTS: [&str; 14] = [
     "back",
     "returning",
     "missed",
+    "line:front",
+    "line:moved",
 ];
 
 /// Length of one liveness slot: a numbered waiting session's poll sets its bit in `wr:{ev}:seen:<now / slot>`;
@@ -79,7 +81,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 ///
 /// | key                    | type   | holds                                                                    |
 /// |------------------------|--------|--------------------------------------------------------------------------|
-/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
+/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
 /// | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
 /// | `wr:{ev}:line`         | list   | ids of sessions with a number not yet served, head first (FIFO joins, and joins after the draw) |
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
@@ -89,10 +91,13 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
-/// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
+/// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
 /// | `wr:{ev}:missed`       | zset   | sessions that missed their turn and have not come back, scored by when (ms); the tick ends those past the return window |
+/// | `wr:{ev}:line:front`   | list   | sessions an operator moved to the front, let in before everyone else; their old places in `line` (or their bucket) hold an empty id the head skips |
+/// | `wr:{ev}:line:moved`   | zset   | those sessions, scored by their old number, until the head passes it (read with every snapshot) |
+/// | `wr:{ev}:audit`        | list   | the admin actions (JSON: `at_ms`, `who`, `action`, `detail`), newest first, the last [`AUDIT_KEEP`](super::AUDIT_KEEP); written by plain commands, not a script |
 ///
 /// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
 /// they live in the same cluster slot as the declared keys.
@@ -100,7 +105,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// A session record is one short string: the state's one-byte code ([`SessionState::code`]), a number, and, while
 /// the session waits, the time it joined in ms; for example `w41207:1767261600000`. The number is the line
 /// number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
-/// sessions keep their deadline as their score in `active`, so their record is just `a41207:0`. Records of ended
+/// sessions keep their deadline as their score in `active`, so their record is just the number and when they were let in (`a41207:1767261900000`, for an operator's lookup). Records of ended
 /// sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
 /// is over ([`RedisStore::purge`]).
 ///
@@ -467,7 +472,13 @@ impl RedisStore {
         format!("{}:{{{event}}}:{part}", self.prefix)
     }
 
-    fn keys(&self, event: &str) -> Result<[String; 14], StoreError> {
+    /// The on-sale's audit log (a list of JSON entries, newest first, at most [`AUDIT_KEEP`](super::AUDIT_KEEP)).
+    fn audit_key(&self, event: &str) -> Result<String, StoreError> {
+        self.keys(event)?;
+        Ok(self.key(event, "audit"))
+    }
+
+    fn keys(&self, event: &str) -> Result<[String; 16], StoreError> {
         if event.contains(['{', '}']) {
             return Err(StoreError::config(format!(
                 "the event id `{event}` must not contain `{{` or `}}`"

@@ -56,9 +56,20 @@ pub(super) fn strings(v: Value) -> Result<Vec<String>, StoreError> {
 }
 
 pub(super) fn settings(v: &[Value]) -> Result<Settings, StoreError> {
-    let [cap, apm, paused, closed, opens, random, inv] = v else {
+    let [
+        cap,
+        apm,
+        paused,
+        closed,
+        opens,
+        random,
+        inv,
+        pqopens,
+        closes,
+    ] = v
+    else {
         return Err(corrupt(format_args!(
-            "expected 7 settings, got {}",
+            "expected 9 settings, got {}",
             v.len()
         )));
     };
@@ -82,6 +93,8 @@ pub(super) fn settings(v: &[Value]) -> Result<Settings, StoreError> {
         opens_at_ms: opt_int(opens)?,
         random_draw: flag(random)?,
         inventory,
+        prequeue_opens_at_ms: opt_int(pqopens)?,
+        closes_at_ms: opt_int(closes)?,
     })
 }
 
@@ -171,7 +184,18 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((p.state, p.number), (SessionState::Waiting, Some(12)));
-        let s = settings(&[b("10"), b(""), b("0"), b("0"), b(""), b("1"), b("7:3:1")]).unwrap();
+        let s = settings(&[
+            b("10"),
+            b(""),
+            b("0"),
+            b("0"),
+            b(""),
+            b("1"),
+            b("7:3:1"),
+            b(""),
+            b(""),
+        ])
+        .unwrap();
         assert_eq!(
             s.inventory,
             Some(Inventory {

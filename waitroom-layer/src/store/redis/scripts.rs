@@ -16,7 +16,7 @@ const KEYS: &str = include_str!("scripts/keys.lua");
 /// segment, the draw.
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
 
-/// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits.
+/// ARGV: cap, apm, paused, closed, opens, random, inv, draw bucket bits, pre-queue opening, closing.
 const INIT: &str = include_str!("scripts/init.lua");
 
 /// ARGV: session, account (`''` for none), now, draw key (16 hex digits).
@@ -46,7 +46,8 @@ const FINISH: &str = include_str!("scripts/finish.lua");
 /// entries' ids), oldest first, after the window's start as a cursor (for an empty window).
 const FINISHED_RECENT: &str = include_str!("scripts/finished_recent.lua");
 
-/// ARGV: the seven settings, dbits, drawn, last, served, the eight counters, hold until, late until.
+/// ARGV: the seven settings, dbits, drawn, last, served, the eight counters, hold until, late until, behind, most
+/// numbers left free, pre-queue opening, closing.
 const RESTORE: &str = include_str!("scripts/restore.lua");
 
 /// ARGV: session, number (empty for a pre-queue mark), now, draw key (16 hex digits), most numbers left free.
@@ -55,7 +56,13 @@ const RECLAIM: &str = include_str!("scripts/reclaim.lua");
 /// No ARGV.
 const SNAPSHOT: &str = include_str!("scripts/snapshot.lua");
 
-/// ARGV: op, value.
+/// ARGV: session, now, most sessions moved and not yet passed. Moves a waiting session to the front.
+const MOVE: &str = include_str!("scripts/move.lua");
+
+/// ARGV: session. Its placement and, while admitted or active, when it was let in.
+const INSPECT: &str = include_str!("scripts/inspect.lua");
+
+/// ARGV: op, value (`sched`: opening, pre-queue opening, closing).
 const UPDATE: &str = include_str!("scripts/update.lua");
 
 /// One script: its code (for `SCRIPT LOAD`) and its SHA1 (for `EVALSHA`), computed locally.
@@ -86,6 +93,8 @@ pub(super) struct Scripts {
     pub(super) finished_recent: Lua,
     pub(super) snapshot: Lua,
     pub(super) update: Lua,
+    pub(super) inspect: Lua,
+    pub(super) move_front: Lua,
     pub(super) restore: Lua,
     pub(super) reclaim: Lua,
 }
@@ -104,12 +113,14 @@ impl Scripts {
             finished_recent: Lua::new(FINISHED_RECENT),
             snapshot: Lua::new(SNAPSHOT),
             update: Lua::new(UPDATE),
+            inspect: Lua::new(INSPECT),
+            move_front: Lua::new(MOVE),
             restore: Lua::new(RESTORE),
             reclaim: Lua::new(RECLAIM),
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 13] {
+    pub(super) fn all(&self) -> [&Lua; 15] {
         [
             &self.init,
             &self.join,
@@ -122,6 +133,8 @@ impl Scripts {
             &self.finished_recent,
             &self.snapshot,
             &self.update,
+            &self.inspect,
+            &self.move_front,
             &self.restore,
             &self.reclaim,
         ]

@@ -8,9 +8,17 @@ use super::reply::{array, corrupt, flag, int, placement, settings, strings, text
 use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
 use crate::error::StoreError;
 use crate::store::{
-    Counters, Join, MAX_RECLAIM_GAP, Placement, Reclaim, Restore, Return, Settings, SettingsChange,
-    Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim,
+    Restore, Return, SessionDetail, Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK,
+    Tick, TickReport, Touches,
 };
+
+/// Session records read per `HSCAN` call of [`Store::find_sessions`].
+const SCAN_BATCH: u64 = 10_000;
+
+fn opt_arg(o: Option<u64>) -> String {
+    o.map(|v| v.to_string()).unwrap_or_default()
+}
 
 /// The settings as the `INIT` script's first seven arguments.
 fn settings_args(s: &Settings) -> [String; 7] {
@@ -36,7 +44,9 @@ impl Store for RedisStore {
         for a in settings_args(defaults) {
             cmd.arg(a);
         }
-        cmd.arg(self.draw_bits);
+        cmd.arg(self.draw_bits)
+            .arg(opt_arg(defaults.prequeue_opens_at_ms))
+            .arg(opt_arg(defaults.closes_at_ms));
         settings(&array(self.run(&self.scripts.init, &cmd).await?)?)
     }
 
@@ -244,16 +254,18 @@ impl Store for RedisStore {
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
         let cmd = self.evalsha(&self.scripts.snapshot, event)?;
         let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-        if a.len() != 25 {
+        if a.len() != 28 {
             return Err(corrupt(format_args!(
-                "expected a snapshot of 25, got {}",
+                "expected a snapshot of 28, got {}",
                 a.len()
             )));
         }
-        let n = |i: usize| int(&a[i]);
+        // The settings (9), then the line and the counters (`n(i)`: the i-th entry after 7 settings), the reclaim
+        // floor, the returning queue's length, the return counters, and the sessions moved to the front.
+        let n = |i: usize| int(&a[i + 2]);
         Ok(Snapshot {
-            settings: settings(&a[..7])?,
-            drawn: flag(&a[7])?,
+            settings: settings(&a[..9])?,
+            drawn: flag(&a[9])?,
             prequeue: n(8)?,
             last_number: n(9)?,
             served: n(10)?,
@@ -272,7 +284,8 @@ impl Store for RedisStore {
                 returned: n(23)?,
                 returned_late: n(24)?,
             },
-            reclaim_upto: opt_int(&a[20])?,
+            reclaim_upto: opt_int(&a[22])?,
+            moved: strings(a[27].clone())?,
         })
     }
 
@@ -301,7 +314,9 @@ impl Store for RedisStore {
         cmd.arg(r.now_ms.saturating_add(r.hold_ms))
             .arg(r.now_ms.saturating_add(r.late_ms))
             .arg(u8::from(r.behind))
-            .arg(MAX_RECLAIM_GAP);
+            .arg(MAX_RECLAIM_GAP)
+            .arg(opt_arg(r.settings.prequeue_opens_at_ms))
+            .arg(opt_arg(r.settings.closes_at_ms));
         settings(&array(self.run(&self.scripts.restore, &cmd).await?)?)
     }
 
@@ -329,9 +344,118 @@ impl Store for RedisStore {
                 "inv",
                 format!("{}:{}:{}", inventory.total, inventory.sold, inventory.held),
             ),
+            SettingsChange::Schedule { opens_at_ms, .. } => ("sched", opt_arg(opens_at_ms)),
         };
         let mut cmd = self.evalsha(&self.scripts.update, event)?;
         cmd.arg(op).arg(value);
+        if let SettingsChange::Schedule {
+            prequeue_opens_at_ms,
+            closes_at_ms,
+            ..
+        } = *change
+        {
+            cmd.arg(opt_arg(prequeue_opens_at_ms))
+                .arg(opt_arg(closes_at_ms));
+        }
         settings(&array(self.run(&self.scripts.update, &cmd).await?)?)
+    }
+
+    async fn inspect(
+        &self,
+        event: &str,
+        session: &str,
+    ) -> Result<Option<SessionDetail>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.inspect, event)?;
+        cmd.arg(session);
+        let v = self.run(&self.scripts.inspect, &cmd).await?;
+        if v == ::redis::Value::Nil {
+            return Ok(None);
+        }
+        let mut a = array(v)?;
+        let Some(at) = a.pop().filter(|_| a.len() == 3) else {
+            return Err(corrupt("an inspect reply of the wrong length"));
+        };
+        let placement = placement(::redis::Value::Array(a))?
+            .ok_or_else(|| corrupt("inspect answered no placement"))?;
+        let at = int(&at)?;
+        Ok(Some(SessionDetail {
+            placement,
+            admitted_at_ms: (at > 0).then_some(at),
+        }))
+    }
+
+    async fn find_sessions(
+        &self,
+        event: &str,
+        matches: &(dyn for<'s> Fn(&'s str) -> bool + Send + Sync),
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        // `HSCAN` in batches: each call is short, so Redis serves the room in between.
+        let key = self.keys(event)?[1].clone();
+        let mut found = Vec::new();
+        let mut cursor = "0".to_owned();
+        loop {
+            let mut scan = ::redis::cmd("HSCAN");
+            scan.arg(&key).arg(&cursor).arg("COUNT").arg(SCAN_BATCH);
+            let mut reply = array(self.send(&scan).await.map_err(store_error)?)?.into_iter();
+            let (Some(next), Some(fields), None) = (reply.next(), reply.next(), reply.next())
+            else {
+                return Err(corrupt(
+                    "HSCAN answered something else than [cursor, fields]",
+                ));
+            };
+            cursor = text(&next)?;
+            for pair in array(fields)?.chunks(2) {
+                let id = text(&pair[0])?;
+                if found.len() < limit && matches(&id) {
+                    found.push(id);
+                }
+            }
+            if cursor == "0" || found.len() >= limit {
+                return Ok(found);
+            }
+        }
+    }
+
+    async fn move_to_front(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.move_front, event)?;
+        cmd.arg(session).arg(now_ms).arg(MAX_MOVED);
+        placement(self.run(&self.scripts.move_front, &cmd).await?)
+    }
+
+    async fn audit(&self, event: &str, entry: &AuditEntry) -> Result<(), StoreError> {
+        let key = self.audit_key(event)?;
+        let json = serde_json::to_string(entry).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut pipe = ::redis::pipe();
+        pipe.atomic()
+            .cmd("LPUSH")
+            .arg(&key)
+            .arg(json)
+            .ignore()
+            .cmd("LTRIM")
+            .arg(&key)
+            .arg(0)
+            .arg(AUDIT_KEEP - 1)
+            .ignore();
+        self.send_pipe(&pipe).await.map_err(store_error)
+    }
+
+    async fn audit_log(&self, event: &str, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut cmd = ::redis::cmd("LRANGE");
+        cmd.arg(self.audit_key(event)?).arg(0).arg(limit - 1);
+        strings(self.send(&cmd).await.map_err(store_error)?)?
+            .iter()
+            .map(|s| {
+                serde_json::from_str(s).map_err(|e| corrupt(format_args!("an audit entry: {e}")))
+            })
+            .collect()
     }
 }

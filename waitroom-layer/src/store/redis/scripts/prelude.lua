@@ -46,7 +46,9 @@ local function draw(m, now)
   m.dfloor = (m.sched == nil or m.sched == '' or now < int(m.sched)) and fmt(now) or ''
   redis.call('HSET', KM, 'drawn', '1', 'dbase', m.dbase, 'dcount', m.dcount, 'last', m.last, 'dfloor', m.dfloor)
 end
-local function settings(m) return {m.cap, m.apm, m.paused, m.closed, m.opens, m.random, m.inv} end
+local function settings(m)
+  return {m.cap, m.apm, m.paused, m.closed, m.opens, m.random, m.inv, m.pqopens or '', m.closes or ''}
+end
 -- Pushes k empty entries to `line`: numbers kept free for owners the store forgot (see "When Redis forgets").
 local function push_holes(k)
   while k > 0 do

@@ -12,7 +12,7 @@ if redis.call('EXISTS', KM) == 1 then
   return settings(meta())
 end
 -- Whatever is left of the on-sale's line goes: the line is rebuilt from the room's view and the reclaims.
-redis.call('DEL', KS, KL, KA, KC, KR, KP, KB, KT, KX)
+redis.call('DEL', KS, KL, KA, KC, KR, KP, KB, KT, KX, KFRONT, KMOVED)
 local served = int(ARGV[11])
 local last = math.max(int(ARGV[10]), served)
 -- Finishes still in the stream were applied before the loss (or are gone with it): read on from the newest.
@@ -22,6 +22,7 @@ redis.call('HSET', KM, 'cap', ARGV[1], 'apm', ARGV[2], 'paused', ARGV[3], 'close
   'opens', ARGV[5], 'sched', ARGV[5], 'random', ARGV[6], 'inv', ARGV[7], 'dbits', ARGV[8], 'drawn', ARGV[9],
   'dbase', '0', 'dcount', '0', 'last', fmt(last), 'served', fmt(served), 'joined', ARGV[12],
   'admitted', ARGV[13], 'finished', ARGV[14], 'expired', ARGV[15], 'abandoned', ARGV[16], 'turned', ARGV[17],
-  'orders', ARGV[18], 'seats', ARGV[19], 'fcur', fcur, 'rupto', fmt(last), 'runtil', ARGV[20], 'rlate', ARGV[21])
+  'orders', ARGV[18], 'seats', ARGV[19], 'fcur', fcur, 'rupto', fmt(last), 'runtil', ARGV[20], 'rlate', ARGV[21],
+  'pqopens', ARGV[24], 'closes', ARGV[25])
 push_holes(last - served)
 return settings(meta())

@@ -8,4 +8,6 @@ local rest = {m.drawn, pq, m.last, m.served, redis.call('ZCARD', KA), m.joined, 
   m.expired, m.abandoned, fmt(int(m.turned)), m.orders, m.seats, m.rupto or '', redis.call('LLEN', KT),
   fmt(int(m.missed)), fmt(int(m.returned)), fmt(int(m.retlate))}
 for _, v in ipairs(rest) do o[#o + 1] = v end
+-- Sessions moved to the front whose old number the head has not passed.
+o[#o + 1] = redis.call('ZRANGEBYSCORE', KMOVED, '(' .. m.served, '+inf', 'LIMIT', 0, 1000)
 return o

@@ -74,11 +74,22 @@ local function pop(n)
   return redis.call('LPOP', KL)
 end
 if turning_away(m) then
-  -- Closed or sold out: turn away up to `turnmax` sessions, the head of the line first (each number counts as
-  -- served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
+  -- Closed or sold out: turn away up to `turnmax` sessions, those standing ahead of the line first (below), then
+  -- the head of the line (each number counts as served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
   -- `joined - turned` sessions; empty buckets are passed over, at most 2^dbits of them per tick).
   local budget = turnmax
-  -- Those taken back after the head passed them, then the returning queue: they stand ahead of the head.
+  -- Those moved to the front first.
+  while budget > 0 do
+    local sid = redis.call('LPOP', KFRONT)
+    if not sid then break end
+    local st, n = rec(sid)
+    if st == 'w' and n == 0 then
+      put(sid, 't', 0, 0)
+      turned[#turned + 1] = sid
+      budget = budget - 1
+    end
+  end
+  -- Then those taken back after the head passed them, then the returning queue: they stand ahead of the head.
   local z = redis.call('ZPOPMIN', KB, budget)
   for i = 1, #z, 2 do
     put(z[i], 't', int(z[i + 1]), 0)
@@ -140,6 +151,18 @@ if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
 -- Never more people let in within a minute than there are seats to pick from.
 if total then room = math.min(room, total - sold - held - recent) end
 local scanned, nadm = 0, 0
+-- Sessions an operator moved to the front go first (no number; their old places are empty and skipped).
+while nadm < room do
+  local sid = redis.call('LPOP', KFRONT)
+  if not sid then break end
+  local st, n = rec(sid)
+  if st == 'w' and n == 0 then
+    put(sid, 'a', 0, now)
+    redis.call('ZADD', KA, fmt(now + arrival), sid)
+    nadm = nadm + 1
+    admitted[#admitted + 1] = sid
+  end
+end
 -- Those taken back after the head passed them were in front of everyone in line: they go first. Then the returning
 -- queue (those who came back after missing their turn), then the head of the line. Whoever is away when taken is
 -- missed (keeps the turn for the return window) and the next present one goes in. (The queues' lengths are read
@@ -180,14 +203,19 @@ while nadm < room and scanned < maxscan do
       redis.call('ZADD', KX, fmt(now), sid)
       missed[#missed + 1] = sid
     else
-      put(sid, 'a', n, 0)
+      -- An admitted record keeps when it was let in (for an operator's lookup).
+      put(sid, 'a', n, now)
       redis.call('ZADD', KA, fmt(now + arrival), sid)
       nadm = nadm + 1
       admitted[#admitted + 1] = sid
     end
   end
 end
-if served ~= int(m.served) then redis.call('HSET', KM, 'served', fmt(served)) end
+if served ~= int(m.served) then
+  redis.call('HSET', KM, 'served', fmt(served))
+  -- Moved sessions whose old number the head has passed are ordinary again.
+  redis.call('ZREMRANGEBYSCORE', KMOVED, '-inf', fmt(served))
+end
 if nadm > 0 then
   redis.call('HINCRBY', KM, 'admitted', nadm)
   redis.call('HINCRBY', KR, fmt(now_s), nadm)
