@@ -73,7 +73,7 @@ pub enum SeatState {
 }
 
 /// A hold: the seats one session set aside, until when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Hold {
     /// The seats, in ascending order.
     pub seats: Vec<SeatId>,
@@ -145,12 +145,15 @@ struct State {
     held: u64,
     /// Seats neither sold nor held, per section (expired holds count as held until swept).
     free_in_section: Vec<u32>,
+    /// Seat changes so far (the shop's file is written again when this moves).
+    changes: u64,
 }
 
 impl State {
     /// The one place a seat changes, so the counters cannot drift.
     fn set(&mut self, layout: &Layout, seat: SeatId, to: Seat) {
         let section = layout.section_of(seat) as usize;
+        self.changes += 1;
         let from = std::mem::replace(&mut self.seats[seat as usize], to);
         match from {
             Seat::Free => self.free_in_section[section] -= 1,
@@ -215,6 +218,7 @@ impl SeatInventory {
                 sold: 0,
                 held: 0,
                 free_in_section,
+                changes: 0,
             })),
         }
     }
@@ -377,6 +381,52 @@ impl SeatInventory {
             st.set(&self.layout, s, Seat::Sold);
         }
         Ok(hold.seats)
+    }
+
+    /// The sold seats, the holds (by session) and the count of changes so far, to save.
+    pub(crate) fn saved(&self) -> (Vec<SeatId>, Vec<(String, Hold)>, u64) {
+        let st = self.lock();
+        let sold = (0..st.seats.len() as SeatId)
+            .filter(|&s| matches!(st.seats[s as usize], Seat::Sold))
+            .collect();
+        let holds = st
+            .holds
+            .iter()
+            .map(|(s, h)| (s.to_string(), h.clone()))
+            .collect();
+        (sold, holds, st.changes)
+    }
+
+    /// Sells `sold` and holds `holds` again, on a fresh inventory (what [`saved`](Self::saved) returned before a
+    /// restart). Returns `None` when a seat is out of range or in two places.
+    pub(crate) fn restore(&self, sold: &[SeatId], holds: &[(String, Hold)]) -> Option<()> {
+        let mut st = self.lock();
+        let total = st.seats.len();
+        let free = |st: &State, s: SeatId| {
+            (s as usize) < total && matches!(st.seats[s as usize], Seat::Free)
+        };
+        for &s in sold {
+            if !free(&st, s) {
+                return None;
+            }
+            st.set(&self.layout, s, Seat::Sold);
+        }
+        for (session, hold) in holds {
+            let by: Arc<str> = Arc::from(session.as_str());
+            for &s in &hold.seats {
+                if !free(&st, s) {
+                    return None;
+                }
+                let seat = Seat::Held {
+                    by: by.clone(),
+                    until_ms: hold.until_ms,
+                };
+                st.set(&self.layout, s, seat);
+            }
+            st.holds.insert(by, hold.clone());
+        }
+        st.changes = 0;
+        Some(())
     }
 
     /// Puts every lapsed hold's seats back on sale; returns how many seats came back.

@@ -10,6 +10,8 @@
 //!   [`serve_behind_room`]: an app served with the room around the whole router, before axum's routing.
 //! - [`RoomOptions`] / [`build_room`]: the room from the examples' flags (embedded store, or Redis).
 //! - [`gateway`]: the split deployment's front: the room, forwarding to the order service over HTTP.
+//! - [`start_onsale`]: the one-process on-sale `examples/onsale.rs` serves, durable in a data directory (the
+//!   line, the keys, the seats: a restart resumes the sale; [`start_new_sale`] clears it).
 //! - [`load_or_create_signing_key`], [`load_or_create_cookie_secret`]: the files several gateways share, by
 //!   default in [`DEFAULT_DATA_DIR`] (which the repository ignores).
 //!
@@ -18,17 +20,21 @@
 mod files;
 pub mod gateway;
 mod inventory;
+mod onsale;
 mod pages;
 mod setup;
 mod shop;
+mod shop_file;
 
 pub use files::{
-    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, SIGNING_KEY_FILE, load_or_create_cookie_secret,
-    load_or_create_signing_key,
+    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, SHOP_FILE, SIGNING_KEY_FILE,
+    load_or_create_cookie_secret, load_or_create_signing_key,
 };
 pub use inventory::{Hold, HoldError, Layout, PurchaseError, SeatId, SeatInventory, SeatState};
+pub use onsale::{Onsale, start_new_sale, start_onsale};
 pub use setup::{
     DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, build_room, room_layer, serve_behind_room,
     store_for, verifier_from_jwks_url,
 };
 pub use shop::{Order, Shop, ShopBuilder};
+pub use shop_file::SAVE_INTERVAL;

@@ -1,6 +1,7 @@
 //! Wiring shared by the examples: the room from flags, the room layer over the order routes, the order service's
 //! verifier from the gateway's published keys.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -81,11 +82,15 @@ pub struct RoomOptions {
     pub tick_interval: Duration,
     /// A Redis URL for the shared store (needs the `redis` feature); `None` for the embedded store.
     pub redis: Option<String>,
+    /// The room's data directory ([`RoomBuilder::data_dir`](waitroom_layer::RoomBuilder::data_dir)): the signing
+    /// key and cookie secret, and on the embedded store the line (durable: a restart resumes the sale). `None`
+    /// keeps nothing (fresh keys and an empty line at every start).
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for RoomOptions {
     /// The demo's defaults: capacity 1 (a second browser window sees the line), 4 seats per order, FIFO, open
-    /// now, 10 idle minutes, a 5 s poll, the embedded store.
+    /// now, 10 idle minutes, a 5 s poll, the embedded store kept in memory only (no data directory).
     fn default() -> Self {
         RoomOptions {
             event: DEFAULT_EVENT.into(),
@@ -98,6 +103,7 @@ impl Default for RoomOptions {
             refresh: Duration::from_secs(5),
             tick_interval: Duration::from_millis(250),
             redis: None,
+            data_dir: None,
         }
     }
 }
@@ -161,6 +167,9 @@ pub async fn build_room(
     };
     if let Some(store) = store_for(o.redis.as_deref()).await? {
         b = b.shared_store(store);
+    }
+    if let Some(dir) = &o.data_dir {
+        b = b.data_dir(dir.clone());
     }
     if let Some(key) = signing_key {
         b = b.signing_key(key);

@@ -162,6 +162,9 @@ pub use http::service::WaitingRoomService;
 pub use room::builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
 pub use room::cookie::{SessionCookie, valid_session_id};
 pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};
+pub use room::key_files::{
+    COOKIE_SECRET_FILE, SIGNING_KEY_FILE, load_or_create_cookie_secret, load_or_create_signing_key,
+};
 pub use room::lifecycle::{RoomEvent, RoomEventKind};
 pub use room::metrics::METRICS_CONTENT_TYPE;
 pub use room::{RoomStats, Status, ViewState, WaitingRoom};

@@ -1,5 +1,6 @@
-//! The store contract, written once and run against every store: the embedded `MemoryStore` here, and `RedisStore`
-//! (with the `redis` feature) against a real redis-server.
+//! The store contract, written once and run against every store: the embedded `MemoryStore` here, the same store
+//! durable in a directory and restarted from it every few calls, and `RedisStore` (with the `redis` feature)
+//! against a real redis-server.
 //!
 //! Random interleavings of join, poll, tick, claim, touch, finish and clock advances (proptest), and a concurrency
 //! test, checking: active never exceeds capacity; line numbers are unique and dense; admission follows line order
@@ -855,6 +856,197 @@ mod memory {
             .await
             .unwrap();
         contract::concurrent(store, "ev", 7).await;
+    }
+}
+
+/// The same contract against the durable `MemoryStore` (`MemoryStore::open`), restarted from its data file every
+/// few calls: the store is closed (its last commit) and opened again on the same directory in the middle of the
+/// model, so every invariant (unique dense numbers, line order, capacity, one end per join) must hold across
+/// restarts too. What a crash loses is shown by the crash tests (`tests/durable_crash.rs`).
+mod durable {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use proptest::prelude::*;
+    use tokio::sync::RwLock;
+    use waitroom_layer::store::{Join, SettingsChange, Store, Tick, TickReport, Touches};
+    use waitroom_layer::{MemoryStore, Placement, Settings, Snapshot, StoreError};
+
+    use super::contract;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// A durable store that restarts (closes and opens its directory again) before every `every`-th call; never
+    /// with `every == 0`. The directory is removed when the store drops.
+    #[derive(Debug)]
+    pub struct Restarting {
+        dir: PathBuf,
+        every: u64,
+        calls: AtomicU64,
+        pub restarts: AtomicU64,
+        store: RwLock<Option<MemoryStore>>,
+    }
+
+    impl Restarting {
+        pub fn new(tag: &str, every: u64) -> Self {
+            let dir = std::env::temp_dir().join(format!(
+                "waitroom-contract-{tag}-{}-{}",
+                std::process::id(),
+                waitroom_layer::WaitingRoom::new_session_id()
+            ));
+            let store = MemoryStore::open(&dir).expect("a fresh data directory opens");
+            Self {
+                dir,
+                every,
+                calls: AtomicU64::new(0),
+                restarts: AtomicU64::new(0),
+                store: RwLock::new(Some(store)),
+            }
+        }
+
+        async fn get(&self) -> tokio::sync::RwLockReadGuard<'_, Option<MemoryStore>> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            if self.every > 0 && n % self.every == 0 {
+                let mut w = self.store.write().await;
+                // The last handle: its drop commits and closes the file, so it opens again at once.
+                drop(w.take());
+                *w = Some(MemoryStore::open(&self.dir).expect("the data directory opens again"));
+                self.restarts.fetch_add(1, Ordering::SeqCst);
+            }
+            self.store.read().await
+        }
+    }
+
+    impl Drop for Restarting {
+        fn drop(&mut self) {
+            drop(self.store.get_mut().take());
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    macro_rules! call {
+        ($self:ident . $m:ident ( $($a:expr),* )) => {{
+            let g = $self.get().await;
+            g.as_ref().expect("open").$m($($a),*).await
+        }};
+    }
+
+    #[async_trait::async_trait]
+    impl Store for Restarting {
+        async fn init(&self, event: &str, defaults: &Settings) -> Result<Settings, StoreError> {
+            call!(self.init(event, defaults))
+        }
+        async fn join(&self, event: &str, join: &Join) -> Result<Placement, StoreError> {
+            call!(self.join(event, join))
+        }
+        async fn lookup(
+            &self,
+            event: &str,
+            session: &str,
+        ) -> Result<Option<Placement>, StoreError> {
+            call!(self.lookup(event, session))
+        }
+        async fn claim(
+            &self,
+            event: &str,
+            session: &str,
+            now_ms: u64,
+            idle_timeout_ms: u64,
+        ) -> Result<Option<Placement>, StoreError> {
+            call!(self.claim(event, session, now_ms, idle_timeout_ms))
+        }
+        async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
+            call!(self.touch(event, touches))
+        }
+        async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError> {
+            call!(self.tick(event, tick))
+        }
+        async fn finish(
+            &self,
+            event: &str,
+            session: &str,
+            seats: u32,
+            now_ms: u64,
+        ) -> Result<bool, StoreError> {
+            call!(self.finish(event, session, seats, now_ms))
+        }
+        async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
+            call!(self.snapshot(event))
+        }
+        async fn update(
+            &self,
+            event: &str,
+            change: &SettingsChange,
+        ) -> Result<Settings, StoreError> {
+            call!(self.update(event, change))
+        }
+        async fn finished_since(
+            &self,
+            event: &str,
+            cursor: &str,
+            now_ms: u64,
+            lookback_ms: u64,
+        ) -> Result<(Vec<String>, String), StoreError> {
+            call!(self.finished_since(event, cursor, now_ms, lookback_ms))
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fifo_interleavings_keep_the_invariants_across_restarts(ops in contract::ops_strategy(), capacity in 1u64..5, every in 5u64..40) {
+            rt().block_on(async {
+                let store = Arc::new(Restarting::new("fifo", every));
+                store.init("ev", &contract::settings(capacity, false, None)).await.unwrap();
+                contract::run(store.clone(), "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+
+        #[test]
+        fn draw_interleavings_keep_the_invariants_across_restarts(ops in contract::ops_strategy(), capacity in 1u64..5, opens in 0u64..60_000, every in 5u64..40) {
+            rt().block_on(async {
+                let store = Arc::new(Restarting::new("draw", every));
+                store.init("ev", &contract::settings(capacity, true, Some(1_000_000 + opens))).await.unwrap();
+                contract::run(store.clone(), "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+    }
+
+    #[tokio::test]
+    async fn liveness_marks_and_the_draw() {
+        // Marks of people in line are not written (a restart counts everyone as seen), so no restarts here.
+        contract::liveness(Arc::new(Restarting::new("live", 0)), "live").await;
+    }
+
+    #[tokio::test]
+    async fn closing_and_selling_out_turn_the_line_away_across_restarts() {
+        let store = Arc::new(Restarting::new("turn", 501));
+        contract::turn_away(store.clone(), "turn").await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_callers_keep_the_invariants_across_restarts() {
+        let store = Arc::new(Restarting::new("conc", 97));
+        store
+            .init("ev", &contract::settings(7, false, None))
+            .await
+            .unwrap();
+        contract::concurrent(store.clone(), "ev", 7).await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
     }
 }
 

@@ -19,7 +19,7 @@ use std::fmt;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use memory::MemoryStore;
+pub use memory::{COMMIT_INTERVAL, DATA_FILE, MemoryStore};
 #[cfg(feature = "redis")]
 pub use redis::{RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TOUCH_CHUNK};
 
