@@ -56,6 +56,10 @@ struct Args {
     /// opens nothing in the new sale). Without it, a restart resumes the sale where it was.
     #[arg(long)]
     fresh: bool,
+    /// Keep nothing: the line in memory only, fresh keys at every start (what the demo did before it was durable;
+    /// the HTTP benchmark's baseline).
+    #[arg(long, conflicts_with = "fresh")]
+    memory_only: bool,
 }
 
 #[tokio::main]
@@ -77,7 +81,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         if args.fresh {
             start_new_sale(&args.keys.data_dir)?;
         }
-        options.data_dir = Some(args.keys.data_dir.clone());
+        if !args.memory_only {
+            options.data_dir = Some(args.keys.data_dir.clone());
+        }
         args.keys.load_named()?
     };
     let shop = args

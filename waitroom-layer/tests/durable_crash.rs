@@ -306,3 +306,71 @@ async fn a_corrupt_data_file_is_refused_with_its_name() {
     drop(first);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A room built on a data directory: after a restart its line, its signing key (same `kid`, same JWKS) and its
+/// passes are the same; the key files are its owner's only; and a rotation (a new key given, the file's published)
+/// keeps the passes signed before it.
+#[tokio::test]
+async fn a_room_on_a_data_directory_keeps_its_line_keys_and_passes_and_rotates() {
+    use std::sync::Arc;
+    use waitroom_layer::{ManualClock, SigningKey, WaitingRoom};
+
+    let dir = temp_dir();
+    let clock = ManualClock::starting_now();
+    let builder = || {
+        WaitingRoom::builder("keys")
+            .clock(Arc::new(clock.clone()))
+            .background(false)
+            .data_dir(dir.clone())
+    };
+    let room = builder().build().await.unwrap();
+    let placed = room.join("session-one", None).await.unwrap();
+    room.join("session-two", None).await.unwrap();
+    let token = room.issue_token("session-one").unwrap();
+    let jwks = room.jwks_json();
+    drop(room);
+
+    let room = builder().build().await.unwrap();
+    assert_eq!(room.jwks_json(), jwks, "the same key after a restart");
+    room.verifier()
+        .verify(&token)
+        .expect("a pass from before the restart");
+    let again = room.store().lookup("keys", "session-one").await.unwrap();
+    assert_eq!(again.as_ref().and_then(|p| p.number), placed.number);
+    #[cfg(unix)]
+    for f in [
+        waitroom_layer::SIGNING_KEY_FILE,
+        waitroom_layer::COOKIE_SECRET_FILE,
+        DATA_FILE_NAME,
+    ] {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.join(f)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{f}");
+    }
+    drop(room);
+
+    // Rotation: sign with a new key, publish the file's until its passes have expired.
+    let old =
+        waitroom_layer::load_or_create_signing_key(&dir.join(waitroom_layer::SIGNING_KEY_FILE))
+            .unwrap();
+    let new = SigningKey::generate_ed25519("room-2027").unwrap();
+    let room = builder()
+        .signing_key(new)
+        .publish_key(old.verifying_key())
+        .build()
+        .await
+        .unwrap();
+    room.verifier()
+        .verify(&token)
+        .expect("a pass signed before the rotation");
+    let fresh = room.issue_token("session-one").unwrap();
+    room.verifier().verify(&fresh).unwrap();
+    assert!(
+        String::from_utf8_lossy(&room.jwks_json()).contains("room-2027"),
+        "the new key is published"
+    );
+    drop(room);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+const DATA_FILE_NAME: &str = waitroom_layer::store::DATA_FILE;

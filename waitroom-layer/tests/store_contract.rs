@@ -998,7 +998,7 @@ mod durable {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
         #[test]
         fn fifo_interleavings_keep_the_invariants_across_restarts(ops in contract::ops_strategy(), capacity in 1u64..5, every in 5u64..40) {

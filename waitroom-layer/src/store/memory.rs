@@ -35,7 +35,8 @@ use crate::error::StoreError;
 ///   lost 100 ms are not in it, and a claim, a finish or a settings change made in it is undone. Those who joined
 ///   carry their line number in their signed session cookie; their numbers are never given to anyone else (see
 ///   below), so a room can put such a person back at their own number (the place stays open for them until the
-///   head reaches it and is then skipped like an abandoned one).
+///   head reaches it and is then skipped like an abandoned one). A finish made in the lost interval is undone: the
+///   session counts as active again (and its pass opens again) until its idle deadline.
 /// - **Line numbers stay unique across a crash**: before it hands out a number, the store has committed a
 ///   high-water mark beyond it (numbers are reserved ahead in blocks of at least 64, twice the last interval's
 ///   joins). After a crash, the next number is above the mark, so nobody ever shares a number with a cookie from
@@ -244,13 +245,11 @@ impl Event {
         {
             return 0;
         }
-        let draw = if self.draw_due(j.now_ms) {
-            self.prequeue.len() as u64
-        } else {
-            0
-        };
-        if self.drawn || draw > 0 || self.draw_due(j.now_ms) {
-            draw + 1
+        if self.draw_due(j.now_ms) {
+            // The draw numbers the pre-queue, then this join takes the next number.
+            self.prequeue.len() as u64 + 1
+        } else if self.drawn {
+            1
         } else {
             0
         }
