@@ -912,7 +912,7 @@ mod durable {
 
         async fn get(&self) -> tokio::sync::RwLockReadGuard<'_, Option<MemoryStore>> {
             let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-            if self.every > 0 && n % self.every == 0 {
+            if self.every > 0 && n.is_multiple_of(self.every) {
                 let mut w = self.store.write().await;
                 // The last handle: its drop commits and closes the file, so it opens again at once.
                 drop(w.take());
