@@ -10,5 +10,5 @@ pub use waitroom_layer::{
 /// `.gitignore`.
 pub const DEFAULT_DATA_DIR: &str = ".waitroom";
 
-/// The shop's seats and orders, in the data directory (see [`Shop::open`](super::Shop::open)).
+/// The shop's seats and orders, in the data directory (see [`ShopBuilder::open`](super::ShopBuilder::open)).
 pub const SHOP_FILE: &str = "shop.json";
