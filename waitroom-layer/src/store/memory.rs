@@ -45,8 +45,10 @@ use crate::error::StoreError;
 /// - **Liveness marks** (the polls of people in line) are not written: after a restart, everyone in line counts
 ///   as seen at the first tick, so nobody is skipped as abandoned for the time the process was down.
 /// - **A disk that fails** (full, read-only): the store keeps serving from memory and retries every interval;
-///   once the reserved numbers run out, joins fail with [`StoreError::Unavailable`] (the room holds newcomers, as
-///   in any store outage) until a commit succeeds again.
+///   once the reserved numbers run out, a join waits up to 30 s for a commit and then fails with
+///   [`StoreError::Unavailable`] (the room holds newcomers, as in any store outage) until a commit succeeds again.
+///   A slow disk (an `fsync` of seconds under other writers) only slows the joins of a burst that outruns the
+///   reserve; a commit slower than a second is logged.
 /// - **A corrupt or unreadable file** is refused at [`open`](MemoryStore::open) with an error naming it, never
 ///   replaced by an empty line.
 ///
