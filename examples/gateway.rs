@@ -73,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     );
     println!(
         "  store: {}; signing key `{kid}` from {}; public keys at http://{addr}/waitroom/jwks.json",
-        if args.room.redis.is_some() {
+        if args.room.redis.options().is_set() {
             "Redis"
         } else {
             "this process"

@@ -14,8 +14,10 @@
 //! - The sale is durable: the line, the signing key, the cookie secret and the seats live in `.waitroom/`
 //!   (`--data-dir`, which the repository ignores), so stopping the demo (or killing it) and running it again
 //!   resumes the same sale, with everyone's place, pass and seats. `--fresh` starts a new sale instead.
-//! - `--redis URL` (with `--features redis`) puts the line in Redis instead of the process; the signing key and
-//!   cookie secret the instances over that Redis share are files in the same directory.
+//! - `--redis URL` (with `--features redis`; or `--redis-cluster URL,...`, or `--redis-sentinel URL,...
+//!   --redis-sentinel-master NAME`) puts the line in Redis instead of the process; the signing key and
+//!   cookie secret the instances over that Redis share are files in the same directory, created on the first
+//!   start.
 
 mod flags;
 
@@ -69,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut options = args.room.options();
     let opens_at = options.opens_at();
     // Keys from the data directory (or the files named), the line there too on the embedded store.
-    let keys = if options.redis.is_some() {
+    let keys = if options.redis.is_set() {
         if args.fresh {
             return Err("--fresh starts a new sale on the embedded store; with --redis, purge the on-sale's \
                         keys in Redis instead"

@@ -40,9 +40,9 @@ struct Args {
     /// Most seats per order (a token's `max_qty`, when lower, wins).
     #[arg(long, default_value_t = 4)]
     max_per_order: u32,
-    /// Redis URL of the room's store: finishes are written there too (needs `--features redis`).
-    #[arg(long)]
-    redis: Option<String>,
+    /// The room's store (needs `--features redis`): finishes are written there too.
+    #[command(flatten)]
+    redis: flags::RedisFlags,
 }
 
 #[tokio::main]
@@ -59,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     .await?;
     let verify = VerifyLayer::new(keys.verifier().clone()).join_url("/waitroom/join");
     let mut shop = args.shop.builder().max_per_order(args.max_per_order);
-    let finishes = match waitroom::demo::store_for(args.redis.as_deref()).await? {
+    let finishes = match waitroom::demo::store_for(&args.redis.options()).await? {
         Some(store) => {
             // A room handle over the shared store, to write finishes and seat counts (no tick: the gateways run
             // the door). Built after the gateway answered, so the on-sale's settings are already in the store.
@@ -84,6 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         "Order service up on http://{} (keys from {jwks_url}; finishes {finishes}); browse through the gateway",
         listener.local_addr()?
     );
-    axum::serve(listener, app).await?;
+    // Header-read timeout, connection cap and keep-alive limits (`waitroom::demo::ServerLimits`).
+    waitroom::demo::serve(listener, app, waitroom::demo::ServerLimits::default()).await?;
     Ok(())
 }

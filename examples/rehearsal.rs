@@ -67,6 +67,16 @@ struct Args {
     /// Seconds between polls.
     #[arg(long, default_value_t = 20)]
     poll_seconds: u64,
+    /// Share of people who step away once while in line (their page stops polling), at a random moment in
+    /// their first 10 minutes after the opening.
+    #[arg(long, default_value_t = 0.0)]
+    step_away_share: f64,
+    /// Mean minutes away (exponential) of those who step away.
+    #[arg(long, default_value_t = 5.0)]
+    away_minutes: f64,
+    /// Minutes a turn that came while the person was away is kept for them.
+    #[arg(long, default_value_t = 10.0)]
+    return_window_minutes: f64,
     /// Idle timeout, minutes.
     #[arg(long, default_value_t = 10.0)]
     idle_minutes: f64,
@@ -181,6 +191,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tab_close_share: a.tab_close_share,
         give_up_per_minute: a.give_up_per_minute,
         poll_seconds: a.poll_seconds,
+        step_away_share: a.step_away_share,
+        away_minutes: a.away_minutes,
+        return_window_minutes: a.return_window_minutes,
         idle_minutes: a.idle_minutes,
         seed: a.seed,
         ..Params::default()
@@ -290,6 +303,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         }
         (None, None) => {}
+    }
+    if r.stepped_away > 0 {
+        println!(
+            "stepped away:              {} people; {} turns passed while someone was away (those who gave up \
+             included)",
+            r.stepped_away, r.missed_turns
+        );
+        println!(
+            "came back:                 {} within the window ({} let in: median {:.0} s, longest {} s from \
+             their return to the door), {} after it",
+            r.returned_in_time,
+            r.returned_let_in,
+            r.return_wait_median_seconds,
+            r.return_wait_max_seconds,
+            r.returned_late
+        );
     }
     if let Some((est, actual)) = r.reach_halfway {
         println!(

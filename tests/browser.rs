@@ -84,13 +84,14 @@ async fn storefront() -> Store {
     Store { url, room, polls }
 }
 
-/// Joins with `c` and waits until the door lets it in (it then holds the only place).
-async fn occupy(s: &Store, c: &reqwest::Client) {
-    let res = c.get(format!("{}/seats", s.url)).send().await.unwrap();
+/// Joins with `c` at `url` + `path` and waits until the door lets it in (it then holds the only place, and the page
+/// it gets contains `expect`).
+async fn occupy(url: &str, path: &str, c: &reqwest::Client, expect: &str) {
+    let res = c.get(format!("{url}{path}")).send().await.unwrap();
     assert_eq!(res.status(), 200);
     for _ in 0..100 {
         let st: Value = c
-            .get(format!("{}/waitroom/status", s.url))
+            .get(format!("{url}/waitroom/status"))
             .header("accept", "application/json")
             .send()
             .await
@@ -99,8 +100,8 @@ async fn occupy(s: &Store, c: &reqwest::Client) {
             .await
             .unwrap();
         if st["state"] == "admitted" {
-            let res = c.get(format!("{}/seats", s.url)).send().await.unwrap();
-            assert!(res.text().await.unwrap().contains("Choose your seats"));
+            let res = c.get(format!("{url}{path}")).send().await.unwrap();
+            assert!(res.text().await.unwrap().contains(expect));
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -165,7 +166,7 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
     // The room is full: the browser is held, with its place in line.
     let s = storefront().await;
     let first = client();
-    occupy(&s, &first).await;
+    occupy(&s.url, "/seats", &first, "Choose your seats").await;
     let dom = run_chromium(vec![
         "--virtual-time-budget=2000".into(),
         "--dump-dom".into(),
@@ -214,7 +215,7 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
     // as the page asks for news, the first visitor leaves. The page must see it is let in and go on by itself.
     let s = storefront().await;
     let first = client();
-    occupy(&s, &first).await;
+    occupy(&s.url, "/seats", &first, "Choose your seats").await;
     let polls_before = s.polls.0.load(Ordering::SeqCst);
     let leave = {
         let (polls, url, first) = (s.polls.clone(), s.url.clone(), first.clone());
@@ -247,4 +248,148 @@ async fn the_holding_page_shows_a_position_and_moves_on_by_itself() {
         "the page moved on to the seat map: {dom}"
     );
     assert_eq!(s.room.stats().active, 1, "the browser holds the place now");
+}
+
+/// A room whose holding page polls only every ten minutes on its own, with one more script on its page (from the
+/// site itself, so the page's `Content-Security-Policy` stays the default): `/wake.js`, whose text the test sets.
+/// Status polls are counted; while `fail_polls` is above zero, a poll is answered `502` (and the count goes down),
+/// as a flaky network or proxy would.
+struct Sleeper {
+    url: String,
+    polls: Arc<AtomicUsize>,
+    fail_polls: Arc<AtomicUsize>,
+    wake: Arc<std::sync::Mutex<String>>,
+}
+
+async fn sleeper() -> Sleeper {
+    use axum::response::IntoResponse;
+    use waitroom::layer::{DEFAULT_CSP, DEFAULT_TEMPLATE, PageTemplate, WaitingRoomLayer};
+    let room = WaitingRoom::builder("sleepy-tab")
+        .capacity(1)
+        .poll_interval(Duration::from_secs(600))
+        .tick_interval(Duration::from_millis(50))
+        .secure_cookies(false)
+        .build()
+        .await
+        .unwrap();
+    let template = DEFAULT_TEMPLATE.replace(
+        "</body>",
+        "<script src=\"/wake.js\" defer></script>\n</body>",
+    );
+    let page = PageTemplate::from_template(&template)
+        .unwrap()
+        .with_content_security_policy(DEFAULT_CSP)
+        .unwrap();
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/seats")
+        .page(page)
+        .build()
+        .unwrap();
+    let wake = Arc::new(std::sync::Mutex::new(String::new()));
+    let script = wake.clone();
+    let polls = Arc::new(AtomicUsize::new(0));
+    let fail_polls = Arc::new(AtomicUsize::new(0));
+    let (seen, failing) = (polls.clone(), fail_polls.clone());
+    let app = axum::Router::new()
+        .route("/seats", axum::routing::get(|| async { "seat map" }))
+        .layer(layer)
+        .route(
+            "/wake.js",
+            axum::routing::get(move || {
+                let js = script.lock().unwrap().clone();
+                async move { ([("content-type", "text/javascript")], js) }
+            }),
+        )
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            let (seen, failing) = (seen.clone(), failing.clone());
+            async move {
+                if req.uri().path() == "/waitroom/status" {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    if failing
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                        .is_ok()
+                    {
+                        return (axum::http::StatusCode::BAD_GATEWAY, "bad gateway")
+                            .into_response();
+                    }
+                }
+                next.run(req).await
+            }
+        }));
+    let url = waitroom_testkit::http::serve(app).await;
+    // Someone holds the only place, so the browser is held.
+    occupy(&url, "/seats", &client(), "seat map").await;
+    polls.store(0, Ordering::SeqCst);
+    Sleeper {
+        url,
+        polls,
+        fail_polls,
+        wake,
+    }
+}
+
+impl Sleeper {
+    /// Loads the held page with `wake` as its extra script, lets ten virtual seconds pass (the page's own timer
+    /// would poll only after eight minutes or more), returns the status polls made and the page.
+    async fn visit(&self, wake: &str) -> (usize, String) {
+        *self.wake.lock().unwrap() = wake.to_owned();
+        self.polls.store(0, Ordering::SeqCst);
+        let dom = run_chromium(vec![
+            "--virtual-time-budget=10000".into(),
+            "--dump-dom".into(),
+            format!("{}/seats", self.url),
+        ])
+        .await;
+        assert_eq!(
+            text_of(&dom, "wr-headline").as_deref(),
+            Some("You are in line"),
+            "{dom}"
+        );
+        (self.polls.load(Ordering::SeqCst), dom)
+    }
+}
+
+/// A tab that comes back to the foreground asks at once (and so does a page restored from the back-forward cache,
+/// or one whose network comes back): a person whose turn came while the tab slept is back within one round trip,
+/// not after the page's next timer (which a browser may have put off for minutes). One failed poll is not the end:
+/// the page tries again two seconds later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holding_page_polls_at_once_when_it_wakes_up() {
+    let _ = chromium();
+    let s = sleeper().await;
+    // Left alone, the page does not poll within ten seconds: its interval is ten minutes.
+    let (polls, _) = s.visit("").await;
+    assert_eq!(polls, 0, "no poll of its own within the budget");
+    // The tab becomes visible again (Chromium fires `visibilitychange`; headless never hides a page, so the
+    // script fires it itself, three seconds in).
+    let (polls, _) = s
+        .visit("setTimeout(function(){document.dispatchEvent(new Event('visibilitychange'))},3000)")
+        .await;
+    assert_eq!(polls, 1, "one poll, at once, on visibilitychange");
+    // Restored from the back-forward cache (a `pageshow` that says so); a `pageshow` that is a first load is not.
+    let (polls, _) = s
+        .visit(
+            "setTimeout(function(){window.dispatchEvent(new PageTransitionEvent('pageshow',{persisted:false}));\
+             window.dispatchEvent(new PageTransitionEvent('pageshow',{persisted:true}))},3000)",
+        )
+        .await;
+    assert_eq!(
+        polls, 1,
+        "one poll on a pageshow from the back-forward cache"
+    );
+    // The network comes back.
+    let (polls, _) = s
+        .visit("setTimeout(function(){window.dispatchEvent(new Event('online'))},3000)")
+        .await;
+    assert_eq!(polls, 1, "one poll when the network comes back");
+    // The wake-up's poll fails: the page tries again (after about two seconds), and says it keeps trying.
+    s.fail_polls.store(1, Ordering::SeqCst);
+    let (polls, dom) = s
+        .visit("setTimeout(function(){document.dispatchEvent(new Event('visibilitychange'))},3000)")
+        .await;
+    assert_eq!(polls, 2, "a failed poll is tried again");
+    assert!(
+        !dom.contains("this page keeps trying"),
+        "the retry succeeded: {dom}"
+    );
 }

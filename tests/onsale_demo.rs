@@ -31,6 +31,10 @@ enum Mount {
 }
 
 async fn sale(mount: Mount) -> Sale {
+    sale_with(mount, 12, Duration::from_millis(20)).await
+}
+
+async fn sale_with(mount: Mount, seats: u32, payment_latency: Duration) -> Sale {
     let clock = ManualClock::starting_now();
     let room = WaitingRoom::builder("tour-2026-stadium")
         .display_name("The 2026 Stadium Tour")
@@ -44,10 +48,10 @@ async fn sale(mount: Mount) -> Sale {
         .build()
         .await
         .unwrap();
-    let shop = Shop::builder(12)
+    let shop = Shop::builder(seats)
         .max_per_order(4)
         .hold_for(Duration::from_secs(300))
-        .payment_latency(Duration::from_millis(20))
+        .payment_latency(payment_latency)
         .clock(Arc::new(clock.clone()))
         .room(room.clone())
         .build();
@@ -327,4 +331,226 @@ async fn small_sale(mount: Mount) {
     assert_eq!(stats.active, 1, "buyer 5 is still inside");
     assert!(stats.sold_out);
     assert_eq!(stats.counters.seats_bought, 12);
+}
+
+/// Issue 21, finding 3: hold seat 5, start paying, re-hold seats 100 to 103 while the payment provider takes its
+/// time. The payment was for seat 5: the order must not buy 100 to 103 (it is refused, `409 hold_changed`), the
+/// counts stay whole, and paying again buys exactly the new hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_buys_the_hold_it_checked_not_one_made_while_it_was_going_through() {
+    let s = sale_with(Mount::AroundRouter, 200, Duration::from_millis(300)).await;
+    let b = buyer();
+    assert_eq!(s.get(&b, "/seats").await.status, 429);
+    s.tick().await;
+    assert_eq!(s.poll(&b).await["state"], "admitted");
+    assert_eq!(s.post(&b, "/holds", "seat=5").await.status, 200);
+
+    let mut payments = s.shop.payments_in_progress();
+    let pay = {
+        let (b, url) = (b.clone(), format!("{}/pay", s.url));
+        tokio::spawn(async move { send(b.post(url)).await })
+    };
+    tokio::time::timeout(Duration::from_secs(10), payments.wait_for(|n| *n > 0))
+        .await
+        .expect("the payment did not start within 10 s")
+        .unwrap();
+    let r = s
+        .post(&b, "/holds", "seat=100&seat=101&seat=102&seat=103")
+        .await;
+    assert_eq!(r.status, 200, "a new hold during the payment");
+    let paid = tokio::time::timeout(Duration::from_secs(10), pay)
+        .await
+        .expect("the payment did not end within 10 s")
+        .unwrap();
+    assert_eq!(paid.status, StatusCode::CONFLICT, "{}", paid.json);
+    assert_eq!(paid.json["error"], "hold_changed");
+    assert_eq!(s.counts(), (0, 4, 196), "nothing sold; the new hold stands");
+    let held = Some(waitroom::layer::Inventory {
+        total: 200,
+        sold: 0,
+        held: 4,
+    });
+    assert_eq!(s.room.stats().inventory, held, "the room sees the same");
+
+    // Paying for the hold as it is now buys exactly it.
+    let r = s.post(&b, "/pay", "").await;
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(r.json["order"]["seats"], json!([100, 101, 102, 103]));
+    assert_eq!(s.counts(), (4, 0, 196));
+    let sold = Some(waitroom::layer::Inventory {
+        total: 200,
+        sold: 4,
+        held: 0,
+    });
+    assert_eq!(s.room.stats().inventory, sold);
+}
+
+mod interleavings {
+    //! Random interleavings of hold, pay (start and end apart), leave, lapse and the finish reaching the room, over
+    //! the demo's `SeatInventory` and a real room: the counts always add up, nothing is sold but what a payment
+    //! checked, and the room's view of the seats is the shop's.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use proptest::prelude::*;
+    use waitroom::demo::{Hold, PurchaseError, Sale, SeatInventory, SeatState};
+    use waitroom::layer::{Inventory, ManualClock, WaitingRoom};
+
+    const SEATS: u32 = 12;
+    const PEOPLE: usize = 4;
+    const HOLD_MS: u64 = 10_000;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Hold(usize, Vec<u32>),
+        PayStart(usize),
+        PayEnd(usize),
+        Leave(usize),
+        Lapse(u64),
+        /// The oldest sale's finish reaches the room.
+        Finish,
+    }
+
+    fn ops() -> impl Strategy<Value = Vec<Op>> {
+        let op = prop_oneof![
+            4 => ((0..PEOPLE), proptest::collection::vec(0..SEATS, 1..4)).prop_map(|(i, s)| Op::Hold(i, s)),
+            3 => (0..PEOPLE).prop_map(Op::PayStart),
+            3 => (0..PEOPLE).prop_map(Op::PayEnd),
+            1 => (0..PEOPLE).prop_map(Op::Leave),
+            2 => (1u64..8_000).prop_map(Op::Lapse),
+            2 => Just(Op::Finish),
+        ];
+        proptest::collection::vec(op, 1..60)
+    }
+
+    fn check(inv: &SeatInventory, room: &WaitingRoom, sold_in_orders: u64, now: u64) {
+        let c = inv.counts();
+        assert!(c.sold + c.held <= c.total, "{c:?}");
+        assert_eq!(c.sold + c.held + c.available(), c.total);
+        let seen = inv.section(0, "nobody", now);
+        let sold = seen.iter().filter(|(_, s)| *s == SeatState::Sold).count() as u64;
+        assert_eq!(sold, c.sold, "the counter is the seats");
+        assert_eq!(sold, sold_in_orders, "sold seats are the orders' seats");
+        let v = inv.room_view();
+        assert_eq!(
+            (v.total, v.sold + v.held, v.available()),
+            (c.total, c.sold + c.held, c.available())
+        );
+        assert_eq!(
+            room.snapshot().settings.inventory,
+            Some(v),
+            "the room sees the shop's view"
+        );
+    }
+
+    async fn run(ops: Vec<Op>) {
+        let clock = ManualClock::new(1_000_000);
+        let room = WaitingRoom::builder("interleavings")
+            .capacity(100)
+            .idle_timeout(Duration::from_secs(3_600))
+            .clock(Arc::new(clock.clone()))
+            .background(false)
+            .build()
+            .await
+            .unwrap();
+        let inv = SeatInventory::new(SEATS);
+        let report = |inv: &SeatInventory| {
+            let room = room.clone();
+            let v = inv.room_view();
+            async move {
+                room.set_inventory(v).await.unwrap();
+            }
+        };
+        report(&inv).await;
+        let people: Vec<String> = (0..PEOPLE).map(|_| WaitingRoom::new_session_id()).collect();
+        for p in &people {
+            room.join(p, None).await.unwrap();
+        }
+        assert_eq!(room.tick_now().await.unwrap().admitted.len(), PEOPLE);
+        let mut now = 1_000_000u64;
+        let mut checked: Vec<Option<Hold>> = vec![None; PEOPLE];
+        let mut done = [false; PEOPLE];
+        let mut sales: Vec<(usize, Sale)> = Vec::new();
+        let mut sold_in_orders = 0u64;
+        for op in ops {
+            match op {
+                Op::Hold(i, seats)
+                    if !done[i] && inv.hold(&people[i], &seats, 4, now, HOLD_MS).is_ok() =>
+                {
+                    report(&inv).await;
+                }
+                Op::PayStart(i) if !done[i] => checked[i] = inv.hold_of(&people[i], now),
+                Op::PayEnd(i) if !done[i] => {
+                    let Some(h) = checked[i].take() else { continue };
+                    match inv.purchase(&people[i], &h, now) {
+                        Ok(sale) => {
+                            assert_eq!(
+                                sale.seats(),
+                                &h.seats[..],
+                                "exactly the seats the payment checked"
+                            );
+                            sold_in_orders += sale.seats().len() as u64;
+                            done[i] = true;
+                            sales.push((i, sale));
+                        }
+                        Err(PurchaseError::Changed) => {
+                            assert_ne!(inv.hold_of(&people[i], now).as_ref(), Some(&h));
+                            report(&inv).await;
+                        }
+                        Err(_) => report(&inv).await,
+                    }
+                }
+                Op::Leave(i) if !done[i] => {
+                    inv.release(&people[i]);
+                    room.finish(&people[i], 0).await.unwrap();
+                    done[i] = true;
+                    report(&inv).await;
+                }
+                Op::Lapse(ms) => {
+                    now += ms;
+                    clock.advance(Duration::from_millis(ms));
+                    if inv.expire(now) > 0 {
+                        report(&inv).await;
+                    }
+                }
+                Op::Finish if !sales.is_empty() => {
+                    let (i, sale) = sales.remove(0);
+                    let n = sale.seats().len() as u32;
+                    assert!(room.finish(&people[i], n).await.unwrap());
+                    inv.confirm(sale);
+                    report(&inv).await;
+                }
+                _ => {}
+            }
+            check(&inv, &room, sold_in_orders, now);
+        }
+        // Every finish reaches the room: the room's counts are the inventory's own.
+        for (i, sale) in sales.drain(..) {
+            room.finish(&people[i], sale.seats().len() as u32)
+                .await
+                .unwrap();
+            inv.confirm(sale);
+            report(&inv).await;
+        }
+        check(&inv, &room, sold_in_orders, now);
+        let c = inv.counts();
+        assert_eq!(
+            room.snapshot().settings.inventory,
+            Some(Inventory {
+                total: c.total,
+                sold: c.sold,
+                held: c.held
+            })
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+        #[test]
+        fn hold_pay_leave_and_lapse_keep_the_counts_whole(ops in ops()) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(run(ops));
+        }
+    }
 }

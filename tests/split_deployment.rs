@@ -284,7 +284,7 @@ async fn an_app_without_cookies_goes_through_the_gateway_to_a_finished_order() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gateways_over_redis_are_one_line() {
-    use waitroom::demo::{RoomOptions, build_room, store_for};
+    use waitroom::demo::{RedisOptions, RoomOptions, build_room, store_for};
     use waitroom::verify::SigningKey;
 
     let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
@@ -294,7 +294,7 @@ async fn two_gateways_over_redis_are_one_line() {
         capacity: 1,
         refresh: Duration::from_secs(1),
         tick_interval: Duration::from_millis(50),
-        redis: Some(server.url().to_owned()),
+        redis: RedisOptions::server(server.url()),
         ..RoomOptions::default()
     };
     // One key file, read by each gateway.
@@ -332,7 +332,7 @@ async fn two_gateways_over_redis_are_one_line() {
     .await
     .unwrap();
     let handle = WaitingRoom::builder(event.clone())
-        .shared_store(store_for(options.redis.as_deref()).await.unwrap().unwrap())
+        .shared_store(store_for(&options.redis).await.unwrap().unwrap())
         .background(false)
         .build()
         .await

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use waitroom::demo::{
-    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, RoomOptions, SIGNING_KEY_FILE, Shop, ShopBuilder,
-    load_or_create_cookie_secret, load_or_create_signing_key,
+    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, RedisOptions, RoomOptions, SIGNING_KEY_FILE, Shop,
+    ShopBuilder, load_or_create_cookie_secret, load_or_create_signing_key,
 };
 use waitroom::verify::SigningKey;
 
@@ -42,9 +42,47 @@ pub struct RoomFlags {
     /// Seconds between the holding page's polls.
     #[arg(long, default_value_t = 5)]
     pub refresh_seconds: u64,
-    /// Redis URL for the shared store (needs `--features redis`); without it the line lives in this process.
-    #[arg(long)]
+    /// Seconds a person whose turn came while they were away keeps it: back within them, they are let in at the
+    /// next free place, ahead of the line (0: a missed turn is lost at once).
+    #[arg(long, default_value_t = 600)]
+    pub return_window: u64,
+    #[command(flatten)]
+    pub redis: RedisFlags,
+}
+
+/// Where the shared line lives (needs `--features redis`); without any of these it lives in this process.
+#[derive(Debug, clap::Args)]
+pub struct RedisFlags {
+    /// One Redis (or Valkey) server's URL, `redis://[:password@]host:port/[db]`.
+    #[arg(long, group = "redis_at")]
     pub redis: Option<String>,
+    /// A Redis Cluster: one or more of its nodes' URLs, comma-separated (the rest is learnt from the cluster;
+    /// failovers and slot moves are followed).
+    #[arg(long, value_delimiter = ',', group = "redis_at")]
+    pub redis_cluster: Vec<String>,
+    /// A primary under Sentinel: the sentinels' URLs, comma-separated (failovers are followed).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        group = "redis_at",
+        requires = "redis_sentinel_master"
+    )]
+    pub redis_sentinel: Vec<String>,
+    /// The primary's name in the sentinels' configuration (`sentinel monitor <NAME> ...`).
+    #[arg(long, requires = "redis_sentinel")]
+    pub redis_sentinel_master: Option<String>,
+}
+
+impl RedisFlags {
+    /// The demo's options from the flags.
+    pub fn options(&self) -> RedisOptions {
+        RedisOptions {
+            url: self.redis.clone(),
+            cluster: self.redis_cluster.clone(),
+            sentinel: self.redis_sentinel.clone(),
+            sentinel_master: self.redis_sentinel_master.clone(),
+        }
+    }
 }
 
 impl RoomFlags {
@@ -57,7 +95,8 @@ impl RoomFlags {
             opens_in: self.opens_in.map(Duration::from_secs),
             idle_timeout: Duration::from_secs(self.idle_timeout),
             refresh: Duration::from_secs(self.refresh_seconds.max(1)),
-            redis: self.redis.clone(),
+            return_window: Duration::from_secs(self.return_window),
+            redis: self.redis.options(),
             ..RoomOptions::default()
         }
     }

@@ -5,6 +5,13 @@
 //! `UPDATE seats SET holder = $me, until = $t WHERE id = ANY($ids) AND (holder IS NULL OR holder = $me OR until <= $now)`
 //! that must touch every requested row or none. A seat someone else holds is refused, never overwritten; a
 //! hold past its time counts as free. Time comes in as an argument, so tests need no clock.
+//!
+//! A payment buys exactly the hold it checked, or nothing: each hold has an id, a new one for every change
+//! ([`SeatInventory::hold`]), and [`SeatInventory::purchase`] takes the [`Hold`] the payment started from and
+//! refuses ([`PurchaseError::Changed`]) when the session's hold is no longer that one. A sale is a [`Sale`] until
+//! its finish has reached the room ([`SeatInventory::confirm`] takes it by value, once); the counts the room is
+//! told ([`SeatInventory::room_view`]) are computed from the sales still open under the same lock, so no counter
+//! is ever decremented past what was added.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -75,6 +82,10 @@ pub enum SeatState {
 /// A hold: the seats one session set aside, until when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Hold {
+    /// This hold's id: every hold (and every change of a session's hold) gets a new one, so a payment can tell
+    /// the hold it checked from one made since.
+    #[serde(default)]
+    pub id: u64,
     /// The seats, in ascending order.
     pub seats: Vec<SeatId>,
     /// When the hold lapses, ms since the Unix epoch.
@@ -117,6 +128,24 @@ pub enum PurchaseError {
     NoHold,
     /// The hold lapsed before the payment went through; its seats went back on sale.
     Expired,
+    /// The session's hold changed (new seats chosen, or a lapsed seat taken by someone else) after the payment
+    /// checked it: nothing was sold, and the new hold stands.
+    Changed,
+}
+
+/// Seats sold whose finish has not reached the room yet: made only by [`SeatInventory::purchase`], consumed by
+/// [`SeatInventory::confirm`] (not `Clone`, so it is confirmed at most once).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Sale {
+    id: u64,
+    seats: Vec<SeatId>,
+}
+
+impl Sale {
+    /// The seats sold.
+    pub fn seats(&self) -> &[SeatId] {
+        &self.seats
+    }
 }
 
 impl std::fmt::Display for PurchaseError {
@@ -124,6 +153,10 @@ impl std::fmt::Display for PurchaseError {
         match self {
             Self::NoHold => write!(f, "you hold no seats"),
             Self::Expired => write!(f, "your hold expired and the seats went back on sale"),
+            Self::Changed => write!(
+                f,
+                "your seats changed while the payment was going through; nothing was bought"
+            ),
         }
     }
 }
@@ -147,6 +180,12 @@ struct State {
     free_in_section: Vec<u32>,
     /// Seat changes so far (the shop's file is written again when this moves).
     changes: u64,
+    /// The id of the next hold.
+    next_hold: u64,
+    /// Sales whose finish has not reached the room yet: sale id -> seats (see [`Sale`]).
+    open_sales: HashMap<u64, u64>,
+    /// The id of the next sale.
+    next_sale: u64,
 }
 
 impl State {
@@ -219,6 +258,9 @@ impl SeatInventory {
                 held: 0,
                 free_in_section,
                 changes: 0,
+                next_hold: 1,
+                open_sales: HashMap::new(),
+                next_sale: 1,
             })),
         }
     }
@@ -245,6 +287,26 @@ impl SeatInventory {
             sold: st.sold,
             held: st.held,
         }
+    }
+
+    /// The counts as the room should see them: the seats of a sale whose finish has not reached the room yet
+    /// ([`Sale`]) still count as held, since the finish itself moves them from held to sold in the room's counts
+    /// (`WaitingRoom::finish`). Reporting them as sold before would count them twice and could tell the line
+    /// "sold out" early. Available seats come out the same either way; read under one lock with the counts.
+    pub fn room_view(&self) -> Inventory {
+        let st = self.lock();
+        // Every open sale's seats are among the sold ones (a sold seat stays sold), so this is at most `sold`.
+        let open: u64 = st.open_sales.values().sum();
+        Inventory {
+            total: st.seats.len() as u64,
+            sold: st.sold.saturating_sub(open),
+            held: st.held + open.min(st.sold),
+        }
+    }
+
+    /// A sale's finish reached the room: its seats count as sold in [`room_view`](Self::room_view) from now on.
+    pub fn confirm(&self, sale: Sale) {
+        self.lock().open_sales.remove(&sale.id);
     }
 
     /// How many sections the seat map has.
@@ -334,7 +396,11 @@ impl SeatInventory {
             if let Seat::Held { by, .. } = &st.seats[s as usize] {
                 // A lapsed hold of someone else: it loses this seat.
                 let other = by.clone();
+                let id = st.next_hold;
+                st.next_hold += 1;
                 if let Some(h) = st.holds.get_mut(&other) {
+                    // It is another hold now: a payment that checked the old one is refused.
+                    h.id = id;
                     h.seats.retain(|&x| x != s);
                     if h.seats.is_empty() {
                         st.holds.remove(&other);
@@ -350,7 +416,10 @@ impl SeatInventory {
                 },
             );
         }
+        let id = st.next_hold;
+        st.next_hold += 1;
         let hold = Hold {
+            id,
             seats: wanted,
             until_ms,
         };
@@ -363,11 +432,19 @@ impl SeatInventory {
         self.lock().drop_hold(&self.layout, session)
     }
 
-    /// Sells `session`'s hold: its seats turn sold if the hold has not lapsed (a lapsed hold is released).
+    /// Sells exactly the hold `checked` (what the payment was for): its seats turn sold if it is still
+    /// `session`'s hold and has not lapsed (a lapsed hold is released). The [`Sale`] stays open until
+    /// [`confirm`](Self::confirm)ed.
     ///
     /// # Errors
-    /// [`PurchaseError::NoHold`] or [`PurchaseError::Expired`].
-    pub fn purchase(&self, session: &str, now_ms: u64) -> Result<Vec<SeatId>, PurchaseError> {
+    /// [`PurchaseError::NoHold`], [`PurchaseError::Expired`], or [`PurchaseError::Changed`] when the session's
+    /// hold is no longer `checked` (nothing sold, the hold left as it is).
+    pub fn purchase(
+        &self,
+        session: &str,
+        checked: &Hold,
+        now_ms: u64,
+    ) -> Result<Sale, PurchaseError> {
         let mut st = self.lock();
         let Some(hold) = st.holds.get(session) else {
             return Err(PurchaseError::NoHold);
@@ -376,11 +453,22 @@ impl SeatInventory {
             st.drop_hold(&self.layout, session);
             return Err(PurchaseError::Expired);
         }
-        let hold = st.holds.remove(session).expect("just looked");
+        if hold.id != checked.id || hold.seats != checked.seats {
+            return Err(PurchaseError::Changed);
+        }
+        let Some(hold) = st.holds.remove(session) else {
+            return Err(PurchaseError::NoHold);
+        };
         for &s in &hold.seats {
             st.set(&self.layout, s, Seat::Sold);
         }
-        Ok(hold.seats)
+        let id = st.next_sale;
+        st.next_sale += 1;
+        st.open_sales.insert(id, hold.seats.len() as u64);
+        Ok(Sale {
+            id,
+            seats: hold.seats,
+        })
     }
 
     /// The sold seats, the holds (by session) and the count of changes so far, to save.
@@ -424,6 +512,8 @@ impl SeatInventory {
                 st.set(&self.layout, s, seat);
             }
             st.holds.insert(by, hold.clone());
+            // New holds get ids after the saved ones (a payment that checked a saved hold still matches it).
+            st.next_hold = st.next_hold.max(hold.id + 1);
         }
         st.changes = 0;
         Some(())
@@ -469,9 +559,10 @@ mod tests {
         // After the hold lapses, b may take the seat even before the sweep; a's hold shrinks.
         inv.hold("b", &[2, 3], 4, 5 * MIN, 5 * MIN).unwrap();
         assert_eq!(inv.counts().held, 4);
-        assert_eq!(inv.purchase("a", 5 * MIN), Err(PurchaseError::Expired));
+        assert_eq!(inv.purchase("a", &a, 5 * MIN), Err(PurchaseError::Expired));
         assert_eq!(inv.counts().held, 2, "a's lapsed seats went back");
-        assert_eq!(inv.purchase("b", 6 * MIN), Ok(vec![2, 3]));
+        let b = inv.hold_of("b", 6 * MIN).unwrap();
+        assert_eq!(inv.purchase("b", &b, 6 * MIN).unwrap().seats(), [2, 3]);
         assert_eq!(inv.counts().sold, 2);
         assert_eq!(
             inv.hold("c", &[3], 4, 6 * MIN, MIN),
@@ -503,7 +594,12 @@ mod tests {
         assert_eq!(inv.counts().held, 0);
         assert_eq!(inv.free_per_section(), vec![500, 100]);
         assert_eq!(inv.release("a"), 0);
-        assert_eq!(inv.purchase("a", 0), Err(PurchaseError::NoHold));
+        let gone = Hold {
+            id: 0,
+            seats: vec![2],
+            until_ms: MIN,
+        };
+        assert_eq!(inv.purchase("a", &gone, 0), Err(PurchaseError::NoHold));
     }
 
     #[test]

@@ -30,11 +30,13 @@ pub use files::{
     COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, SHOP_FILE, SIGNING_KEY_FILE,
     load_or_create_cookie_secret, load_or_create_signing_key,
 };
-pub use inventory::{Hold, HoldError, Layout, PurchaseError, SeatId, SeatInventory, SeatState};
+pub use inventory::{
+    Hold, HoldError, Layout, PurchaseError, Sale, SeatId, SeatInventory, SeatState,
+};
 pub use onsale::{Onsale, start_new_sale, start_onsale};
 pub use setup::{
-    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RoomOptions, build_room, room_layer, serve_behind_room,
-    store_for, verifier_from_jwks_url,
+    DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RedisOptions, RoomOptions, ServerLimits, build_room,
+    room_layer, serve, serve_behind_room, store_for, verifier_from_jwks_url,
 };
 pub use shop::{Order, Shop, ShopBuilder};
 pub use shop_file::SAVE_INTERVAL;

@@ -43,8 +43,8 @@ pub async fn start_onsale(
 ) -> Result<Onsale, BoxError> {
     let room = build_room(options, keys.0, keys.1).await?;
     let shop = shop.room(room.clone());
-    let (shop, resumed) = match (&options.data_dir, &options.redis) {
-        (Some(dir), None) => shop.open(&dir.join(SHOP_FILE))?,
+    let (shop, resumed) = match &options.data_dir {
+        Some(dir) if !options.redis.is_set() => shop.open(&dir.join(SHOP_FILE))?,
         _ => (shop.build(), false),
     };
     // The seats as they are (a resumed sale's, as saved): the room's view follows the shop's.

@@ -1,7 +1,6 @@
 //! [`Shop`]: the storefront and order service over a [`SeatInventory`], as an axum router.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use waitroom_verify::{
     Admission, Finish, FinishFuture, FinishSink, HeaderSink, SharedClock, SystemClock, VerifyLayer,
 };
 
-use super::inventory::{HoldError, PurchaseError, SeatId, SeatInventory};
+use super::inventory::{HoldError, PurchaseError, Sale, SeatId, SeatInventory};
 use super::pages;
 
 /// A completed order.
@@ -113,7 +112,8 @@ impl ShopBuilder {
                 clock: self.clock,
                 room: self.room,
                 feed: tokio::sync::Mutex::new(()),
-                unconfirmed: AtomicU64::new(0),
+                sales: Mutex::new(HashMap::new()),
+                payments: tokio::sync::watch::Sender::new(0),
             }),
         }
     }
@@ -131,8 +131,10 @@ pub(crate) struct Inner {
     room: Option<WaitingRoom>,
     /// Serialises reports to the room, so a stale count never overwrites a newer one.
     feed: tokio::sync::Mutex<()>,
-    /// Seats sold whose finish may not have reached the room yet (see [`Shop::room_view`]).
-    unconfirmed: AtomicU64,
+    /// Sales whose finish has not reached the room yet, by session (see [`Shop::room_view`]).
+    sales: Mutex<HashMap<String, Sale>>,
+    /// Payments in progress (at the payment provider).
+    payments: tokio::sync::watch::Sender<usize>,
 }
 
 /// How long after its response a finish sent back in the header is taken to have reached the room (the room layer
@@ -146,7 +148,8 @@ const HEADER_FINISH_GRACE: Duration = Duration::from_secs(2);
 /// - `GET /seats?section=N`: the seat map with live availability (JSON with `Accept: application/json`);
 /// - `POST /holds`: hold seats (form `seat=<id>` repeated, or JSON `{"seats":[..]}`); `409` names the seats
 ///   someone else holds;
-/// - `POST /pay`: the simulated payment provider, then the order, and the session finishes
+/// - `POST /pay`: the simulated payment provider, then the order for exactly the hold the payment started from
+///   (`409 hold_changed` if the hold changed meanwhile), and the session finishes
 ///   ([`Admission::finish_with_seats`]): `303` to the confirmation (JSON: the order);
 /// - `POST /leave`: release the hold and finish without buying;
 /// - `GET /api/me`: what the pass says (JSON; a light protected route for benchmarks);
@@ -262,26 +265,32 @@ impl Shop {
         }
     }
 
-    /// The seat counts as the room should see them. A finish carries its seats to the room, which moves them from
-    /// held to sold itself ([`WaitingRoom::finish`]); so until a sale's finish has reached the room, its seats are
-    /// reported as still held. Otherwise a report made between the sale and the finish would count them twice and
-    /// could tell the line "sold out" early. Seats available come out the same either way.
+    /// The seat counts as the room should see them ([`SeatInventory::room_view`]). A finish carries its seats to
+    /// the room, which moves them from held to sold itself ([`WaitingRoom::finish`]); so until a sale's finish has
+    /// reached the room, its seats are reported as still held. Otherwise a report made between the sale and the
+    /// finish would count them twice and could tell the line "sold out" early. Seats available come out the same
+    /// either way.
     pub fn room_view(&self) -> Inventory {
-        let c = self.inner.inventory.counts();
-        // Read after the counts: a sale bumps `unconfirmed` before it sells, and only a finish that reached the
-        // room takes it back, so this never sees a sale as sold and confirmed before its finish has landed.
-        let u = self.inner.unconfirmed.load(Ordering::SeqCst).min(c.sold);
-        Inventory {
-            total: c.total,
-            sold: c.sold - u,
-            held: c.held + u,
+        self.inner.inventory.room_view()
+    }
+
+    /// `session`'s sale's finish reached the room: its seats count as sold in reports from now on.
+    async fn confirm(&self, session: &str) {
+        let sale = self
+            .inner
+            .sales
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session);
+        if let Some(sale) = sale {
+            self.inner.inventory.confirm(sale);
+            self.report_inventory().await;
         }
     }
 
-    /// A sale's finish reached the room: its seats count as sold in reports from now on.
-    async fn confirm(&self, seats: u64) {
-        self.inner.unconfirmed.fetch_sub(seats, Ordering::SeqCst);
-        self.report_inventory().await;
+    /// The number of payments at the payment provider now, to watch (a test waits on it instead of sleeping).
+    pub fn payments_in_progress(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.inner.payments.subscribe()
     }
 
     /// Puts lapsed holds back on sale now and reports the seats if any came back; returns how many.
@@ -526,34 +535,32 @@ async fn pay(
     let result = match shop.inner.inventory.hold_of(&me, shop.now_ms()) {
         None => Err(PurchaseError::NoHold),
         Some(hold) => {
-            // The payment provider takes its time; the hold keeps the seats meanwhile.
+            // The payment provider takes its time; the hold keeps the seats meanwhile. The payment is for this
+            // hold: if the session changes it meanwhile, nothing is sold (the provider would refund).
+            shop.inner.payments.send_modify(|n| *n += 1);
             tokio::time::sleep(shop.inner.payment_latency).await;
-            let n = hold.seats.len() as u64;
-            shop.inner.unconfirmed.fetch_add(n, Ordering::SeqCst);
-            let sold = shop.inner.inventory.purchase(&me, shop.now_ms());
-            match &sold {
-                Ok(seats) if seats.len() as u64 != n => {
-                    // The hold changed during the payment (a lapsed seat taken): count what was sold.
-                    shop.inner
-                        .unconfirmed
-                        .fetch_sub(n - (seats.len() as u64).min(n), Ordering::SeqCst);
-                }
-                Ok(_) => {}
-                Err(_) => {
-                    shop.inner.unconfirmed.fetch_sub(n, Ordering::SeqCst);
-                }
-            }
-            sold
+            shop.inner.payments.send_modify(|n| *n -= 1);
+            shop.inner.inventory.purchase(&me, &hold, shop.now_ms())
         }
     };
     let seats = match result {
-        Ok(seats) => seats,
+        Ok(sale) => {
+            let seats = sale.seats().to_vec();
+            // Open until its finish reaches the room (`ShopFinishSink`).
+            shop.inner
+                .sales
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(me.clone(), sale);
+            seats
+        }
         Err(e) => {
             shop.report_inventory().await;
             if json {
                 let code = match e {
                     PurchaseError::NoHold => "no_hold",
                     PurchaseError::Expired => "hold_expired",
+                    PurchaseError::Changed => "hold_changed",
                 };
                 let body = json!({ "error": code, "message": e.to_string() });
                 return no_store((StatusCode::CONFLICT, axum::Json(body)).into_response());
@@ -643,7 +650,7 @@ impl FinishSink for ShopFinishSink {
                 None => tokio::time::sleep(HEADER_FINISH_GRACE).await,
             }
             if seats > 0 {
-                shop.confirm(u64::from(seats)).await;
+                shop.confirm(&session).await;
             }
         });
         self.shop.inner.room.as_ref()?;

@@ -65,6 +65,10 @@ pub(super) struct Person {
     pub holds_anyway: bool,
     pub qty: u64,
     pub visit_s: u64,
+    /// When this person steps away and comes back, if they do (seconds since the first arrival).
+    pub away: Option<(u64, u64)>,
+    /// When they came back after missing their turn (their first poll then), if they did.
+    pub returned_s: Option<u64>,
     /// The line number, once known (0 before).
     pub number: u64,
     pub admitted_s: Option<u64>,
@@ -88,6 +92,9 @@ pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, S
             "the order sizes' shares must add up to more than zero",
         ));
     }
+    // Who steps away, when and for how long: a stream of its own, so the rest of the crowd is the same for a seed
+    // whatever the share.
+    let mut away_rng = Draws::new(p.seed ^ 0x57e9_a3a7);
     let order_cumulative: [f64; 3] =
         std::array::from_fn(|k| p.order_sizes[..=k].iter().map(|s| s.max(0.0)).sum::<f64>());
     Ok((0..size)
@@ -106,6 +113,11 @@ pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, S
             let u = rng.unit() * order_total;
             let qty = 1 + order_cumulative.iter().filter(|&&c| u >= c).count() as u64;
             let buys = rng.unit() < p.buy_share;
+            let away = (away_rng.unit() < p.step_away_share).then(|| {
+                let from = arrive_s.max(open_s)
+                    + (away_rng.unit() * p.step_away_within_minutes * 60.0) as u64;
+                (from, from + 1 + away_rng.exp(p.away_minutes * 60.0) as u64)
+            });
             Person {
                 sid: format!("r{i:021}"),
                 arrive_s,
@@ -119,6 +131,8 @@ pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, S
                 qty,
                 visit_s: (rng.gamma(4, p.visit_minutes * 60.0) as u64)
                     .max(p.hold_after_seconds + 5),
+                away,
+                returned_s: None,
                 number: 0,
                 admitted_s: None,
                 bought: 0,
@@ -128,4 +142,12 @@ pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, S
             }
         })
         .collect())
+}
+
+impl Person {
+    /// Whether this person is away at second `t` (their page does not poll).
+    pub fn away_at(&self, t: u64) -> bool {
+        self.away
+            .is_some_and(|(from, until)| from <= t && t < until)
+    }
 }

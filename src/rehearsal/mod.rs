@@ -5,7 +5,9 @@
 //! people in line giving up (they stop polling and are skipped at the head), admitted people who hold seats after a
 //! minute, pay at the end of a visit of varying length (gamma-distributed, mean 4 minutes) or leave without buying
 //! (their holds expire; a few close the tab and idle out), and an inventory that feeds the room every second. Ten
-//! minutes of on-sale run in seconds.
+//! minutes of on-sale run in seconds. A share of people may step away for a while ([`Params::step_away_share`]):
+//! their page stops polling, and polls at once when they come back; the report says how many of them missed their
+//! turn, how many came back within the return window, and how long those waited from their return to the door.
 //!
 //! What is simplified, and why it changes nothing the room decides: a waiting session's poll only matters to the
 //! room through its liveness mark, which is read when the session reaches the head. So the rehearsal sends the polls
@@ -75,6 +77,20 @@ pub struct Params {
     pub give_up_per_minute: f64,
     /// Seconds between polls of the holding page.
     pub poll_seconds: u64,
+    /// Share of people who step away once while in line (a background tab, a locked phone, a train's lost
+    /// signal), at a random moment in their first `step_away_within_minutes` after the opening (or their
+    /// arrival), for an exponential time of mean `away_minutes`. Their page does not poll meanwhile, and polls at
+    /// once when they come back. 0 (the default): nobody steps away. Drawn apart from the rest of the crowd, so
+    /// the same seed makes the same crowd whatever the share.
+    pub step_away_share: f64,
+    /// Mean minutes away of those who step away.
+    pub away_minutes: f64,
+    /// The span, in minutes from the opening (or the arrival, if later), in which people step away.
+    pub step_away_within_minutes: f64,
+    /// The room's return window, in minutes ([`RoomBuilder::return_window`]).
+    ///
+    /// [`RoomBuilder::return_window`]: waitroom_layer::RoomBuilder::return_window
+    pub return_window_minutes: f64,
     /// Idle timeout of an active session, in minutes.
     pub idle_minutes: f64,
     /// Stop this many minutes after the opening at the latest.
@@ -105,6 +121,10 @@ impl Default for Params {
             hold_after_seconds: 60,
             give_up_per_minute: 0.01,
             poll_seconds: 20,
+            step_away_share: 0.0,
+            away_minutes: 5.0,
+            step_away_within_minutes: 10.0,
+            return_window_minutes: 10.0,
             idle_minutes: 10.0,
             max_minutes_after_open: 45,
             seed: 2026,

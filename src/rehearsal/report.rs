@@ -83,6 +83,21 @@ pub struct Report {
     pub sold_out_told_within_seconds: Option<u64>,
     /// The reach estimate halfway through the seats, as a line number, and the last line number that bought.
     pub reach_halfway: Option<(u64, u64)>,
+    /// People drawn to step away for a while ([`Params::step_away_share`](super::Params::step_away_share)) who
+    /// joined.
+    pub stepped_away: u64,
+    /// Turns that came while the person was away (the room's count: those who gave up are among them).
+    pub missed_turns: u64,
+    /// People who came back within the return window after missing their turn (the room's count).
+    pub returned_in_time: u64,
+    /// People who came back after the window (the room's count).
+    pub returned_late: u64,
+    /// Of those who came back in time, how many the door let in before the run ended.
+    pub returned_let_in: u64,
+    /// Seconds from a return (the page's first poll on coming back) to the door letting the person in: median.
+    pub return_wait_median_seconds: f64,
+    /// The same, the longest.
+    pub return_wait_max_seconds: u64,
 }
 
 impl Simulation<'_> {
@@ -102,7 +117,25 @@ impl Simulation<'_> {
             .map(|q| q.number)
             .max()
             .unwrap_or(0);
+        let counters = self.counters();
+        let mut return_waits: Vec<f64> = self
+            .people
+            .iter()
+            .filter_map(|q| Some(q.admitted_s?.checked_sub(q.returned_s?)? as f64))
+            .collect();
+        let stepped_away = self
+            .people
+            .iter()
+            .filter(|q| q.away.is_some() && (q.number > 0 || q.admitted_s.is_some()))
+            .count() as u64;
         Report {
+            stepped_away,
+            missed_turns: counters.missed,
+            returned_in_time: counters.returned,
+            returned_late: counters.returned_late,
+            returned_let_in: return_waits.len() as u64,
+            return_wait_max_seconds: return_waits.iter().fold(0.0f64, |a, &b| a.max(b)) as u64,
+            return_wait_median_seconds: percentile(&mut return_waits, 0.5),
             joined: self.joined(),
             sold_out_after_seconds: after_opening(m.sold_out_at),
             no_seat_available_after_seconds: after_opening(m.no_seat_at),

@@ -22,6 +22,9 @@ use super::report::Minute;
 /// The manual clock's reading at the first second (the first arrival), in milliseconds since the epoch.
 const START_MS: u64 = 1_800_000_000_000;
 
+/// The room's arrival window (its default), in seconds.
+const ROOM_ARRIVAL_WINDOW_S: u64 = 60;
+
 /// What is due for an admitted person at a second of the agenda.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Due {
@@ -119,6 +122,8 @@ pub(super) struct Simulation<'p> {
     drawn: bool,
     /// Followed people not yet shown an estimate.
     unshown: Vec<usize>,
+    /// People whose turn passed while they were away, until they are let in or told it passed for good.
+    missed: Vec<usize>,
     pub seats: Seats,
     pub milestones: Milestones,
     pub news: SoldOutNews,
@@ -151,6 +156,9 @@ impl<'p> Simulation<'p> {
                 Fairness::Fifo
             })
             .poll_interval(Duration::from_secs(p.poll_seconds))
+            .return_window(Duration::from_secs_f64(
+                p.return_window_minutes.max(0.0) * 60.0,
+            ))
             .idle_timeout(Duration::from_secs_f64(p.idle_minutes * 60.0))
             .expected_visit(Duration::from_secs_f64(p.visit_minutes * 60.0))
             .clock(Arc::new(clock.clone()))
@@ -197,6 +205,7 @@ impl<'p> Simulation<'p> {
             agenda: BTreeMap::new(),
             drawn: !p.random_draw,
             unshown,
+            missed: Vec::new(),
             seats,
             milestones: Milestones::default(),
             news: SoldOutNews {
@@ -224,11 +233,17 @@ impl<'p> Simulation<'p> {
         self.room.snapshot().counters.joined
     }
 
+    /// The room's running totals.
+    pub fn counters(&self) -> waitroom_layer::store::Counters {
+        self.room.snapshot().counters
+    }
+
     /// Second `t`, step by step; `true` when the rehearsal is over.
     async fn second(&mut self, t: u64) -> Result<bool, StoreError> {
         self.clock.set_ms(START_MS + t * 1000);
         self.arrivals(t).await?;
         self.near_head_polls(t).await?;
+        self.returns(t).await?;
         self.first_estimates(t).await?;
         self.sold_out_polls(t).await?;
         self.seats_due(t).await?;
@@ -311,7 +326,11 @@ impl<'p> Simulation<'p> {
                     continue;
                 }
                 let q = &self.people[i];
-                if t < q.give_up_s && t >= q.arrive_s && (t - q.arrive_s).is_multiple_of(poll) {
+                if t < q.give_up_s
+                    && t >= q.arrive_s
+                    && !q.away_at(t)
+                    && (t - q.arrive_s).is_multiple_of(poll)
+                {
                     self.room.locate(&q.sid, Some(q.number)).await?;
                 }
             }
@@ -367,7 +386,7 @@ impl<'p> Simulation<'p> {
             if t >= q.give_up_s {
                 continue; // gave up before hearing it: no longer in line
             }
-            if !(t - q.arrive_s).is_multiple_of(self.poll) {
+            if q.away_at(t) || !(t - q.arrive_s).is_multiple_of(self.poll) {
                 still.push(i);
                 continue;
             }
@@ -385,6 +404,40 @@ impl<'p> Simulation<'p> {
                 .then_some(self.news.last_told.max(so) - so);
         }
         self.news.line = Some(still);
+        Ok(())
+    }
+
+    /// The people whose turn passed while they were away: a page polls at once when its person comes back, then
+    /// every poll interval until the door lets them in (ahead of the line, within the return window) or it tells
+    /// them their turn passed for good.
+    async fn returns(&mut self, t: u64) -> Result<(), StoreError> {
+        let missed = std::mem::take(&mut self.missed);
+        let mut still = Vec::with_capacity(missed.len());
+        for i in missed {
+            let q = &self.people[i];
+            let Some((_, back)) = q.away else { continue };
+            if q.admitted_s.is_some() || t >= q.give_up_s {
+                continue; // let in, or gave up while away: never comes back
+            }
+            let due = match q.returned_s {
+                None => t >= back,
+                Some(r) => (t - r).is_multiple_of(self.poll),
+            };
+            if !due {
+                still.push(i);
+                continue;
+            }
+            let pl = self.room.locate(&q.sid, Some(q.number)).await?;
+            match pl.map(|p| p.state) {
+                Some(SessionState::Returning) => {
+                    self.people[i].returned_s.get_or_insert(t);
+                    still.push(i);
+                }
+                Some(SessionState::Missed) => still.push(i), // not back yet by the room's clock
+                _ => {} // told its turn passed (or let in already)
+            }
+        }
+        self.missed = still;
         Ok(())
     }
 
@@ -471,6 +524,12 @@ impl<'p> Simulation<'p> {
             self.drawn = true;
             self.learn_numbers(t).await?;
         }
+        for sid in &report.missed {
+            let i = self.by_sid[sid.as_str()];
+            if self.people[i].away.is_some() && !self.missed.contains(&i) {
+                self.missed.push(i);
+            }
+        }
         self.admit(t, report).await
     }
 
@@ -501,6 +560,14 @@ impl<'p> Simulation<'p> {
             q.admitted_s = Some(t);
             if t >= q.give_up_s {
                 continue; // gave up moments ago: never claims; the place frees after the arrival window
+            }
+            if q.away_at(t)
+                && q.away
+                    .is_some_and(|(_, back)| back > t + ROOM_ARRIVAL_WINDOW_S)
+            {
+                // Let in while away but within the grace (it had polled lately), and back only after the arrival
+                // window: never claims; the place frees. (Back within it: claims at once, as below.)
+                continue;
             }
             let end_of_visit = t + q.visit_s;
             self.room.claim(sid).await?;

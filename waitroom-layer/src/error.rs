@@ -70,6 +70,11 @@ pub enum StoreError {
     },
     /// The store answered with something the room cannot read.
     Corrupt(String),
+    /// The store does not know the on-sale: it was never initialised, or the store lost it (a Redis restarted
+    /// without persistence, a fresh replica). A room that meets this restores the on-sale from its own view
+    /// ([`Store::restore`](crate::store::Store::restore)) and takes people back from their signed cookies
+    /// ([`Store::reclaim`](crate::store::Store::reclaim)). Not an outage: the store answers.
+    Forgotten(String),
     /// The store was set up or asked wrongly: a brace in a key prefix or an event id, a draw size out of range, a
     /// zero timeout, a malformed URL. Retrying does not help; the configuration must change. Not an outage.
     Config {
@@ -85,6 +90,7 @@ impl fmt::Display for StoreError {
         let (what, text, source) = match self {
             Self::Unavailable { context, source } => ("store unavailable", context, source),
             Self::Corrupt(what) => return write!(f, "store data corrupt: {what}"),
+            Self::Forgotten(what) => return write!(f, "store forgot the on-sale: {what}"),
             Self::Config { reason, source } => ("store misconfigured", reason, source),
         };
         write!(f, "{what}: {text}")?;
@@ -102,7 +108,7 @@ impl Error for StoreError {
             Self::Unavailable { source, .. } | Self::Config { source, .. } => {
                 source.as_deref().map(|e| e as &(dyn Error + 'static))
             }
-            Self::Corrupt(_) => None,
+            Self::Corrupt(_) | Self::Forgotten(_) => None,
         }
     }
 }
@@ -144,6 +150,11 @@ impl StoreError {
             reason: reason.into(),
             source: Some(Arc::new(source)),
         }
+    }
+
+    /// Whether the store does not know the on-sale ([`StoreError::Forgotten`]).
+    pub fn is_forgotten(&self) -> bool {
+        matches!(self, Self::Forgotten(_))
     }
 
     /// Whether this is an outage ([`StoreError::Unavailable`]): worth retrying, and what a fail-open room opens on.

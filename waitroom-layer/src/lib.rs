@@ -34,13 +34,15 @@
 //! `.route_service("/waitroom/{*rest}", waitroom.endpoints())`.
 //!
 //! # What a browser sees
-//! - First request to a protected path: a session cookie (`waitroom_session`, HttpOnly, SameSite=Lax, Secure by
-//!   default, Path=/) and the holding page with its place in line. The cookie is `<session>.<mark>.<hmac>`,
+//! - First request to a protected path: a session cookie (`__Host-waitroom_session` behind HTTPS, the default:
+//!   HttpOnly, SameSite=Lax, Secure, Path=/, no Domain, so a sibling subdomain cannot set one;
+//!   `waitroom_session` with `secure_cookies(false)`; see [`RoomBuilder::cookie_prefix`]) and the holding page
+//!   with its place in line. The cookie is `<session>.<mark>.<hmac>`,
 //!   signed with the room's cookie secret (HMAC-SHA256, checked in constant time); a forged or garbled one is no
 //!   cookie at all. It carries the line number (or `p` while in the pre-queue), so a poll is answered from memory.
 //! - The page polls `GET {base}/status` (JSON) every `refresh_seconds` with jitter; without JavaScript it
 //!   refreshes itself. When the session is let in, the poll claims the place, sets the admission token cookie
-//!   (`waitroom_token`, a JWT signed by the room, lifetime = the idle timeout) and the page goes on to `next`.
+//!   (`__Host-waitroom_token`, a JWT signed by the room, lifetime = the idle timeout) and the page goes on to `next`.
 //! - With a valid token for its own session a request passes to the inner service. The room counts it as
 //!   activity (batched) and re-issues the token once more than half its life is gone.
 //! - When the inner response carries `Waitroom-Command: finish; seats=<n>` (what the verify crate's
@@ -72,6 +74,26 @@
 //! - Behind `tower-http`'s `CorsLayer`, allow the `x-waitroom-session` and `authorization` request headers and
 //!   expose `waitroom-session`, `waitroom-token` and `waitroom-state`.
 //!
+//! # Keep your turn: the grace and the return window
+//! A waiting session that has not polled for the grace ([`RoomBuilder::abandon_after`]; by default the longer of
+//! three poll intervals and [`MIN_DEFAULT_GRACE`], 3 minutes) when its turn comes *misses* it
+//! ([`SessionState::Missed`]): the door skips it and lets the next present person in, in the same tick, so nobody
+//! present waits for someone who is not there. The 3 minutes are there because browsers slow down background tabs:
+//! Chrome wakes the chained timers of a page hidden for five minutes once a minute at most, so a page asked to poll
+//! every 20 s polls about once a minute, and a one-minute grace would count it absent just as its turn comes.
+//!
+//! A missed turn is kept for the return window ([`RoomBuilder::return_window`], default
+//! [`DEFAULT_RETURN_WINDOW`], 10 minutes). A poll within it (the holding page polls at once when its tab becomes
+//! visible again, is restored from the back-forward cache or the network comes back) answers
+//! [`ViewState::Returning`] and puts the session in the returning queue, which every admission tick serves ahead of
+//! the head of the line within every rule of the door (capacity, per-minute cap, pause, inventory; turned away
+//! first when the on-sale is closed or sold out): with a free place, the next tick lets it in. After the window the
+//! status says [`ViewState::Missed`] (the page: "Your turn passed while you were away") and the next protected
+//! request joins at the back. The queue lives in the store, so a person may come back through any instance. Counted
+//! in [`Counters`](store::Counters) (`missed`, `returned`, `returned_late`, `abandoned`) and reported as events
+//! ([`RoomEventKind::Missed`], [`RoomEventKind::Returned`], [`RoomEventKind::ReturnedLate`],
+//! [`RoomEventKind::Abandoned`]).
+//!
 //! # Several instances
 //! The room's signing key and cookie secret default to fresh random values: fine for one process. Instances
 //! sharing a store must share both ([`RoomBuilder::signing_key`] from PEM, [`RoomBuilder::cookie_secret`]).
@@ -83,6 +105,14 @@
 //! path without a valid token is held by default, on the holding page ([`StoreOutage::FailClosed`]). [`RoomBuilder::store_outage`] with
 //! [`StoreOutage::FailOpen`] lets such requests through to the inner service instead, which **unprotects the
 //! checkout for the outage**; it ends by itself when the store answers again.
+//!
+//! # When the store forgets
+//! A store that answers but no longer knows the on-sale ([`StoreError::Forgotten`]: a Redis restarted without
+//! persistence, a fresh replica) is given it back at the next call, from the room's last snapshot (settings in
+//! force, the line's numbers, the counters): nobody is let in for one poll interval (+20 % jitter, +1 s) while the
+//! people in line come back with the number in their signed cookie and take it again; newcomers get numbers after
+//! everyone's; then the door resumes in order. No 503 for it. The rules are in [`store`] ("When the store
+//! forgets"); `tests/redis_faults.rs` kills a real Redis mid-sale and checks them over HTTP.
 //!
 //! # A per-client cap on joins with `tower_governor`
 //! The room holds one place per session (and per account with [`WaitingRoomLayerBuilder::account_key`]), but a
@@ -119,11 +149,11 @@
 //! - **Admin API** (off by default): [`WaitingRoomLayerBuilder::admin_token`] answers `{base}/admin/...` for
 //!   callers with `Authorization: Bearer <secret>`: stats, capacity, per-minute cap, pause, resume, open now,
 //!   close, inventory. See [`admin`].
-//! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, abandonments and sold
-//!   out. See [`lifecycle`].
+//! - **Events**: [`WaitingRoom::subscribe`] streams joins, admissions, finishes, expiries, missed turns, returns
+//!   (in time and late), abandonments and sold out. See [`lifecycle`].
 //! - **Tracing**: joins, admissions, token issues, refusals and finishes are `DEBUG` spans (`waitroom.join`,
-//!   `waitroom.admit`, `waitroom.token`, `waitroom.refusal`, `waitroom.finish`; expiries and abandonments
-//!   `waitroom.expire`, `waitroom.abandon`), each with the on-sale id as its `event` field and the session as its
+//!   `waitroom.admit`, `waitroom.token`, `waitroom.refusal`, `waitroom.finish`; expiries, missed turns and
+//!   abandonments `waitroom.expire`, `waitroom.miss`, `waitroom.abandon`), each with the on-sale id as its `event` field and the session as its
 //!   `session` field, and each with one `DEBUG` event inside; polls are `TRACE` events; operator changes and the
 //!   draw `INFO`; store outages `WARN`. Sessions appear only as a 6-hex-digit [`fingerprint`], never as the id or
 //!   a token. A span's fields are computed only when `DEBUG` is enabled for the room, so at the default
@@ -164,7 +194,10 @@ pub use http::page::{
 };
 pub use http::respond::STATE_HEADER;
 pub use http::service::WaitingRoomService;
-pub use room::builder::{Fairness, MIN_COOKIE_SECRET_BYTES, RoomBuilder, RoomConfig, StoreOutage};
+pub use room::builder::{
+    DEFAULT_RETURN_WINDOW, Fairness, MIN_COOKIE_SECRET_BYTES, MIN_DEFAULT_GRACE, RoomBuilder,
+    RoomConfig, StoreOutage,
+};
 pub use room::cookie::{SessionCookie, valid_session_id};
 pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};
 pub use room::key_files::{

@@ -66,7 +66,7 @@ async fn every_lifecycle_event_is_reported_once() {
         ]
     );
 
-    // C keeps polling; B went away. A idles out; B is skipped at the head; C is let in.
+    // C keeps polling; B went away. A idles out; B's turn passes while it is away; C is let in.
     clock.advance(Duration::from_secs(20));
     room.locate(&c, numbers[2]).await.unwrap();
     room.tick_now().await.unwrap();
@@ -79,9 +79,9 @@ async fn every_lifecycle_event_is_reported_once() {
     assert_eq!(
         got,
         vec![
-            RoomEventKind::Abandoned { session: b.clone() },
             RoomEventKind::Admitted { session: c.clone() },
             RoomEventKind::Expired { session: a.clone() },
+            RoomEventKind::Missed { session: b.clone() },
         ]
     );
 
@@ -107,6 +107,108 @@ async fn every_lifecycle_event_is_reported_once() {
             RoomEventKind::SoldOut,
         ]
     );
+}
+
+/// A turn that passes while the person is away: `missed` when the door skips them, `returned` when they come back
+/// within the window (and `admitted` when let in, ahead of the line), `abandoned` when the window passes without
+/// them, `returned_late` when they come back after it; the counters and the metrics say the same.
+#[tokio::test]
+async fn missed_turns_and_returns_are_reported() {
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder("events-return")
+        .capacity(1)
+        .idle_timeout(Duration::from_secs(300))
+        .poll_interval(Duration::from_secs(5))
+        .abandon_after(Duration::from_secs(15))
+        .return_window(Duration::from_secs(60))
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let mut rx = room.subscribe();
+    let [a, b, c, d] = [(); 4].map(|_| WaitingRoom::new_session_id());
+    let mut n = Vec::new();
+    for s in [&a, &b, &c, &d] {
+        n.push(room.join(s, None).await.unwrap().number);
+    }
+    room.tick_now().await.unwrap();
+    room.claim(&a).await.unwrap();
+    drain(&mut rx);
+    // B and D are away; C polls. A finishes: B's turn passes, C goes in.
+    clock.advance(Duration::from_secs(20));
+    room.locate(&c, n[2]).await.unwrap();
+    room.finish(&a, 0).await.unwrap();
+    room.tick_now().await.unwrap();
+    room.claim(&c).await.unwrap();
+    let mut got = drain(&mut rx);
+    got.sort_by_key(|k| k.name());
+    assert_eq!(
+        got,
+        vec![
+            RoomEventKind::Admitted { session: c.clone() },
+            RoomEventKind::Finished {
+                session: a.clone(),
+                seats: 0
+            },
+            RoomEventKind::Missed { session: b.clone() },
+        ]
+    );
+    // B comes back within the window; its first answer says so.
+    let p = room.locate(&b, n[1]).await.unwrap().unwrap();
+    assert_eq!(p.state, SessionState::Returning);
+    assert_eq!(room.status(Some(&p)).state, ViewState::Returning);
+    room.locate(&b, n[1]).await.unwrap();
+    assert_eq!(
+        drain(&mut rx),
+        vec![RoomEventKind::Returned { session: b.clone() }],
+        "one return, however often it polls"
+    );
+    // C finishes: B goes in before D (who is away anyway); then D's turn passes.
+    room.finish(&c, 0).await.unwrap();
+    room.tick_now().await.unwrap();
+    room.claim(&b).await.unwrap();
+    room.finish(&b, 0).await.unwrap();
+    room.tick_now().await.unwrap();
+    let got: Vec<_> = drain(&mut rx)
+        .into_iter()
+        .filter(|e| !matches!(e, RoomEventKind::Finished { .. }))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            RoomEventKind::Admitted { session: b.clone() },
+            RoomEventKind::Missed { session: d.clone() },
+        ]
+    );
+    // The window passes without D; D comes back after it.
+    clock.advance(Duration::from_secs(60));
+    room.tick_now().await.unwrap();
+    let p = room.locate(&d, n[3]).await.unwrap().unwrap();
+    assert_eq!(room.status(Some(&p)).state, ViewState::Missed);
+    room.locate(&d, n[3]).await.unwrap();
+    assert_eq!(
+        drain(&mut rx),
+        vec![
+            RoomEventKind::Abandoned { session: d.clone() },
+            RoomEventKind::ReturnedLate { session: d.clone() },
+        ]
+    );
+    room.refresh().await.unwrap();
+    let c = room.stats().counters;
+    assert_eq!(
+        (c.missed, c.returned, c.returned_late, c.abandoned),
+        (2, 1, 1, 1)
+    );
+    let text = room.metrics_text();
+    for line in [
+        "waitroom_missed_total{event=\"events-return\"} 2",
+        "waitroom_returned_total{event=\"events-return\"} 1",
+        "waitroom_returned_late_total{event=\"events-return\"} 1",
+        "waitroom_abandoned_total{event=\"events-return\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
 }
 
 /// Closing turns the line away: one event per session turned away, the count in the stats and the metrics, the

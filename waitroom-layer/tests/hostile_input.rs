@@ -102,15 +102,20 @@ fn forged(i: usize) -> String {
 
 /// Sends `GET /checkout` with `cookie` and says whether it reached the handler, and the session `Set-Cookie`.
 async fn checkout_with(s: &Site, cookie: &str) -> (StatusCode, String, Option<String>) {
+    let (status, body, lines) = checkout_lines(s, cookie).await;
+    (status, body, cookie_value(&lines, "waitroom_session"))
+}
+
+/// Sends `GET /checkout` with `cookie`; the status, the body and every `Set-Cookie` line.
+async fn checkout_lines(s: &Site, cookie: &str) -> (StatusCode, String, Vec<String>) {
     let res = client()
         .get(s.at("/checkout"))
         .header("cookie", cookie)
         .send()
         .await
         .unwrap();
-    let status = res.status();
-    let session = cookie_value(&set_cookies(&res), "waitroom_session");
-    (status, res.text().await.unwrap(), session)
+    let (status, lines) = (res.status(), set_cookies(&res));
+    (status, res.text().await.unwrap(), lines)
 }
 
 #[tokio::test]
@@ -267,4 +272,117 @@ async fn an_order_service_reached_directly_can_refuse_cross_origin_posts_too() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// A room with its default cookie settings (secure, as behind HTTPS; this test server is plain HTTP, so the tests
+/// write their `Cookie` headers by hand), `configure`d, with a seat map behind the room and an order route behind
+/// a default `VerifyLayer`.
+async fn secure_site(
+    configure: impl FnOnce(waitroom_layer::RoomBuilder) -> waitroom_layer::RoomBuilder,
+) -> Site {
+    let builder = WaitingRoom::builder("tour-2026")
+        .capacity(2)
+        .idle_timeout(Duration::from_secs(60))
+        .clock(Arc::new(ManualClock::starting_now()))
+        .background(false);
+    let room = configure(builder).build().await.unwrap();
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/checkout")
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/checkout", get(|| async { "seat map" }))
+        .route(
+            "/checkout/order",
+            get(|| async { "order form" }).layer(VerifyLayer::new(room.verifier().clone())),
+        )
+        .layer(layer);
+    Site {
+        url: serve(app).await,
+        room,
+    }
+}
+
+/// The first `Set-Cookie` line for `name` (attributes included).
+fn set_cookie_line<'a>(lines: &'a [String], name: &str) -> Option<&'a str> {
+    lines
+        .iter()
+        .find(|l| l.starts_with(&format!("{name}=")))
+        .map(String::as_str)
+}
+
+#[tokio::test]
+async fn behind_https_the_cookies_are_host_prefixed_so_a_sibling_subdomain_cannot_toss_a_session_in()
+ {
+    let s = secure_site(|b| b).await;
+    assert_eq!(s.room.cookie_names().session, "__Host-waitroom_session");
+    // The attacker's own session, from the room itself: a valid signature.
+    let res = client().get(s.at("/checkout")).send().await.unwrap();
+    let lines = set_cookies(&res);
+    let line =
+        set_cookie_line(&lines, "__Host-waitroom_session").expect("a __Host- session cookie");
+    assert!(
+        line.contains("; Path=/;") && line.contains("; Secure") && !line.contains("Domain"),
+        "{line}"
+    );
+    let attackers = cookie_value(&lines, "__Host-waitroom_session").unwrap();
+    let attackers_id = attackers.split('.').next().unwrap().to_owned();
+
+    // A sibling subdomain tosses it in under the plain name (`Domain=example.com`): the room does not read it; the
+    // person gets a session of their own.
+    let (_, _, lines) = checkout_lines(&s, &format!("waitroom_session={attackers}")).await;
+    let own =
+        cookie_value(&lines, "__Host-waitroom_session").expect("a session of the person's own");
+    assert_ne!(
+        own.split('.').next().unwrap(),
+        attackers_id,
+        "the tossed session was adopted"
+    );
+    // Beside the person's own `__Host-` cookie, the tossed one changes nothing.
+    let both = format!("waitroom_session={attackers}; __Host-waitroom_session={own}");
+    let (_, _, lines) = checkout_lines(&s, &both).await;
+    assert_eq!(cookie_value(&lines, "__Host-waitroom_session"), None);
+
+    // Let in: the token cookie is `__Host-` too, and a default VerifyLayer reads both.
+    s.room.tick_now().await.unwrap();
+    let (_, body, lines) = checkout_lines(&s, &format!("__Host-waitroom_session={own}")).await;
+    assert_eq!(body, "seat map");
+    let token = cookie_value(&lines, "__Host-waitroom_token").expect("a __Host- token cookie");
+    let res = client()
+        .get(s.at("/checkout/order"))
+        .header(
+            "cookie",
+            format!("__Host-waitroom_session={own}; __Host-waitroom_token={token}"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.text().await.unwrap(), "order form");
+}
+
+#[tokio::test]
+async fn a_shared_cookie_domain_uses_the_secure_prefix_and_plain_http_keeps_the_plain_names() {
+    let s = secure_site(|b| b.cookie_domain("example.com")).await;
+    let res = client().get(s.at("/checkout")).send().await.unwrap();
+    let lines = set_cookies(&res);
+    let line =
+        set_cookie_line(&lines, "__Secure-waitroom_session").expect("__Secure- with a domain");
+    assert!(
+        line.contains("; Domain=example.com;") && line.contains("; Secure"),
+        "{line}"
+    );
+
+    let s = secure_site(|b| b.cookie_prefix(false)).await;
+    let res = client().get(s.at("/checkout")).send().await.unwrap();
+    assert!(set_cookie_line(&set_cookies(&res), "waitroom_session").is_some());
+
+    let s = secure_site(|b| b.secure_cookies(false)).await;
+    assert_eq!(s.room.cookie_names().session, "waitroom_session");
+
+    let bad = WaitingRoom::builder("tour-2026")
+        .cookie_domain("example.com; Path=/evil")
+        .build()
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("cookie_domain"), "{bad}");
 }

@@ -1,5 +1,5 @@
 //! Operating a live on-sale over real HTTP: the metrics endpoint scraped during a small sale (finishes, expiries,
-//! abandonments, the measured head rate) and checked against the room's own figures, and the admin API with a
+//! missed turns, the measured head rate) and checked against the room's own figures, and the admin API with a
 //! wrong, missing and right token (on a room that has not opened yet, so that a refused "open now" would show).
 //!
 //! Rooms use a manual clock and no background task; the door moves with `room.tick_now()`.
@@ -54,6 +54,8 @@ async fn site_with(
         .capacity(capacity)
         .idle_timeout(Duration::from_secs(60))
         .poll_interval(Duration::from_secs(5))
+        // A short grace, so a minute of the sale shows a missed turn (the default is at least 3 minutes).
+        .abandon_after(Duration::from_secs(15))
         .clock(Arc::new(clock))
         .background(false)
         .secure_cookies(false);
@@ -187,6 +189,7 @@ async fn metrics_scraped_during_a_sale_match_the_room() {
     assert_eq!(sample(&m, "seats_bought_total"), 2.0);
     assert_eq!(sample(&m, "expired_total"), 0.0);
     assert_eq!(sample(&m, "abandoned_total"), 0.0);
+    assert_eq!(sample(&m, "missed_total"), 0.0);
     assert_eq!(sample(&m, "seats_on_sale"), 100.0);
     assert_eq!(sample(&m, "seats_sold"), 10.0);
     assert_eq!(sample(&m, "seats_held"), 4.0);
@@ -215,7 +218,8 @@ async fn metrics_scraped_during_a_sale_match_the_room() {
 
     // A minute passes. Number 2 keeps using its pass and number 5 keeps polling; number 3, let in at the last
     // tick, never comes for its pass (it expires after the one-minute arrival window), and number 4 stops polling
-    // (when its turn comes it has been unseen for longer than the 15 s grace: skipped as abandoned).
+    // (when its turn comes it has been unseen for longer than the 15 s grace: its turn passes while it is away; it
+    // keeps it for the 10-minute return window, so it is not abandoned yet).
     for _ in 0..14 {
         clock.advance(Duration::from_secs(5));
         let res = people[1].get(s.at("/checkout")).send().await.unwrap();
@@ -225,17 +229,27 @@ async fn metrics_scraped_during_a_sale_match_the_room() {
     }
     let st = s.room.stats();
     assert_eq!(
-        (st.counters.expired, st.counters.abandoned, st.active),
-        (1, 1, 2),
+        (
+            st.counters.expired,
+            st.counters.missed,
+            st.counters.abandoned,
+            st.away,
+            st.active
+        ),
+        (1, 1, 0, 1, 2),
         "{st:?}"
     );
     assert_eq!(poll(&people[4], &s).await["state"], "admitted");
     let rate = st
         .head_rate_per_minute
-        .expect("a minute of finishes, expiries and abandonments measures the head");
+        .expect("a minute of finishes, expiries and missed turns measures the head");
     let m = scrape(&s).await;
     assert_eq!(sample(&m, "expired_total"), 1.0);
-    assert_eq!(sample(&m, "abandoned_total"), 1.0);
+    assert_eq!(sample(&m, "missed_total"), 1.0);
+    assert_eq!(sample(&m, "away"), 1.0);
+    assert_eq!(sample(&m, "returned_total"), 0.0);
+    assert_eq!(sample(&m, "returned_late_total"), 0.0);
+    assert_eq!(sample(&m, "abandoned_total"), 0.0);
     assert_eq!(sample(&m, "admitted_total"), st.counters.admitted as f64);
     assert_eq!(sample(&m, "served_total"), st.served as f64);
     assert_eq!(sample(&m, "active"), 2.0);

@@ -1,5 +1,5 @@
 //! Faults of a real redis-server under the room layer over real HTTP (issue 21): a finish made while Redis is
-//! down is kept and retried, not lost. The room's clock is manual and the door moves by hand; nothing sleeps.
+//! down is kept and retried, not lost; a Redis that comes back empty gets the on-sale back and everyone's place. The room's clock is manual and the door moves by hand; nothing sleeps.
 #![cfg(feature = "redis")]
 
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
-use waitroom_layer::{ManualClock, RedisStore, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
+use waitroom_layer::{Clock, ManualClock, RedisStore, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
 use waitroom_testkit::http::{browser, serve};
 use waitroom_testkit::redis::RedisServer;
 use waitroom_verify::FINISH_HEADER;
@@ -21,23 +21,18 @@ fn event(tag: &str) -> String {
 }
 
 async fn state_of(b: &reqwest::Client, url: &str) -> String {
-    let res = b
-        .get(format!("{url}/waitroom/status"))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().as_u16() < 500, "{}", res.status());
-    res.headers()[STATE_HEADER].to_str().unwrap().to_owned()
+    let status = status_of(b, url).await;
+    status["state"].as_str().expect("a state").to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_finish_made_while_redis_is_down_is_kept_and_frees_the_place_once_redis_is_back() {
-    let mut server = RedisServer::start();
-    let store = RedisStore::connect(server.url()).await.unwrap();
-    let clock = ManualClock::starting_now();
-    let room = WaitingRoom::builder(event("finish-outage"))
-        .capacity(1)
+/// `room` (10-minute idle timeout, manual clock, no background task, plain-HTTP cookies) over `store`, guarding a
+/// seat map at `/checkout` and a payment at `/checkout/buy` that finishes the session; served on a free port.
+async fn checkout(
+    room: waitroom_layer::RoomBuilder,
+    store: RedisStore,
+    clock: &ManualClock,
+) -> (WaitingRoom, String) {
+    let room = room
         .idle_timeout(Duration::from_secs(600))
         .clock(Arc::new(clock.clone()))
         .background(false)
@@ -57,7 +52,16 @@ async fn a_finish_made_while_redis_is_down_is_kept_and_frees_the_place_once_redi
             post(|| async { ([(FINISH_HEADER, "finish")], "bought") }),
         )
         .layer(layer);
-    let url = serve(app).await;
+    (room, serve(app).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_made_while_redis_is_down_is_kept_and_frees_the_place_once_redis_is_back() {
+    let mut server = RedisServer::start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder(event("finish-outage")).capacity(1);
+    let (room, url) = checkout(room, store, &clock).await;
 
     let a = browser();
     let b = browser();
@@ -114,5 +118,164 @@ async fn a_finish_made_while_redis_is_down_is_kept_and_frees_the_place_once_redi
     assert!(
         room.metrics_text()
             .contains("waitroom_finishes_pending{event=\"")
+    );
+}
+
+/// The status a browser gets: never a 5xx.
+async fn status_of(b: &reqwest::Client, url: &str) -> serde_json::Value {
+    let res = b
+        .get(format!("{url}/waitroom/status"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().as_u16() < 500, "a 5xx: {}", res.status());
+    res.json().await.unwrap()
+}
+
+fn number_of(status: &serde_json::Value) -> Option<u64> {
+    status["number"].as_u64()
+}
+
+/// The line numbers Redis holds for waiting sessions (records `w<number>:<ms>` in the sessions hash).
+fn waiting_numbers(server: &RedisServer, store: &RedisStore, event: &str) -> Vec<u64> {
+    let key = store.key(event, "sessions");
+    let all = server.command(&["HVALS", &key]);
+    let mut numbers: Vec<u64> = all
+        .lines()
+        .filter_map(|rec| rec.strip_prefix('w'))
+        .filter_map(|rest| rest.split(':').next()?.parse().ok())
+        .collect();
+    numbers.sort_unstable();
+    numbers
+}
+
+/// Redis is killed mid-sale and comes back empty (no persistence): the room restores the on-sale from its own view,
+/// takes everyone back at the number in their cookie as they poll, lets newcomers in behind them, and the line
+/// resumes in order after the hold (one poll interval with the page's jitter, plus a second), with no 5xx anywhere
+/// and no number given twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_restarts_empty_mid_sale_gives_everyone_their_place_back_and_the_line_resumes_in_order()
+ {
+    let mut server = RedisServer::start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let ev = event("forgotten");
+    let clock = ManualClock::starting_now();
+    let poll = Duration::from_secs(2);
+    let room = WaitingRoom::builder(ev.clone())
+        .capacity(2)
+        .poll_interval(poll);
+    let (room, url) = checkout(room, store.clone(), &clock).await;
+
+    // Eight people join in order; two go in and take the seat map.
+    let people: Vec<reqwest::Client> = (0..8).map(|_| browser()).collect();
+    for p in &people {
+        let res = p.get(format!("{url}/checkout")).send().await.unwrap();
+        assert!(res.status().as_u16() < 500);
+    }
+    room.tick_now().await.unwrap();
+    for p in &people[..2] {
+        let body = p.get(format!("{url}/checkout")).send().await.unwrap();
+        assert_eq!(body.text().await.unwrap(), "seat map");
+    }
+    let mut numbers = Vec::new();
+    for p in &people {
+        numbers.push(number_of(&status_of(p, &url).await));
+    }
+    assert_eq!(numbers, (1..=8).map(Some).collect::<Vec<_>>());
+    assert_eq!(
+        waiting_numbers(&server, &store, &ev),
+        vec![3, 4, 5, 6, 7, 8]
+    );
+
+    // Redis is killed and comes back with nothing.
+    server.restart_empty();
+    assert_eq!(server.command(&["DBSIZE"]), "0");
+
+    // The room's next rounds notice and restore the on-sale (the first may meet the dead connection).
+    let mut rounds = 0;
+    while room.tick_now().await.is_err() {
+        rounds += 1;
+        assert!(
+            rounds < 10,
+            "the room did not get the on-sale back within 10 rounds"
+        );
+    }
+    let restored_at = clock.now_ms();
+    assert!(
+        room.metrics_text()
+            .contains("waitroom_store_restores_total{event=")
+    );
+
+    // A newcomer joins behind everyone (not a 503), and everyone in line polls and gets their place back.
+    let newcomer = browser();
+    let res = newcomer
+        .get(format!("{url}/checkout"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        res.status().as_u16() < 500,
+        "the newcomer is held, not refused: {}",
+        res.status()
+    );
+    assert_eq!(number_of(&status_of(&newcomer, &url).await), Some(9));
+    for (i, p) in people.iter().enumerate().skip(2) {
+        let s = status_of(p, &url).await;
+        assert_eq!(s["state"], "waiting", "{i}: {s}");
+        assert_eq!(number_of(&s), Some(i as u64 + 1), "{i} keeps its number");
+        assert_eq!(s["position"], i as u64 - 1, "{i}: {s}");
+    }
+    assert_eq!(
+        waiting_numbers(&server, &store, &ev),
+        vec![3, 4, 5, 6, 7, 8, 9],
+        "every number held once"
+    );
+
+    // Nobody goes in during the hold; then the line resumes in order.
+    let hold = poll.as_millis() as u64 * 6 / 5 + 1_000;
+    assert!(room.tick_now().await.unwrap().admitted.is_empty());
+    let mut order = Vec::new();
+    let everyone: Vec<&reqwest::Client> = people.iter().skip(2).chain([&newcomer]).collect();
+    let mut resumed_after_ms = None;
+    for _ in 0..40 {
+        clock.advance(Duration::from_millis(500));
+        // Everyone still in line polls, as their pages do (their liveness).
+        for p in &everyone {
+            status_of(p, &url).await;
+        }
+        let r = room.tick_now().await.unwrap();
+        if !r.admitted.is_empty() && resumed_after_ms.is_none() {
+            resumed_after_ms = Some(clock.now_ms() - restored_at);
+        }
+        for (i, p) in everyone.iter().enumerate() {
+            if order.contains(&i) {
+                continue;
+            }
+            if state_of(p, &url).await == "admitted" {
+                order.push(i);
+                // Takes the seat map and pays: the place goes to the next.
+                let body = p.get(format!("{url}/checkout")).send().await.unwrap();
+                assert_eq!(body.text().await.unwrap(), "seat map");
+                let res = p.post(format!("{url}/checkout/buy")).send().await.unwrap();
+                assert_eq!(res.text().await.unwrap(), "bought");
+            }
+        }
+        if order.len() == everyone.len() {
+            break;
+        }
+    }
+    let resumed_after_ms = resumed_after_ms.expect("the line resumed");
+    eprintln!(
+        "restored after {rounds} failed rounds; first admission {resumed_after_ms} ms after the restore (hold {hold} ms)"
+    );
+    assert!(
+        resumed_after_ms >= hold && resumed_after_ms <= hold + 500 + 2_000,
+        "the line resumes right after the hold: {resumed_after_ms} ms (hold {hold} ms)"
+    );
+    assert_eq!(
+        order,
+        (0..7).collect::<Vec<_>>(),
+        "in line order, newcomer last"
     );
 }

@@ -19,173 +19,17 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::Extension;
-use axum::routing::{get, post};
-use reqwest::redirect::Policy;
+use axum::routing::post;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use waitroom_layer::store::Store;
-use waitroom_layer::{
-    ManualClock, RedisStore, STATE_HEADER, SessionState, SigningKey, WaitingRoom, WaitingRoomLayer,
-};
+use waitroom_layer::{ManualClock, RedisStore, SessionState, WaitingRoom};
 use waitroom_testkit::redis::RedisServer;
 use waitroom_verify::redis::RedisFinishSink;
 use waitroom_verify::{Admission, Clock, Finish, Refusal, SystemClock, Verifier, VerifyLayer};
 
-const SECRET: [u8; 32] = *b"a-cookie-secret-shared-by-all-3!";
-
-fn event(tag: &str) -> String {
-    format!("{tag}-{}-{}", std::process::id(), SystemClock.now_ms())
-}
-
-/// What every instance of one on-sale shares: the token key (as the PEM key file each would load) and the cookie
-/// secret.
-struct Keys {
-    pem: String,
-}
-
-impl Keys {
-    fn new() -> Self {
-        let key = SigningKey::generate_ed25519("room-2026-01").unwrap();
-        Self {
-            pem: key.to_pem().unwrap(),
-        }
-    }
-
-    fn signing_key(&self) -> SigningKey {
-        SigningKey::from_ed25519_pem("room-2026-01", &self.pem).unwrap()
-    }
-}
-
-struct Instance {
-    url: String,
-    room: WaitingRoom,
-}
-
-impl Instance {
-    fn at(&self, path: &str) -> String {
-        format!("{}{path}", self.url)
-    }
-}
-
-struct Setup<'a> {
-    redis_url: &'a str,
-    event: &'a str,
-    keys: &'a Keys,
-    capacity: u64,
-    background: bool,
-}
-
-async fn buy(Extension(admission): Extension<Admission>) -> String {
-    admission.finish_with_seats(1);
-    format!("bought for {}", admission.session_id())
-}
-
-/// One instance: a room over its own `RedisStore`, `/checkout/...` behind the room, `/checkout/buy` the order
-/// service (a `VerifyLayer` whose handler finishes the session through the finish header).
-async fn instance(s: &Setup<'_>) -> Instance {
-    let store = RedisStore::builder(s.redis_url)
-        .timeout(Duration::from_millis(300))
-        .connect_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
-    let room = WaitingRoom::builder(s.event)
-        .capacity(s.capacity)
-        .idle_timeout(Duration::from_secs(60))
-        .poll_interval(Duration::from_secs(2))
-        .abandon_after(Duration::from_secs(300))
-        .arrival_window(Duration::from_secs(30))
-        .tick_interval(Duration::from_millis(50))
-        .signing_key(s.keys.signing_key())
-        .cookie_secret(SECRET)
-        .secure_cookies(false)
-        .background(s.background)
-        .store(store)
-        .build()
-        .await
-        .unwrap();
-    let order_verifier = Verifier::builder()
-        .keys(&s.keys.signing_key())
-        .issuer("waitroom")
-        .audience(s.event)
-        .build()
-        .unwrap();
-    let layer = WaitingRoomLayer::builder(room.clone())
-        .protect_prefix("/checkout")
-        .build()
-        .unwrap();
-    let app = Router::new()
-        .route("/checkout", get(|| async { "seat map" }))
-        .route(
-            "/checkout/buy",
-            post(buy).layer(VerifyLayer::new(order_verifier)),
-        )
-        .layer(layer);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Instance {
-        url: format!("http://{addr}"),
-        room,
-    }
-}
-
-async fn instances(s: &Setup<'_>, n: usize) -> Vec<Instance> {
-    let mut v = Vec::new();
-    for _ in 0..n {
-        v.push(instance(s).await);
-    }
-    v
-}
-
-/// A browser: cookie store on (cookies are per host, not per port, so one jar serves the three instances, as
-/// behind one load balancer), redirects off, an `Accept` naming `text/html` (so pages, not JSON).
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .default_headers(reqwest::header::HeaderMap::from_iter([(
-            reqwest::header::ACCEPT,
-            reqwest::header::HeaderValue::from_static("text/html,application/xhtml+xml,*/*;q=0.8"),
-        )]))
-        .cookie_store(true)
-        .redirect(Policy::none())
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap()
-}
-
-fn state(res: &reqwest::Response) -> String {
-    res.headers()
-        .get(STATE_HEADER)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default()
-}
-
-/// The session id from the `Set-Cookie` of a first response (`<session>.<mark>.<mac>`).
-fn session_of(res: &reqwest::Response) -> Option<String> {
-    res.headers().get_all("set-cookie").iter().find_map(|v| {
-        let v = v.to_str().ok()?;
-        let value = v.split(';').next()?.strip_prefix("waitroom_session=")?;
-        Some(value.split('.').next()?.to_owned())
-    })
-}
-
-/// A small deterministic RNG (xorshift64*), one per task.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod support;
+use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finish_through_the_redis_sink_frees_the_place_at_once() {
@@ -295,7 +139,7 @@ async fn an_instance_started_mid_sale_refuses_the_tokens_of_sessions_finished_be
     let ev = event("late");
     let keys = Keys::new();
     let setup = Setup {
-        redis_url: server.url(),
+        target: server.url().into(),
         event: &ev,
         keys: &keys,
         capacity: 5,
@@ -540,7 +384,7 @@ async fn three_instances_one_line_thousands_of_sessions() {
     let ev = event("three");
     let keys = Keys::new();
     let setup = Setup {
-        redis_url: server.url(),
+        target: server.url().into(),
         event: &ev,
         keys: &keys,
         capacity: CAPACITY,
@@ -681,58 +525,13 @@ async fn three_instances_one_line_thousands_of_sessions() {
     assert_eq!(snap.last_number, n as u64);
 }
 
-/// One person in the fault test, with what it was told at the start.
-struct Person {
-    b: reqwest::Client,
-    session: String,
-    number: u64,
-}
-
-async fn poll_json(p: &Person, site: &Instance) -> (u16, Value) {
-    let res =
-        p.b.get(site.at("/waitroom/status?return_to=%2Fcheckout"))
-            .header("accept", "application/json")
-            .send()
-            .await
-            .unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap())
-}
-
-/// Whether `p`'s token opens the protected page on `site`.
-async fn passes(p: &Person, site: &Instance) -> bool {
-    let res = p.b.get(site.at("/checkout")).send().await.unwrap();
-    assert!(res.status().as_u16() < 500);
-    res.text().await.unwrap() == "seat map"
-}
-
-async fn buys(p: &Person, site: &Instance) -> bool {
-    let res = p.b.post(site.at("/checkout/buy")).send().await.unwrap();
-    assert!(res.status().as_u16() < 500);
-    res.text().await.unwrap().starts_with("bought")
-}
-
-async fn refresh_all(sites: &[Instance]) {
-    for s in sites {
-        s.room.refresh().await.unwrap();
-    }
-}
-
-async fn tick_all(sites: &[Instance]) -> Vec<bool> {
-    let mut ok = Vec::new();
-    for s in sites {
-        ok.push(s.room.tick_now().await.is_ok());
-    }
-    ok
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_mid_run_holds_the_line_and_it_resumes_in_order() {
     let mut server = RedisServer::start(); // private: append-only on, stopped and restarted below
     let ev = event("fault");
     let keys = Keys::new();
     let setup = Setup {
-        redis_url: server.url(),
+        target: server.url().into(),
         event: &ev,
         keys: &keys,
         capacity: 5,

@@ -409,6 +409,7 @@ async fn redis_figures() {
                         now_ms: 1_800_000_000_000 + n,
                         arrival_window_ms: 60_000,
                         abandon_after_ms: 600_000,
+                        return_window_ms: 600_000,
                         max_scan: 20_000,
                     },
                 )

@@ -7,8 +7,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use waitroom_layer::store::{
-    Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store, Tick, TickReport,
-    Touches,
+    Join, Placement, Return, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
+    TickReport, Touches,
 };
 use waitroom_layer::{
     Fairness, Inventory, ManualClock, MemoryStore, StoreError, ViewState, WaitingRoom,
@@ -214,6 +214,16 @@ impl Store for Counting {
         self.bump();
         self.inner.lookup(e, s).await
     }
+    async fn come_back(
+        &self,
+        e: &str,
+        s: &str,
+        n: u64,
+        w: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        self.bump();
+        self.inner.come_back(e, s, n, w).await
+    }
     async fn claim(
         &self,
         e: &str,
@@ -248,6 +258,22 @@ impl Store for Counting {
     async fn update(&self, e: &str, c: &SettingsChange) -> Result<Settings, StoreError> {
         self.bump();
         self.inner.update(e, c).await
+    }
+    async fn restore(
+        &self,
+        e: &str,
+        r: &waitroom_layer::store::Restore,
+    ) -> Result<Settings, StoreError> {
+        self.bump();
+        self.inner.restore(e, r).await
+    }
+    async fn reclaim(
+        &self,
+        e: &str,
+        r: &waitroom_layer::store::Reclaim,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.bump();
+        self.inner.reclaim(e, r).await
     }
 }
 
@@ -330,6 +356,7 @@ async fn prequeue_polls_are_marked_only_near_the_opening() {
     let room = WaitingRoom::builder("marks")
         .capacity(1)
         .poll_interval(Duration::from_secs(20))
+        .abandon_after(Duration::from_secs(60))
         .fairness(Fairness::RandomAtOpen {
             opens_at: UNIX_EPOCH + Duration::from_millis(opens),
         })
@@ -449,7 +476,8 @@ async fn lifecycle_finish_expiry_no_show_and_abandon() {
     );
     assert_eq!(r.admitted, vec![ids[3].clone()]);
     room.claim(&ids[3]).await.unwrap();
-    // ids[2] and ids[3] stay active while touched; ids[4], ids[5] are abandoned when the head reaches them.
+    // ids[2] and ids[3] stay active while touched; ids[4], ids[5] miss their turn (away when the head reaches
+    // them), keep it for the return window, and are abandoned when it passes.
     for _ in 0..12 {
         c.advance(Duration::from_secs(60));
         room.touch_active(&ids[2]);
@@ -462,6 +490,13 @@ async fn lifecycle_finish_expiry_no_show_and_abandon() {
     assert_eq!(p3.state, SessionState::Expired, "idle past the timeout");
     let p2 = room.locate(&ids[2], None).await.unwrap().unwrap();
     assert_eq!(p2.state, SessionState::Active, "touched sessions stay");
+    for id in &ids[4..] {
+        let p = room.store().lookup("life", id).await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::Missed);
+    }
+    assert_eq!(room.snapshot().counters.missed, 2);
+    c.advance(Duration::from_secs(600));
+    room.tick_now().await.unwrap();
     assert_eq!(
         room.locate(&ids[4], None).await.unwrap().unwrap().state,
         SessionState::Abandoned

@@ -13,13 +13,15 @@ mod contract {
     use std::sync::Arc;
 
     use waitroom_layer::store::{
-        Inventory, Join, Mark, Placement, SessionState, Settings, SettingsChange, Store,
+        Inventory, Join, Mark, Placement, Return, SessionState, Settings, SettingsChange, Store,
         TURN_AWAY_PER_TICK, Tick, Touches,
     };
 
     pub const IDLE_MS: u64 = 30_000;
     pub const ABANDON_MS: u64 = 10_000;
     pub const ARRIVAL_MS: u64 = 5_000;
+    /// The return window: a session missed at `t` comes back until `t + RETURN_MS` (exclusive).
+    pub const RETURN_MS: u64 = 20_000;
 
     #[derive(Debug, Clone)]
     pub enum Op {
@@ -69,6 +71,7 @@ mod contract {
             now_ms,
             arrival_window_ms: ARRIVAL_MS,
             abandon_after_ms: ABANDON_MS,
+            return_window_ms: RETURN_MS,
             max_scan: 1_000,
         }
     }
@@ -84,6 +87,9 @@ mod contract {
         let mut served_numbers: Vec<u64> = Vec::new();
         let mut admitted_ever: HashSet<(String, u64)> = HashSet::new();
         let mut joins = 0u64;
+        // Who missed their turn, and when; who came back, in the order they came back (the returning queue).
+        let mut missed_at: HashMap<String, u64> = HashMap::new();
+        let mut returning: Vec<String> = Vec::new();
 
         for op in ops {
             match op {
@@ -124,9 +130,51 @@ mod contract {
                     );
                 }
                 Op::Poll(i) => {
+                    // A poll reaches the store as the room sends it: a come-back look, then a liveness mark.
                     let s = sid(*i);
-                    if let Some(p) = store.lookup(event, &s).await.unwrap()
-                        && matches!(p.state, SessionState::Waiting | SessionState::PreQueue)
+                    let before = store.lookup(event, &s).await.unwrap();
+                    let (p, counted) = store.come_back(event, &s, now, RETURN_MS).await.unwrap();
+                    match before.as_ref().map(|b| b.state) {
+                        Some(SessionState::Missed) => {
+                            let at = missed_at[&s];
+                            let p = p.clone().expect("a missed session is known");
+                            assert_eq!(
+                                p.number,
+                                before.as_ref().unwrap().number,
+                                "a return keeps its number"
+                            );
+                            if now < at + RETURN_MS {
+                                assert_eq!(
+                                    (p.state, counted),
+                                    (SessionState::Returning, Some(Return::InTime)),
+                                    "{s} missed at {at} is back at {now}, within the window"
+                                );
+                                returning.push(s.clone());
+                                seen.insert(s.clone(), now);
+                            } else {
+                                assert_eq!(
+                                    (p.state, counted),
+                                    (SessionState::Abandoned, Some(Return::TooLate)),
+                                    "{s} missed at {at} is back at {now}, after the window"
+                                );
+                            }
+                        }
+                        Some(SessionState::Abandoned) => {
+                            // Counted late once (by this look, or an earlier one).
+                            assert_eq!(p.as_ref().map(|p| p.state), Some(SessionState::Abandoned));
+                        }
+                        _ => {
+                            assert_eq!(p, before, "a come-back look changes only a missed session");
+                            assert_eq!(counted, None);
+                        }
+                    }
+                    if let Some(p) = p
+                        && matches!(
+                            p.state,
+                            SessionState::Waiting
+                                | SessionState::PreQueue
+                                | SessionState::Returning
+                        )
                     {
                         // Marked by number when it has one (Redis keeps those as bits), else by session.
                         let t = Touches {
@@ -225,12 +273,31 @@ mod contract {
                         }
                     }
                     let mut left: Vec<(u64, bool, String)> = Vec::new();
+                    // Those taken from the returning queue (they left the head before): ahead of the line, in the
+                    // order they came back.
+                    let from_queue: HashSet<&String> = report
+                        .admitted
+                        .iter()
+                        .chain(&report.missed)
+                        .chain(&report.turned_away)
+                        .filter(|s| returning.contains(s))
+                        .collect();
+                    let k = from_queue.len();
+                    assert_eq!(
+                        from_queue,
+                        returning[..k].iter().collect::<HashSet<_>>(),
+                        "the returning queue is served in the order people came back"
+                    );
+                    let queue_left = returning.len() - k;
+                    returning.drain(..k);
                     for s in &report.admitted {
-                        left.push((number_of[s], true, s.clone()));
                         assert!(
                             admitted_ever.insert((s.clone(), number_of[s])),
                             "{s} admitted twice"
                         );
+                        if !from_queue.contains(s) {
+                            left.push((number_of[s], true, s.clone()));
+                        }
                     }
                     let shut = snap_before.settings.turning_away();
                     assert!(
@@ -241,20 +308,40 @@ mod contract {
                     for s in &report.turned_away {
                         let p = store.lookup(event, s).await.unwrap().unwrap();
                         assert_eq!(p.state, SessionState::TurnedAway);
-                        // From the line (its number counts as served) or from the pre-queue (no number).
-                        if let Some(n) = p.number {
+                        // From the returning queue, the line (its number counts as served) or the pre-queue.
+                        if let Some(n) = p.number
+                            && !from_queue.contains(s)
+                        {
                             assert_eq!(number_of.get(s), Some(&n));
                             left.push((n, false, s.clone()));
                         }
                     }
-                    for s in &report.abandoned {
-                        left.push((number_of[s], false, s.clone()));
+                    for s in &report.missed {
+                        let p = store.lookup(event, s).await.unwrap().unwrap();
+                        assert_eq!(p.state, SessionState::Missed);
+                        if !from_queue.contains(s) {
+                            left.push((number_of[s], false, s.clone()));
+                        }
                         let last = seen[s];
                         assert!(
                             last + ABANDON_MS < now,
-                            "{s} skipped as abandoned but seen at {last} (now {now})"
+                            "{s} skipped as away but seen at {last} (now {now})"
+                        );
+                        missed_at.insert(s.clone(), now);
+                    }
+                    for s in &report.abandoned {
+                        let p = store.lookup(event, s).await.unwrap().unwrap();
+                        assert_eq!(p.state, SessionState::Abandoned);
+                        let at = missed_at[s];
+                        assert!(
+                            at + RETURN_MS <= now,
+                            "{s} missed at {at} ended abandoned at {now}, within its window"
                         );
                     }
+                    assert!(
+                        left.is_empty() || queue_left == 0,
+                        "the line moved while {queue_left} who came back still wait"
+                    );
                     left.sort();
                     // Exactly the next numbers from the head, in order.
                     let expect: Vec<u64> =
@@ -290,7 +377,7 @@ mod contract {
             now += IDLE_MS;
             store.tick(event, &tick_at(now)).await.unwrap();
             let snap = store.snapshot(event).await.unwrap();
-            if snap.active == 0 && snap.waiting() == 0 {
+            if snap.active == 0 && snap.waiting() == 0 && snap.away() == 0 {
                 break;
             }
         }
@@ -372,6 +459,7 @@ mod contract {
                                 now_ms: at,
                                 arrival_window_ms: 60_000,
                                 abandon_after_ms: 600_000,
+                                return_window_ms: RETURN_MS,
                                 max_scan: 50,
                             },
                         )
@@ -456,13 +544,14 @@ mod contract {
                         now_ms: at,
                         arrival_window_ms: 60_000,
                         abandon_after_ms: 600_000,
+                        return_window_ms: RETURN_MS,
                         max_scan: 10_000,
                     },
                 )
                 .await
                 .unwrap();
             let s = store.snapshot(event).await.unwrap();
-            if s.waiting() == 0 && s.active == 0 {
+            if s.waiting() == 0 && s.active == 0 && s.away() == 0 {
                 break;
             }
         }
@@ -515,6 +604,7 @@ mod contract {
             now_ms,
             arrival_window_ms: ARRIVAL_MS,
             abandon_after_ms: 600_000,
+            return_window_ms: RETURN_MS,
             max_scan: 1_000,
         };
         let join = |sid: &str, now_ms| Join {
@@ -650,6 +740,7 @@ mod contract {
             now_ms,
             arrival_window_ms: ARRIVAL_MS,
             abandon_after_ms: grace,
+            return_window_ms: RETURN_MS,
             max_scan: 1_000,
         };
         let join = |sid: &str, now_ms| Join {
@@ -705,7 +796,7 @@ mod contract {
             "a session marked within the grace is let in"
         );
         assert_eq!(
-            r.abandoned,
+            r.missed,
             vec![gone.session.clone()],
             "a session silent for minutes is skipped"
         );
@@ -721,7 +812,7 @@ mod contract {
             .await
             .unwrap();
         assert!(r.admitted.is_empty());
-        assert_eq!(r.abandoned, vec![late.session.clone()]);
+        assert_eq!(r.missed, vec![late.session.clone()]);
 
         // A scheduled draw reads the marks made before it.
         let opens = t0 + 1_800_000;
@@ -744,7 +835,7 @@ mod contract {
         assert!(r.drew);
         assert_eq!(r.admitted, vec![polled.session.clone()]);
         assert_eq!(
-            r.abandoned,
+            r.missed,
             vec![left.session.clone()],
             "left 30 minutes before the opening"
         );
@@ -778,7 +869,768 @@ mod contract {
             vec![a.session.clone(), b.session.clone()],
             "an early draw skips nobody"
         );
-        assert!(r.abandoned.is_empty());
+        assert!(r.missed.is_empty());
+    }
+
+    /// The return window, step by step: the door skips a person away at their turn and lets the next present one
+    /// in at once; back within the window, the missed person is let in at the next free place, ahead of everyone
+    /// who joined after them, within the capacity and the pause; after the window they are abandoned, told so once
+    /// (a late return), and a join puts them at the back; a pre-queue member away at the draw keeps its drawn
+    /// number; the returning queue is turned away first when the on-sale closes; a zero window ends a missed
+    /// session at once. `event` is a prefix (several on-sales).
+    pub async fn return_window(store: Arc<dyn Store>, event: &str) {
+        let t0 = 50_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: ABANDON_MS,
+            return_window_ms: RETURN_MS,
+            max_scan: 1_000,
+        };
+        let join = |sid: &str, now_ms| Join {
+            session: sid.to_owned(),
+            account: None,
+            now_ms,
+            draw_key: sid.len() as u64,
+        };
+        let poll = |store: &Arc<dyn Store>, ev: &str, sids: &[&str], now_ms| {
+            let (store, ev) = (store.clone(), ev.to_owned());
+            let sids: Vec<String> = sids.iter().map(|s| (*s).to_owned()).collect();
+            async move {
+                let mut waiting = Vec::new();
+                for s in sids {
+                    let p = store.lookup(&ev, &s).await.unwrap().unwrap();
+                    waiting.push(Mark {
+                        session: s,
+                        number: p.number,
+                    });
+                }
+                let t = Touches {
+                    now_ms,
+                    waiting,
+                    active: vec![],
+                    idle_timeout_ms: IDLE_MS,
+                    abandon_after_ms: ABANDON_MS,
+                };
+                store.touch(&ev, &t).await.unwrap();
+            }
+        };
+        let s = |x: &str| vec![x.to_owned()];
+
+        let ev = format!("{event}-fifo");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        for sid in ["a", "b", "c", "d"] {
+            store.join(&ev, &join(sid, t0)).await.unwrap();
+        }
+        // Everyone but b polls; b's tab sleeps.
+        let mut now = t0 + ABANDON_MS + 1_000;
+        poll(&store, &ev, &["a", "c", "d"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("a"));
+        assert!(store.finish(&ev, "a", 0, now).await.unwrap());
+        // b's turn comes while b is away: skipped, and the next present person goes in in the same tick.
+        now += 1_000;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(
+            (r.missed.clone(), r.admitted.clone()),
+            (s("b"), s("c")),
+            "the door admits the next present person without waiting for the absent one"
+        );
+        store.claim(&ev, "c", now, IDLE_MS).await.unwrap();
+        let b = store.lookup(&ev, "b").await.unwrap().unwrap();
+        assert_eq!((b.state, b.number), (SessionState::Missed, Some(2)));
+        assert_eq!(store.snapshot(&ev).await.unwrap().away(), 1);
+        // b comes back within the window: returning, ahead of d.
+        now += RETURN_MS - 1_001;
+        poll(&store, &ev, &["d"], now).await;
+        let (p, counted) = store.come_back(&ev, "b", now, RETURN_MS).await.unwrap();
+        let p = p.unwrap();
+        assert_eq!(
+            (p.state, p.number, counted),
+            (SessionState::Returning, Some(2), Some(Return::InTime))
+        );
+        let (again, counted) = store.come_back(&ev, "b", now, RETURN_MS).await.unwrap();
+        assert_eq!(
+            (again.unwrap().state, counted),
+            (SessionState::Returning, None),
+            "a return is counted once"
+        );
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!((snap.returning, snap.away(), snap.waiting()), (1, 0, 2));
+        // The capacity holds: c is still in.
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert!(r.admitted.is_empty() && r.missed.is_empty());
+        // The pause holds.
+        store.update(&ev, &SettingsChange::Pause).await.unwrap();
+        assert!(store.finish(&ev, "c", 0, now).await.unwrap());
+        assert!(
+            store
+                .tick(&ev, &tick(now))
+                .await
+                .unwrap()
+                .admitted
+                .is_empty()
+        );
+        store.update(&ev, &SettingsChange::Resume).await.unwrap();
+        // Next free place: b, before d who joined after b (d polls, b polled when it came back).
+        now += 1_000;
+        poll(&store, &ev, &["d"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("b"), "the one who came back goes first");
+        assert_eq!(
+            store.snapshot(&ev).await.unwrap().served,
+            3,
+            "b's number does not leave the head twice"
+        );
+        assert!(store.finish(&ev, "b", 0, now).await.unwrap());
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("d"));
+        assert!(store.finish(&ev, "d", 0, now).await.unwrap());
+
+        // A return after the window: abandoned by the tick, told once, and a join starts at the back.
+        store.join(&ev, &join("e", now)).await.unwrap();
+        store.join(&ev, &join("f", now)).await.unwrap();
+        now += ABANDON_MS + 1_000;
+        poll(&store, &ev, &["f"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("e"), s("f")));
+        let missed_at = now;
+        let r = store
+            .tick(&ev, &tick(missed_at + RETURN_MS - 1))
+            .await
+            .unwrap();
+        assert!(
+            r.abandoned.is_empty(),
+            "within the window until its last millisecond"
+        );
+        now = missed_at + RETURN_MS;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.abandoned, s("e"));
+        let (p, counted) = store.come_back(&ev, "e", now, RETURN_MS).await.unwrap();
+        assert_eq!(
+            (p.unwrap().state, counted),
+            (SessionState::Abandoned, Some(Return::TooLate))
+        );
+        let (_, counted) = store.come_back(&ev, "e", now, RETURN_MS).await.unwrap();
+        assert_eq!(counted, None, "a late return is counted once");
+        let e = store.join(&ev, &join("e", now)).await.unwrap();
+        assert_eq!(
+            (e.state, e.number),
+            (SessionState::Waiting, Some(7)),
+            "at the back"
+        );
+        let c = store.snapshot(&ev).await.unwrap().counters;
+        assert_eq!(
+            (c.missed, c.returned, c.returned_late, c.abandoned),
+            (2, 1, 1, 1)
+        );
+
+        // Back too late before any tick ended it: the look itself ends it.
+        let ev = format!("{event}-late");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        store.join(&ev, &join("g", t0)).await.unwrap();
+        let r = store.tick(&ev, &tick(t0 + ABANDON_MS + 1)).await.unwrap();
+        assert_eq!(r.missed, s("g"));
+        let (p, counted) = store
+            .come_back(&ev, "g", t0 + ABANDON_MS + 1 + RETURN_MS, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(
+            (p.unwrap().state, counted),
+            (SessionState::Abandoned, Some(Return::TooLate))
+        );
+        let c = store.snapshot(&ev).await.unwrap().counters;
+        assert_eq!((c.missed, c.abandoned, c.returned_late), (1, 1, 1));
+
+        // The draw: a pre-queue member away at the draw keeps its drawn number.
+        let opens = t0 + 600_000;
+        let ev = format!("{event}-draw");
+        store
+            .init(&ev, &settings(1, true, Some(opens)))
+            .await
+            .unwrap();
+        store.join(&ev, &join("here", t0)).await.unwrap();
+        store.join(&ev, &join("away-at-draw", t0)).await.unwrap();
+        poll(&store, &ev, &["here"], opens - 1_000).await;
+        let r = store.tick(&ev, &tick(opens)).await.unwrap();
+        assert!(r.drew);
+        let drawn = store.lookup(&ev, "away-at-draw").await.unwrap().unwrap();
+        let n = drawn.number.expect("numbered by the draw");
+        // Whichever order the draw made, the one away is missed when reached, and keeps its number.
+        let mut now = opens;
+        assert_eq!(r.admitted, s("here"));
+        if r.missed.is_empty() {
+            assert!(store.finish(&ev, "here", 0, now).await.unwrap());
+            now += 1_000;
+            let r = store.tick(&ev, &tick(now)).await.unwrap();
+            assert_eq!(r.missed, s("away-at-draw"));
+        }
+        now += 1_000;
+        let (p, _) = store
+            .come_back(&ev, "away-at-draw", now, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(p.unwrap().number, Some(n), "the drawn number is kept");
+        if store.snapshot(&ev).await.unwrap().active > 0 {
+            assert!(store.finish(&ev, "here", 0, now).await.unwrap());
+        }
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("away-at-draw"));
+
+        // Closing: the returning queue is turned away first.
+        let ev = format!("{event}-close");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        store.join(&ev, &join("h", t0)).await.unwrap();
+        store.join(&ev, &join("i", t0)).await.unwrap();
+        let now = t0 + ABANDON_MS + 1;
+        poll(&store, &ev, &["i"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("h"), s("i")));
+        store.come_back(&ev, "h", now, RETURN_MS).await.unwrap();
+        store.join(&ev, &join("j", now)).await.unwrap();
+        store.update(&ev, &SettingsChange::Close).await.unwrap();
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.turned_away, vec!["h".to_owned(), "j".to_owned()]);
+        assert_eq!(store.snapshot(&ev).await.unwrap().waiting(), 0);
+
+        // A zero window: a missed turn is lost at once, in the tick that skipped it.
+        let ev = format!("{event}-zero");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        store.join(&ev, &join("k", t0)).await.unwrap();
+        let zero = Tick {
+            return_window_ms: 0,
+            ..tick(t0 + ABANDON_MS + 1)
+        };
+        let r = store.tick(&ev, &zero).await.unwrap();
+        assert_eq!((r.missed.clone(), r.abandoned.clone()), (s("k"), s("k")));
+        let (p, _) = store
+            .come_back(&ev, "k", t0 + ABANDON_MS + 1, 0)
+            .await
+            .unwrap();
+        assert_eq!(p.unwrap().state, SessionState::Abandoned);
+    }
+
+    /// A store that lost only its latest writes (a failover to a lagging replica): numbers 4 to 6 were given out
+    /// and lost. A restore with `behind` keeps what the store has, makes the lost numbers free for their owners,
+    /// and gives newcomers numbers after them; the owners are taken back; nobody is let in during the hold; an older
+    /// view changes nothing.
+    pub async fn behind(store: Arc<dyn Store>, event: &str) {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 2_000_000u64;
+        let s = |i: u64| format!("behind-{i:02}-abcdefghijkl");
+        store.init(event, &settings(1, false, None)).await.unwrap();
+        for i in 1..=3 {
+            let join = Join {
+                session: s(i),
+                account: None,
+                now_ms: t0,
+                draw_key: i,
+            };
+            assert_eq!(store.join(event, &join).await.unwrap().number, Some(i));
+        }
+        assert_eq!(
+            store.tick(event, &tick_at(t0)).await.unwrap().admitted,
+            vec![s(1)]
+        );
+        let before = store.snapshot(event).await.unwrap();
+        assert_eq!((before.served, before.last_number), (1, 3));
+        let (hold, late) = (5_000, 20_000);
+        let restore = Restore {
+            settings: before.settings.clone(),
+            drawn: before.drawn,
+            last_number: 6,
+            served: before.served,
+            counters: before.counters,
+            now_ms: t0 + 1,
+            hold_ms: hold,
+            late_ms: late,
+            behind: true,
+        };
+        store.restore(event, &restore).await.unwrap();
+        // An older view from another instance changes nothing.
+        let older = Restore {
+            last_number: 5,
+            ..restore.clone()
+        };
+        store.restore(event, &older).await.unwrap();
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (
+                snap.served,
+                snap.last_number,
+                snap.reclaim_upto,
+                snap.active
+            ),
+            (1, 6, Some(6), 1),
+            "the floor is the room's, the rest is the store's"
+        );
+        // The store's own sessions are where they were.
+        let p2 = store.lookup(event, &s(2)).await.unwrap().unwrap();
+        assert_eq!((p2.state, p2.number), (SessionState::Waiting, Some(2)));
+        // A newcomer joins behind the lost numbers; their owners come back to them.
+        let newcomer = Join {
+            session: s(7),
+            account: None,
+            now_ms: t0 + 2,
+            draw_key: 7,
+        };
+        assert_eq!(store.join(event, &newcomer).await.unwrap().number, Some(7));
+        let reclaim = |i: u64| Reclaim {
+            session: s(i),
+            number: Some(i),
+            now_ms: t0 + 3,
+            draw_key: i,
+        };
+        for i in [5, 4] {
+            let p = store.reclaim(event, &reclaim(i)).await.unwrap().unwrap();
+            assert_eq!((p.state, p.number), (SessionState::Waiting, Some(i)));
+        }
+        // Someone else asking for a number held is not given it.
+        let thief = Reclaim {
+            session: s(40),
+            number: Some(5),
+            now_ms: t0 + 3,
+            draw_key: 40,
+        };
+        assert_eq!(store.reclaim(event, &thief).await.unwrap(), None);
+        // The door waits out the hold, then goes on in order (6 never came back: passed over).
+        assert!(store.finish(event, &s(1), 1, t0 + 4).await.unwrap());
+        assert!(
+            store
+                .tick(event, &tick_at(t0 + 5))
+                .await
+                .unwrap()
+                .admitted
+                .is_empty()
+        );
+        let mut order = Vec::new();
+        let first = t0 + 1 + hold + 1;
+        for now in first..first + 6 {
+            let r = store.tick(event, &tick_at(now)).await.unwrap();
+            for a in &r.admitted {
+                order.push(a.clone());
+                assert!(store.finish(event, a, 1, now).await.unwrap());
+            }
+        }
+        assert_eq!(order, vec![s(2), s(3), s(4), s(5), s(7)]);
+    }
+
+    /// A store that forgets the on-sale ("When the store forgets" in the store docs): restored from the room's
+    /// last view, it takes people back at their numbers, lets newcomers in behind the highest number given, lets
+    /// nobody in during the hold, skips numbers nobody came back for, takes a passed number back ahead of the line
+    /// within the late window only, never gives a number twice and never moves `served` back.
+    pub async fn forgetting<F, Fut>(store: Arc<dyn Store>, event: &str, lose: F)
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 1_000_000u64;
+        let s = |i: u64| format!("forget-{i:02}-abcdefghijkl");
+        store.init(event, &settings(2, false, None)).await.unwrap();
+        for i in 1..=6 {
+            let p = store
+                .join(
+                    event,
+                    &Join {
+                        session: s(i),
+                        account: None,
+                        now_ms: t0,
+                        draw_key: i,
+                    },
+                )
+                .await
+                .unwrap();
+            assert_eq!(p.number, Some(i));
+        }
+        let r = store.tick(event, &tick_at(t0)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(1), s(2)]);
+        let before = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (before.served, before.last_number, before.reclaim_upto),
+            (2, 6, None)
+        );
+
+        lose().await;
+        let e = store.snapshot(event).await.unwrap_err();
+        assert!(e.is_forgotten(), "{e}");
+        let reclaim = |i: u64, n: Option<u64>, now: u64| Reclaim {
+            session: s(i),
+            number: n,
+            now_ms: now,
+            draw_key: i,
+        };
+        // Before a restore, nothing is taken back (the store does not know the on-sale).
+        assert!(
+            store
+                .reclaim(event, &reclaim(4, Some(4), t0))
+                .await
+                .unwrap_err()
+                .is_forgotten()
+        );
+
+        let t1 = t0 + 60_000;
+        let (hold, late) = (5_000, 20_000);
+        let restore = Restore {
+            settings: before.settings.clone(),
+            drawn: before.drawn,
+            last_number: before.last_number,
+            served: before.served,
+            counters: before.counters,
+            now_ms: t1,
+            hold_ms: hold,
+            late_ms: late,
+            behind: false,
+        };
+        store.restore(event, &restore).await.unwrap();
+        // A second restore (another instance, an older view) changes nothing.
+        let stale = Restore {
+            last_number: 3,
+            served: 0,
+            ..restore.clone()
+        };
+        store.restore(event, &stale).await.unwrap();
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(
+            (snap.served, snap.last_number, snap.reclaim_upto),
+            (2, 6, Some(6))
+        );
+        assert_eq!(snap.counters, before.counters, "the counters go on");
+
+        // A newcomer joins behind every number given before the loss.
+        let newcomer = store
+            .join(
+                event,
+                &Join {
+                    session: s(20),
+                    account: None,
+                    now_ms: t1,
+                    draw_key: 20,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(newcomer.number, Some(7));
+        // People come back with their numbers; idempotent; a number someone holds is not given again.
+        let p5 = store
+            .reclaim(event, &reclaim(5, Some(5), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((p5.state, p5.number), (SessionState::Waiting, Some(5)));
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(5, Some(5), t1))
+                .await
+                .unwrap(),
+            Some(p5.clone())
+        );
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(21, Some(5), t1))
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(21, Some(7), t1))
+                .await
+                .unwrap(),
+            None,
+            "the newcomer's"
+        );
+        assert_eq!(
+            store.lookup(event, &s(21)).await.unwrap(),
+            None,
+            "nothing written"
+        );
+        let p4 = store
+            .reclaim(event, &reclaim(4, Some(4), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(p4.number, Some(4));
+        // A number given just before the loss that the room's view had not seen: taken, and the next join is after it.
+        let p10 = store
+            .reclaim(event, &reclaim(10, Some(10), t1))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(p10.number, Some(10));
+        let after = store
+            .join(
+                event,
+                &Join {
+                    session: s(22),
+                    account: None,
+                    now_ms: t1,
+                    draw_key: 22,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(after.number, Some(11));
+        // A session the store knows is never put back in line (a join's place stays what it is).
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(20, Some(3), t1))
+                .await
+                .unwrap(),
+            Some(newcomer.clone())
+        );
+
+        // Nobody goes in during the hold, whatever the capacity.
+        let r = store.tick(event, &tick_at(t1 + hold - 1)).await.unwrap();
+        assert!(r.admitted.is_empty() && r.abandoned.is_empty(), "{r:?}");
+        // Then the head resumes in order: number 3 (nobody came back for it yet) is passed over, 4 and 5 go in.
+        let t2 = t1 + hold;
+        let r = store.tick(event, &tick_at(t2)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(4), s(5)]);
+        assert!(r.abandoned.is_empty(), "a free number is nobody to abandon");
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(snap.served, 5);
+        // 3 comes back late (within the late window): it goes ahead of everyone still in line.
+        let p3 = store
+            .reclaim(event, &reclaim(3, Some(3), t2))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((p3.state, p3.number), (SessionState::Waiting, Some(3)));
+        // 1 and 2 were let in before the loss: after the late window they are not taken back.
+        assert_eq!(
+            store
+                .reclaim(event, &reclaim(2, Some(2), t1 + late + 1))
+                .await
+                .unwrap(),
+            None
+        );
+        assert!(store.finish(event, &s(4), 1, t2).await.unwrap());
+        assert!(store.finish(event, &s(5), 1, t2).await.unwrap());
+        let r = store.tick(event, &tick_at(t2 + 1)).await.unwrap();
+        assert_eq!(
+            r.admitted,
+            vec![s(3), s(20)],
+            "the passed number first, then the line"
+        );
+        assert_eq!(
+            store.snapshot(event).await.unwrap().served,
+            7,
+            "served never moves back"
+        );
+        // Every number is held once.
+        let mut held = HashMap::new();
+        for i in (1..=22).filter(|i| *i <= 6 || *i >= 10) {
+            if let Some(p) = store.lookup(event, &s(i)).await.unwrap()
+                && let Some(n) = p.number
+            {
+                assert!(held.insert(n, i).is_none(), "number {n} held twice");
+            }
+        }
+        // The rest of the line: 10 and 11, numbers 8 and 9 passed over.
+        assert!(store.finish(event, &s(3), 0, t2 + 2).await.unwrap());
+        assert!(store.finish(event, &s(20), 0, t2 + 2).await.unwrap());
+        let r = store.tick(event, &tick_at(t2 + 3)).await.unwrap();
+        assert_eq!(r.admitted, vec![s(10), s(22)]);
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!((snap.served, snap.last_number), (11, 11));
+    }
+
+    /// What happens after a store forgot the on-sale, in random order.
+    #[derive(Debug, Clone)]
+    pub enum After {
+        /// Person `i` of the line before the loss polls with its cookie's number.
+        Reclaim(usize),
+        /// Newcomer `k` joins.
+        Join(usize),
+        Tick,
+        Advance(u64),
+        /// The `k`-th admitted session (of those admitted so far) finishes.
+        Finish(usize),
+    }
+
+    pub fn after_strategy() -> impl proptest::strategy::Strategy<Value = (u64, Vec<After>)> {
+        use proptest::prelude::*;
+        let op = prop_oneof![
+            5 => (0usize..10).prop_map(After::Reclaim),
+            2 => (0usize..6).prop_map(After::Join),
+            3 => Just(After::Tick),
+            2 => (0u64..8_000).prop_map(After::Advance),
+            2 => (0usize..10).prop_map(After::Finish),
+        ];
+        (1u64..4, proptest::collection::vec(op, 1..60))
+    }
+
+    /// The rules of "When the store forgets" over random interleavings: ten people in line, `capacity` let in, the
+    /// store forgets, is restored, and then people come back (or not), newcomers join, the door ticks, time passes.
+    /// Checked after every step: no number held twice; a person taken back holds its cookie's number; newcomers
+    /// queue after every number given; nobody is let in during the hold; `served` never moves back; someone taken
+    /// back after the head passed them goes before anyone in line; nobody waiting is left behind the head.
+    pub async fn after_forgetting<F, Fut>(
+        store: Arc<dyn Store>,
+        event: &str,
+        capacity: u64,
+        ops: &[After],
+        lose: F,
+    ) where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        use waitroom_layer::store::{Reclaim, Restore};
+        let t0 = 1_000_000u64;
+        let old = |i: usize| format!("old-{i:02}-abcdefghijklmn");
+        let new = |k: usize| format!("new-{k:02}-abcdefghijklmn");
+        store
+            .init(event, &settings(capacity, false, None))
+            .await
+            .unwrap();
+        for i in 0..10 {
+            let j = Join {
+                session: old(i),
+                account: None,
+                now_ms: t0,
+                draw_key: 0,
+            };
+            assert_eq!(
+                store.join(event, &j).await.unwrap().number,
+                Some(i as u64 + 1)
+            );
+        }
+        let mut admitted: Vec<String> = store.tick(event, &tick_at(t0)).await.unwrap().admitted;
+        let before = store.snapshot(event).await.unwrap();
+        lose().await;
+        let t1 = t0 + 30_000;
+        let (hold, late) = (5_000u64, 20_000u64);
+        store
+            .restore(
+                event,
+                &Restore {
+                    settings: before.settings.clone(),
+                    drawn: true,
+                    last_number: before.last_number,
+                    served: before.served,
+                    counters: before.counters,
+                    now_ms: t1,
+                    hold_ms: hold,
+                    late_ms: late,
+                    behind: false,
+                },
+            )
+            .await
+            .unwrap();
+        let mut now = t1;
+        let mut served = before.served;
+        let mut top = before.last_number;
+        // Sessions taken back after the head had passed their number (they go first).
+        let mut passed: HashSet<String> = HashSet::new();
+        let mut sessions: Vec<String> = Vec::new();
+        for op in ops {
+            match op {
+                After::Reclaim(i) => {
+                    let s = old(*i);
+                    let n = *i as u64 + 1;
+                    let known = store.lookup(event, &s).await.unwrap();
+                    let r = Reclaim {
+                        session: s.clone(),
+                        number: Some(n),
+                        now_ms: now,
+                        draw_key: 0,
+                    };
+                    let got = store.reclaim(event, &r).await.unwrap();
+                    match (&known, &got) {
+                        (Some(k), g) => {
+                            assert_eq!(g.as_ref(), Some(k), "idempotent for a known session")
+                        }
+                        (None, Some(p)) => {
+                            assert_eq!(
+                                (p.state, p.number),
+                                (SessionState::Waiting, Some(n)),
+                                "at its number"
+                            );
+                            if n <= served {
+                                assert!(
+                                    now <= t1 + late,
+                                    "a passed number taken back after the late window"
+                                );
+                                passed.insert(s.clone());
+                            }
+                            top = top.max(n);
+                            sessions.push(s);
+                        }
+                        (None, None) => assert!(
+                            n <= served && now > t1 + late,
+                            "{s} (number {n}) not taken back with the head at {served}"
+                        ),
+                    }
+                }
+                After::Join(k) => {
+                    let s = new(*k);
+                    let known = store.lookup(event, &s).await.unwrap();
+                    let j = Join {
+                        session: s.clone(),
+                        account: None,
+                        now_ms: now,
+                        draw_key: 0,
+                    };
+                    let p = store.join(event, &j).await.unwrap();
+                    if known.is_none() {
+                        let n = p.number.expect("a number");
+                        assert!(n > top, "newcomer {n} not after every number given ({top})");
+                        top = n;
+                        sessions.push(s);
+                    }
+                }
+                After::Advance(ms) => now += ms,
+                After::Finish(k) => {
+                    if let Some(s) = admitted.get(*k) {
+                        store.finish(event, s, 0, now).await.unwrap();
+                    }
+                }
+                After::Tick => {
+                    let r = store.tick(event, &tick_at(now)).await.unwrap();
+                    if now < t1 + hold {
+                        assert!(
+                            r.admitted.is_empty() && r.missed.is_empty(),
+                            "let in during the hold"
+                        );
+                    }
+                    let after = store.snapshot(event).await.unwrap();
+                    assert!(after.served >= served, "served moved back");
+                    // Taken from the head: let in, or missed (away when taken; it keeps its turn for the window).
+                    let from_line = r
+                        .admitted
+                        .iter()
+                        .chain(&r.missed)
+                        .any(|s| !passed.contains(s));
+                    for s in r.admitted.iter().chain(&r.missed) {
+                        passed.remove(s);
+                    }
+                    if from_line {
+                        assert!(passed.is_empty(), "the line went before {passed:?}");
+                    }
+                    served = after.served;
+                    admitted.extend(r.admitted);
+                }
+            }
+            // Nobody waiting behind the head but those taken back after it passed; no number held twice.
+            let mut held: HashMap<u64, String> = HashMap::new();
+            for s in &sessions {
+                let p = store.lookup(event, s).await.unwrap().expect("known");
+                if let Some(n) = p.number
+                    && p.state == SessionState::Waiting
+                {
+                    assert!(
+                        n > served || passed.contains(s),
+                        "{s} ({n}) left behind the head at {served}"
+                    );
+                }
+                if let Some(n) = p.number
+                    && let Some(other) = held.insert(n, s.clone())
+                {
+                    panic!("number {n} held by {other} and {s}");
+                }
+            }
+        }
     }
 
     pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
@@ -829,6 +1681,18 @@ mod memory {
         }
 
         #[test]
+        fn after_the_store_forgets_people_come_back_at_their_numbers((capacity, ops) in contract::after_strategy()) {
+            rt().block_on(async move {
+                let store = MemoryStore::new();
+                let lost = store.clone();
+                contract::after_forgetting(Arc::new(store), "forgets", capacity, &ops, || async move {
+                    assert!(lost.purge("forgets"));
+                })
+                .await;
+            });
+        }
+
+        #[test]
         fn draw_interleavings_keep_the_invariants(ops in contract::ops_strategy(), capacity in 1u64..5, opens in 0u64..60_000) {
             rt().block_on(async {
                 let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
@@ -844,8 +1708,28 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn a_store_that_forgets_takes_people_back_at_their_numbers() {
+        let store = MemoryStore::new();
+        let lost = store.clone();
+        contract::forgetting(Arc::new(store), "forget", || async move {
+            assert!(lost.purge("forget"));
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners() {
+        contract::behind(Arc::new(MemoryStore::new()), "behind").await;
+    }
+
+    #[tokio::test]
     async fn closing_and_selling_out_turn_the_line_away() {
         contract::turn_away(Arc::new(MemoryStore::new()), "turn").await;
+    }
+
+    #[tokio::test]
+    async fn a_turn_missed_while_away_is_kept_for_the_return_window() {
+        contract::return_window(Arc::new(MemoryStore::new()), "back").await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -870,7 +1754,10 @@ mod durable {
 
     use proptest::prelude::*;
     use tokio::sync::RwLock;
-    use waitroom_layer::store::{Join, SettingsChange, Store, Tick, TickReport, Touches};
+    use waitroom_layer::store::{
+        Join, Reclaim, Restore, Return, SessionState, SettingsChange, Store, Tick, TickReport,
+        Touches,
+    };
     use waitroom_layer::{MemoryStore, Placement, Settings, Snapshot, StoreError};
 
     use super::contract;
@@ -921,6 +1808,12 @@ mod durable {
             }
             self.store.read().await
         }
+
+        /// Forgets the on-sale (`MemoryStore::purge`: from memory and, at the next commit, from the data file).
+        pub async fn purge(&self, event: &str) -> bool {
+            let g = self.get().await;
+            g.as_ref().expect("open").purge(event)
+        }
     }
 
     impl Drop for Restarting {
@@ -951,6 +1844,25 @@ mod durable {
             session: &str,
         ) -> Result<Option<Placement>, StoreError> {
             call!(self.lookup(event, session))
+        }
+        async fn come_back(
+            &self,
+            event: &str,
+            session: &str,
+            now_ms: u64,
+            return_window_ms: u64,
+        ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+            call!(self.come_back(event, session, now_ms, return_window_ms))
+        }
+        async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError> {
+            call!(self.restore(event, restore))
+        }
+        async fn reclaim(
+            &self,
+            event: &str,
+            reclaim: &Reclaim,
+        ) -> Result<Option<Placement>, StoreError> {
+            call!(self.reclaim(event, reclaim))
         }
         async fn claim(
             &self,
@@ -1029,6 +1941,163 @@ mod durable {
     async fn closing_and_selling_out_turn_the_line_away_across_restarts() {
         let store = Arc::new(Restarting::new("turn", 501));
         contract::turn_away(store.clone(), "turn").await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
+    }
+
+    /// Missed and returning sessions, the returning queue's order, the missed queue (the window's end), the
+    /// counters of returns and a late return told once are read back from the data file after each restart. (The
+    /// shared `return_window` model needs absences the store sees across calls, and a restart counts everyone in
+    /// line as seen, so it runs here with restarts at chosen points.)
+    #[tokio::test]
+    async fn missed_and_returning_sessions_and_their_queues_survive_restarts() {
+        use contract::{ABANDON_MS, ARRIVAL_MS, RETURN_MS};
+        let store = Restarting::new("turns", 0);
+        let ev = "turns";
+        let t0 = 50_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: ABANDON_MS,
+            return_window_ms: RETURN_MS,
+            max_scan: 1_000,
+        };
+        let restart = || async {
+            let mut w = store.store.write().await;
+            drop(w.take());
+            *w = Some(MemoryStore::open(&store.dir).expect("the data directory opens again"));
+        };
+        store
+            .init(ev, &contract::settings(1, false, None))
+            .await
+            .unwrap();
+        for sid in ["a", "b", "c", "d", "e"] {
+            let j = Join {
+                session: sid.into(),
+                account: None,
+                now_ms: t0,
+                draw_key: 0,
+            };
+            store.join(ev, &j).await.unwrap();
+        }
+        assert_eq!(store.tick(ev, &tick(t0)).await.unwrap().admitted, ["a"]);
+        let later = t0 + 2 * ABANDON_MS;
+        assert!(store.finish(ev, "a", 0, later).await.unwrap());
+        let touches = Touches {
+            now_ms: later,
+            idle_timeout_ms: 60_000,
+            waiting: vec![waitroom_layer::store::Mark {
+                session: "e".into(),
+                number: Some(5),
+            }],
+            active: vec![],
+            abandon_after_ms: ABANDON_MS,
+        };
+        store.touch(ev, &touches).await.unwrap();
+        let r = store.tick(ev, &tick(later)).await.unwrap();
+        assert_eq!(
+            (r.missed, r.admitted),
+            (
+                vec!["b".to_owned(), "c".into(), "d".into()],
+                vec!["e".to_owned()]
+            )
+        );
+        restart().await;
+        for sid in ["b", "c", "d"] {
+            let p = store.lookup(ev, sid).await.unwrap().unwrap();
+            assert_eq!(
+                p.state,
+                SessionState::Missed,
+                "{sid} is still missed after a restart"
+            );
+        }
+        // d comes back before b: the returning queue keeps that order across the restart.
+        let (p, r) = store
+            .come_back(ev, "d", later + 1, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(
+            (p.unwrap().state, r),
+            (SessionState::Returning, Some(Return::InTime))
+        );
+        let (_, r) = store
+            .come_back(ev, "b", later + 2, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(r, Some(Return::InTime));
+        restart().await;
+        let snap = store.snapshot(ev).await.unwrap();
+        assert_eq!(
+            (
+                snap.returning,
+                snap.away(),
+                snap.counters.missed,
+                snap.counters.returned
+            ),
+            (2, 1, 3, 2),
+            "the returning queue and the counters survive a restart: {snap:?}"
+        );
+        assert!(store.finish(ev, "e", 0, later + 3).await.unwrap());
+        assert_eq!(
+            store.tick(ev, &tick(later + 3)).await.unwrap().admitted,
+            ["d"]
+        );
+        restart().await;
+        assert!(store.finish(ev, "d", 0, later + 4).await.unwrap());
+        assert_eq!(
+            store.tick(ev, &tick(later + 4)).await.unwrap().admitted,
+            ["b"]
+        );
+        restart().await;
+        // c's window ends on the clock of its miss, read back from the file.
+        let r = store.tick(ev, &tick(later + RETURN_MS - 1)).await.unwrap();
+        assert!(r.abandoned.is_empty(), "c's window has not passed");
+        let r = store.tick(ev, &tick(later + RETURN_MS)).await.unwrap();
+        assert_eq!(r.abandoned, ["c"]);
+        let (_, r) = store
+            .come_back(ev, "c", later + RETURN_MS + 1, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(r, Some(Return::TooLate));
+        restart().await;
+        let (p, r) = store
+            .come_back(ev, "c", later + RETURN_MS + 2, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(
+            (p.unwrap().state, r),
+            (SessionState::Abandoned, None),
+            "a late return is told once"
+        );
+        let c = store.snapshot(ev).await.unwrap().counters;
+        assert_eq!(
+            (c.missed, c.returned, c.abandoned, c.returned_late),
+            (3, 2, 1, 1)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners_across_restarts() {
+        let store = Arc::new(Restarting::new("behind", 5));
+        contract::behind(store.clone(), "behind").await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_purged_store_takes_people_back_at_their_numbers_across_restarts() {
+        // The purge reaches the data file: a restart does not bring the forgotten on-sale back; the restore, the
+        // holes, the late window and the sessions taken back (the `back` map included) are read back.
+        let store = Arc::new(Restarting::new("forget", 5));
+        let lost = store.clone();
+        contract::forgetting(store.clone(), "forget", || async move {
+            assert!(lost.purge("forget").await);
+        })
+        .await;
         assert!(
             store.restarts.load(Ordering::SeqCst) > 2,
             "restarted along the way"
@@ -1128,6 +2197,46 @@ mod redis {
         }
     }
 
+    /// The rules of a store that forgets, over random interleavings, against Redis (the loss: the on-sale's keys
+    /// deleted).
+    #[test]
+    fn after_the_store_forgets_people_come_back_at_their_numbers() {
+        let server = RedisServer::from_env_or_start();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let store = rt.block_on(RedisStore::connect(server.url())).unwrap();
+        let mut runner = TestRunner::new(Config {
+            cases: cases(),
+            ..Config::default()
+        });
+        let result = runner.run(&contract::after_strategy(), |(capacity, ops)| {
+            let store = store.clone();
+            rt.block_on(async move {
+                let event = fresh_event("forgets");
+                let lost = store.clone();
+                let ev = event.clone();
+                contract::after_forgetting(
+                    Arc::new(store),
+                    &event,
+                    capacity,
+                    &ops,
+                    || async move {
+                        lost.purge(&ev).await.unwrap();
+                    },
+                )
+                .await;
+            });
+            Ok(())
+        });
+        drop(server);
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+
     #[test]
     fn fifo_interleavings_keep_the_invariants() {
         run_property(false);
@@ -1177,6 +2286,7 @@ mod redis {
                 now_ms: 2_000,
                 arrival_window_ms: 60_000,
                 abandon_after_ms: 60_000,
+                return_window_ms: crate::contract::RETURN_MS,
                 max_scan: 100,
             };
             assert_eq!(store.tick(ev, &t).await.unwrap().admitted.len(), 2);
@@ -1198,8 +2308,38 @@ mod redis {
         assert_eq!(store.purge(&glob).await.unwrap(), 0);
     }
 
+    /// Redis forgets the on-sale (its keys go, as in a Redis restarted without persistence): the contract's rules
+    /// for restoring and taking people back hold.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_that_forgets_takes_people_back_at_their_numbers() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        let event = fresh_event("forget");
+        let lost = store.clone();
+        let ev = event.clone();
+        contract::forgetting(Arc::new(store), &event, || async move {
+            assert!(lost.purge(&ev).await.unwrap() > 0);
+        })
+        .await;
+    }
+
+    /// A Redis that lost its latest writes (a failover to a lagging replica) gets the room's number floor.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::behind(Arc::new(store), &fresh_event("behind")).await;
+    }
+
     /// Numbered marks go to the `seen` bitmaps (no session record rewritten); the contract's liveness edges hold.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_turn_missed_while_away_is_kept_for_the_return_window() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::return_window(Arc::new(store), &fresh_event("back")).await;
+    }
+
+    #[tokio::test]
     async fn liveness_marks_and_the_draw() {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
@@ -1282,6 +2422,7 @@ mod redis {
                 now_ms: 2_000_002,
                 arrival_window_ms: 60_000,
                 abandon_after_ms: 600_000_000,
+                return_window_ms: crate::contract::RETURN_MS,
                 max_scan: 700,
             };
             for _ in 0..3 {
@@ -1367,6 +2508,23 @@ mod redis {
         ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
             self.pick().lookup(event, session).await
         }
+        async fn come_back(
+            &self,
+            event: &str,
+            session: &str,
+            now_ms: u64,
+            return_window_ms: u64,
+        ) -> Result<
+            (
+                Option<waitroom_layer::Placement>,
+                Option<waitroom_layer::store::Return>,
+            ),
+            waitroom_layer::StoreError,
+        > {
+            self.pick()
+                .come_back(event, session, now_ms, return_window_ms)
+                .await
+        }
         async fn claim(
             &self,
             event: &str,
@@ -1413,6 +2571,20 @@ mod redis {
             change: &waitroom_layer::store::SettingsChange,
         ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
             self.pick().update(event, change).await
+        }
+        async fn restore(
+            &self,
+            event: &str,
+            restore: &waitroom_layer::store::Restore,
+        ) -> Result<waitroom_layer::Settings, waitroom_layer::StoreError> {
+            self.pick().restore(event, restore).await
+        }
+        async fn reclaim(
+            &self,
+            event: &str,
+            reclaim: &waitroom_layer::store::Reclaim,
+        ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
+            self.pick().reclaim(event, reclaim).await
         }
     }
 }

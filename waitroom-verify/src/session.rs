@@ -235,16 +235,46 @@ pub fn cookie_text(value: &[u8]) -> Option<&str> {
     }
 }
 
-/// The first value of the cookie `name` in the request's `Cookie` headers (bounded as the module says).
+/// The value of the cookie `name` in the request's `Cookie` headers (bounded as the module says): its `__Host-`
+/// form first (`__Host-waitroom_session`, what the room sets behind HTTPS), then its `__Secure-` form (the room with
+/// a cookie domain), then the name itself; the first value of the best form found.
 #[must_use]
 pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    cookie_pairs(headers).find_map(|(n, v)| {
-        if n == name.as_bytes() {
-            cookie_text(v)
-        } else {
-            None
+    let mut found = None;
+    for (n, v) in cookie_pairs(headers) {
+        if let Some(r) = rank(n, name) {
+            keep_best(&mut found, r, v);
+            if matches!(found, Some((0, _))) {
+                break;
+            }
         }
-    })
+    }
+    found.map(|(_, v)| v)
+}
+
+/// How well a cookie named `n` answers for `name`: its `__Host-` form (0), its `__Secure-` form (1), the name
+/// itself (2). A browser takes a `__Host-` cookie only from the host itself over HTTPS, so a sibling subdomain
+/// cannot plant one.
+fn rank(n: &[u8], name: &str) -> Option<u8> {
+    let name = name.as_bytes();
+    if n.strip_prefix(b"__Host-".as_slice()) == Some(name) {
+        Some(0)
+    } else if n.strip_prefix(b"__Secure-".as_slice()) == Some(name) {
+        Some(1)
+    } else if n == name {
+        Some(2)
+    } else {
+        None
+    }
+}
+
+/// Keeps `v` in `slot` if it is of a better form than what the slot holds (the first of each form wins).
+fn keep_best<'h>(slot: &mut Option<(u8, &'h str)>, r: u8, v: &'h [u8]) {
+    if slot.is_none_or(|(have, _)| r < have)
+        && let Some(v) = cookie_text(v)
+    {
+        *slot = Some((r, v));
+    }
 }
 
 /// The token a request carries: `Authorization: Bearer` first, then the token cookie.
@@ -328,33 +358,57 @@ pub fn credentials<'a>(
     Ok(Credentials { token, session_id })
 }
 
-/// The first values of the cookies `a` and `b`, in one pass (bounded as [`cookie`]).
+/// The values of the cookies `a` and `b` (each as [`cookie`] finds it), in one pass.
 fn two_cookies<'h>(headers: &'h HeaderMap, a: &str, b: &str) -> (Option<&'h str>, Option<&'h str>) {
     let (mut first, mut second) = (None, None);
     for (n, v) in cookie_pairs(headers) {
-        let slot = if n == a.as_bytes() {
-            &mut first
-        } else if n == b.as_bytes() {
-            &mut second
+        if let Some(r) = rank(n, a) {
+            keep_best(&mut first, r, v);
+        } else if let Some(r) = rank(n, b) {
+            keep_best(&mut second, r, v);
         } else {
             continue;
-        };
-        if slot.is_none()
-            && let Some(v) = cookie_text(v)
-        {
-            *slot = Some(v);
-            if first.is_some() && second.is_some() {
-                break;
-            }
+        }
+        if matches!((first, second), (Some((0, _)), Some((0, _)))) {
+            break;
         }
     }
-    (first, second)
+    (first.map(|(_, v)| v), second.map(|(_, v)| v))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use http::HeaderValue;
+
+    #[test]
+    fn the_host_prefixed_cookie_wins_over_a_tossed_plain_one() {
+        let names = CookieNames::default();
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::COOKIE,
+            HeaderValue::from_static(
+                "waitroom_session=tossed-by-a-sibling-0000.0.x; __Host-waitroom_session=the-hosts-own-00000.0.y; waitroom_token=t1; __Secure-waitroom_token=t2",
+            ),
+        );
+        assert_eq!(
+            cookie(&h, "waitroom_session"),
+            Some("the-hosts-own-00000.0.y")
+        );
+        let c = credentials(&h, &names).unwrap();
+        assert_eq!((c.token, c.session_id), ("t2", "the-hosts-own-00000"));
+        // Without a prefixed form, the plain name as before.
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::COOKIE,
+            HeaderValue::from_static("waitroom_session=plain-session-000000.0.z; waitroom_token=t"),
+        );
+        assert_eq!(
+            credentials(&h, &names).unwrap().session_id,
+            "plain-session-000000"
+        );
+        assert_eq!(cookie(&h, "other"), None);
+    }
 
     const SID: &str = "abcdefghij0123456789";
 

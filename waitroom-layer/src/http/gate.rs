@@ -25,7 +25,7 @@ use crate::http::paths::{Endpoint, safe_return_to};
 use crate::http::respond::{self, Reply};
 use crate::room::cookie::{Carrier, SessionCookie, SessionRef};
 use crate::room::{Status, ViewState, WaitingRoom};
-use crate::store::{Placement, SessionState};
+use crate::store::{Placement, Return, SessionState};
 use waitroom_verify::{Verified, negotiate, percent};
 
 /// The response header that gives a client without cookies its session value (what it sends back in
@@ -113,7 +113,15 @@ enum Look {
 
 /// Looks the session up; with `join`, puts it in line when it is not (a finished session under a new id, at the
 /// back). An admitted session claims its place and gets a token cookie.
-async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, join: bool) -> Look {
+/// With `tell_late`, a session whose turn passed while it was away and that comes back after the return window is
+/// told so first (its placement stays `Abandoned`, answered `missed`); it joins at the back with its next request.
+async fn place(
+    shared: &Shared,
+    parts: &Parts,
+    cookie: Option<SessionCookie>,
+    join: bool,
+    tell_late: bool,
+) -> Look {
     let room = &shared.room;
     let cookies_codec = room.cookies();
     let (mut session, hint, fresh) = match cookie {
@@ -130,9 +138,14 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
         issued: None,
         sealed: None,
     };
+    // Back after the return window, and not told yet: this answer tells it (no join now).
+    let mut late = false;
     if !fresh {
-        match room.locate_marked(&session, hint.0, hint.1).await {
-            Ok(p) => placed.placement = p,
+        match room.locate_counted(&session, hint.0, hint.1).await {
+            Ok((p, counted)) => {
+                placed.placement = p;
+                late = tell_late && counted == Some(Return::TooLate);
+            }
             Err(_) => {
                 // The store is out of reach: the cookie's word for the place stands.
                 placed.store_ok = false;
@@ -163,6 +176,7 @@ async fn place(shared: &Shared, parts: &Parts, cookie: Option<SessionCookie>, jo
     let snap = room.snapshot();
     let door_shut_for_good = snap.settings.turning_away();
     let needs_join = placed.store_ok
+        && !late
         && placed
             .placement
             .as_ref()
@@ -325,7 +339,7 @@ pub(crate) async fn hold(
     cookie: Option<SessionCookie>,
     carrier: Carrier,
 ) -> Decision {
-    let mut placed = match place(&shared, &parts, cookie, true).await {
+    let mut placed = match place(&shared, &parts, cookie, true, true).await {
         Look::Placed(p) => p,
         Look::Refused(r) => return Decision::Reply(r),
     };
@@ -542,7 +556,7 @@ pub(crate) async fn endpoint(
                 .room
                 .note_poll(cookie.as_ref().map(|c| c.id.as_str()));
             let next = return_to(&parts).unwrap_or_else(|| "/".into());
-            let placed = match place(&shared, &parts, cookie, false).await {
+            let placed = match place(&shared, &parts, cookie, false, false).await {
                 Look::Placed(p) => p,
                 Look::Refused(r) => return r,
             };
@@ -552,7 +566,7 @@ pub(crate) async fn endpoint(
         }
         Endpoint::Join if get_like || parts.method == Method::POST => {
             let next = return_to(&parts).unwrap_or_else(|| "/".into());
-            let placed = match place(&shared, &parts, cookie, true).await {
+            let placed = match place(&shared, &parts, cookie, true, false).await {
                 Look::Placed(p) => p,
                 Look::Refused(r) => return r,
             };

@@ -87,25 +87,41 @@ img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none
 /// the position, estimate, progress and message current (the message says how many people are ahead and, from the
 /// status's `beyond_reach`, whether the seats left are likely to run out first: [`REACH_SENTENCE`], the same words
 /// the page is rendered with), and moves on when the person is let in.
+///
+/// It wakes up by itself: it polls at once when the page becomes visible again (`visibilitychange`), is restored
+/// from the back-forward cache (`pageshow` with `persisted`) or the network comes back (`online`), so a person
+/// whose turn came while the tab slept is back in the room within one round trip (and let in ahead of the line,
+/// within the return window). A failed poll is not the end: it tries again after 2, 4, 8, ... seconds, never
+/// longer apart than the refresh interval. When a poll says `missed`, it says so in place ([`MISSED_HEADLINE`],
+/// [`MISSED_MESSAGE`]) and stops; its link joins the line again, at the back.
 pub(crate) const HOLDING_SCRIPT: &str = r#"(function(){
 var d=JSON.parse(document.getElementById("wr-data").textContent),$=function(i){return document.getElementById(i)};
 var m=document.querySelector("main"),w=d.state==="waiting";
 document.querySelectorAll("[data-show]").forEach(function(e){e.hidden=!w});
-var n=$("wr-note");n.hidden=!n.getAttribute("data-note");$("wr-next").hidden=d.state!=="admitted";
+var n=$("wr-note");n.hidden=!n.getAttribute("data-note");$("wr-next").hidden=d.state!=="admitted"&&d.state!=="missed";
 function t(iso){try{return new Date(iso).toLocaleTimeString([],{hour:"2-digit",minute:"2-digit",second:"2-digit"})}catch(e){return iso}}
 function eta(l,h){if(h==null)return "–";if(h<60)return "less than a minute";var a=Math.max(Math.ceil(l/60),1),b=Math.ceil(h/60);if(b>=120){var H=Math.ceil(b/60);return a<60?"about "+a+" minutes to "+H+" hours":Math.floor(a/60)>=H?"about "+H+" hours":"about "+Math.floor(a/60)+" to "+H+" hours"}return a>=b?(b===1?"about a minute":"about "+b+" minutes"):"about "+a+" to "+b+" minutes"}
 $("wr-updated").textContent=t(d.updated_at);
 if(d.state==="admitted"&&d.next){location.replace(d.next);return}
-if(d.state==="sold_out"||d.state==="closed")return;
-function again(s){setTimeout(poll,(s||d.refresh_seconds||20)*1000*(0.8+Math.random()*0.4))}
-function poll(){fetch(d.status_url,{credentials:"same-origin",cache:"no-store",headers:{Accept:"application/json"}}).then(function(r){return r.json()}).then(function(j){
-if(j.state==="admitted"&&j.next){location.replace(j.next);return}
-if(j.state!==d.state){location.reload();return}
+if(d.state==="missed")$("wr-next").textContent="Join the line again";
+if(d.state==="sold_out"||d.state==="closed"||d.state==="missed")return;
+var timer=0,busy=false,fails=0,done=false;
+function again(s){clearTimeout(timer);timer=setTimeout(poll,(s||d.refresh_seconds||20)*1000*(0.8+Math.random()*0.4))}
+function gone(j){done=true;clearTimeout(timer);m.setAttribute("data-state","missed");document.querySelectorAll("[data-show]").forEach(function(e){e.hidden=true});
+$("wr-headline").textContent="Your turn passed while you were away";$("wr-message").textContent="Your turn came while this page was not open. We kept it for you for a while, but that time has passed, so your place in line is gone. You can join the line again, at the back.";var x=$("wr-next");x.textContent="Join the line again";x.hidden=false;$("wr-updated").textContent=t(j.updated_at)}
+function poll(){if(busy||done)return;busy=true;clearTimeout(timer);fetch(d.status_url,{credentials:"same-origin",cache:"no-store",headers:{Accept:"application/json"}}).then(function(r){return r.json()}).then(function(j){busy=false;fails=0;
+if(j.state==="admitted"&&j.next){done=true;location.replace(j.next);return}
+if(j.state==="missed"){gone(j);return}
+if(j.state!==d.state){done=true;location.reload();return}
 if(j.position!=null){$("wr-position").textContent=j.position;$("wr-eta").textContent=eta(j.eta_low_seconds,j.eta_high_seconds);
 var p=$("wr-progress");if(j.number){p.max=j.number;p.value=j.number-j.position}
 var g=$("wr-message");if(g&&j.state==="waiting")g.textContent=(j.position===1?"You are next.":"There are "+(j.position-1)+" people ahead of you.")+(j.beyond_reach?" The tickets left may run out before your turn.":"")}
-n.hidden=j.store_ok;if(!j.store_ok)n.textContent="Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
-$("wr-updated").textContent=t(j.updated_at);again(j.refresh_seconds)}).catch(function(){n.hidden=false;n.textContent="Status temporarily unknown: this page keeps trying.";again()})}
+n.hidden=j.store_ok;n.textContent=j.store_ok?"":"Status temporarily unknown: we cannot reach the line right now. You keep your place; this page keeps trying.";
+$("wr-updated").textContent=t(j.updated_at);again(j.refresh_seconds)}).catch(function(){busy=false;fails++;n.hidden=false;n.textContent="Status temporarily unknown: this page keeps trying.";again(Math.min(Math.pow(2,fails),d.refresh_seconds||20))})}
+function now(){if(document.visibilityState!=="hidden")poll()}
+document.addEventListener("visibilitychange",now);
+addEventListener("pageshow",function(e){if(e.persisted)poll()});
+addEventListener("online",now);
 again();
 })();
 "#;
@@ -367,6 +383,13 @@ impl<'a> Values<'a> {
     }
 }
 
+/// The headline when a person's turn passed while they were away (rendered, and written by the page's script).
+pub(crate) const MISSED_HEADLINE: &str = "Your turn passed while you were away";
+
+/// The message when a person's turn passed while they were away.
+pub(crate) const MISSED_MESSAGE: &str = "Your turn came while this page was not open. We kept it for you for a \
+while, but that time has passed, so your place in line is gone. You can join the line again, at the back.";
+
 fn headline(s: &Status) -> &'static str {
     match s.state {
         ViewState::Prequeue => "You are in the pre-queue",
@@ -376,6 +399,8 @@ fn headline(s: &Status) -> &'static str {
         ViewState::SoldOut => "Sold out",
         ViewState::Closed => "This sale is closed",
         ViewState::NotInLine => "You are not in line yet",
+        ViewState::Returning => "Welcome back: your turn is kept",
+        ViewState::Missed => MISSED_HEADLINE,
     }
 }
 
@@ -412,12 +437,17 @@ fn message(s: &Status) -> String {
         ViewState::SoldOut => "Every ticket has been sold. Thank you for waiting.".into(),
         ViewState::Closed => "Nobody new is being let in.".into(),
         ViewState::NotInLine => "We could not put you in line just now; this page tries again by itself.".into(),
+        ViewState::Returning => "Your turn came while you were away, and we kept it: you go in at the next free \
+                                 place, ahead of the line."
+            .into(),
+        ViewState::Missed => MISSED_MESSAGE.into(),
     }
 }
 
 fn next_steps(ctx: &PageContext) -> String {
     match ctx.status.state {
         ViewState::SoldOut | ViewState::Closed => "You can close this page.".into(),
+        ViewState::Missed => "Follow the link below to join the line again.".into(),
         ViewState::Admitted => "If nothing happens, follow the link below.".into(),
         _ => format!(
             "Keep this page open; there is no need to refresh. When it is your turn, it takes you on by itself. \
@@ -551,6 +581,19 @@ mod tests {
         assert!(HOLDING_SCRIPT.contains("\"There are \"+(j.position-1)+\" people ahead of you.\""));
         c.status.position = Some(1);
         assert!(t.render(&c).contains("You are next."));
+    }
+
+    #[test]
+    fn a_missed_turn_is_told_plainly_in_the_page_and_by_the_script() {
+        let t = PageTemplate::default();
+        let html = t.render(&ctx(ViewState::Missed));
+        assert!(html.contains(MISSED_HEADLINE) && html.contains(MISSED_MESSAGE));
+        assert!(html.contains("join the line again"));
+        // The script writes the same words when a poll says `missed` (it does not reload: a reload would join).
+        assert!(HOLDING_SCRIPT.contains(&format!("\"{MISSED_HEADLINE}\"")));
+        assert!(HOLDING_SCRIPT.contains(&format!("\"{MISSED_MESSAGE}\"")));
+        let html = t.render(&ctx(ViewState::Returning));
+        assert!(html.contains("we kept it"), "{html}");
     }
 
     #[test]

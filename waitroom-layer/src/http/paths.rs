@@ -289,6 +289,33 @@ pub(crate) fn safe_return_to(target: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Arbitrary text as a request path: no panic; the route of a path is the route of its normalised form
+        /// (what the app routes on), so no spelling of a protected path slips past; anything under a protected
+        /// prefix that stays under it after normalising is protected; and `return_to` accepts only same-site paths.
+        #[test]
+        fn arbitrary_paths_route_as_their_normal_form(
+            raw in "[ -~]{0,40}",
+            tail in "[/a-z.%0-9]{0,20}",
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..80),
+        ) {
+            let mut p = Paths::new("/waitroom").unwrap();
+            p.add_prefix("/checkout").unwrap();
+            p.add_pattern("/events/*/seats/**").unwrap();
+            for path in [raw.clone(), String::from_utf8_lossy(&bytes).into_owned(), format!("/checkout/{tail}")] {
+                let normal = normalise(&path).into_owned();
+                proptest::prop_assert!(normal.starts_with('/'), "{normal:?}");
+                proptest::prop_assert_eq!(p.route(&path), p.route(&normal), "{:?} -> {:?}", path, normal);
+                if normal == "/checkout" || normal.starts_with("/checkout/") {
+                    proptest::prop_assert_eq!(p.route(&path), Route::Protected, "{:?}", path);
+                }
+                if let Some(to) = safe_return_to(&path) {
+                    proptest::prop_assert!(to.starts_with('/') && !to.starts_with("//") && !to.contains('\\'));
+                }
+            }
+        }
+    }
+
     #[test]
     fn routes_endpoints_protected_and_the_rest() {
         let mut p = Paths::new("/waitroom").unwrap();

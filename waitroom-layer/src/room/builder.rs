@@ -58,8 +58,12 @@ pub struct RoomConfig {
     pub idle_timeout: Duration,
     /// How often the holding page polls.
     pub poll_interval: Duration,
-    /// A waiting session not seen for this long is skipped when it reaches the head.
+    /// A waiting session not seen for this long is skipped when it reaches the head (it misses its turn, and keeps
+    /// it for the return window).
     pub abandon_after: Duration,
+    /// How long a session whose turn came while it was away keeps that turn: back within it, it is let in at the
+    /// next free place, ahead of the head of the line.
+    pub return_window: Duration,
     /// How long an admitted session has to come and claim its place.
     pub arrival_window: Duration,
     /// How often the door ticks and the shared numbers are refreshed.
@@ -105,6 +109,37 @@ pub(crate) struct PassConfig {
     pub(crate) secure_cookies: bool,
     pub(crate) cookie_names: CookieNames,
     pub(crate) session_cookie_max_age: Duration,
+    /// Prefix the names with `__Host-` (or `__Secure-` with a domain) when the cookies are secure.
+    pub(crate) cookie_prefix: bool,
+    /// The cookies' `Domain` attribute, if any (default none: host-only cookies).
+    pub(crate) cookie_domain: Option<String>,
+}
+
+impl PassConfig {
+    /// The cookie names in force: the configured names, prefixed `__Host-` behind HTTPS (secure cookies, no
+    /// domain), `__Secure-` with a domain, unchanged without `Secure`, with the prefix turned off, or when the
+    /// names carry one already.
+    pub(crate) fn effective_cookie_names(&self) -> CookieNames {
+        let prefix = match (
+            self.secure_cookies && self.cookie_prefix,
+            &self.cookie_domain,
+        ) {
+            (false, _) => "",
+            (true, None) => "__Host-",
+            (true, Some(_)) => "__Secure-",
+        };
+        let name = |n: &str| {
+            if n.starts_with("__Host-") || n.starts_with("__Secure-") {
+                n.to_owned()
+            } else {
+                format!("{prefix}{n}")
+            }
+        };
+        CookieNames {
+            session: name(&self.cookie_names.session),
+            token: name(&self.cookie_names.token),
+        }
+    }
 }
 
 impl std::fmt::Debug for PassConfig {
@@ -120,8 +155,22 @@ impl std::fmt::Debug for PassConfig {
             )
             .field("secure_cookies", &self.secure_cookies)
             .field("cookie_names", &self.cookie_names)
+            .field("cookie_prefix", &self.cookie_prefix)
+            .field("cookie_domain", &self.cookie_domain)
             .finish()
     }
+}
+
+/// The shortest default abandon grace (see [`RoomBuilder::abandon_after`]): a background tab that a browser wakes
+/// once a minute is never counted absent.
+pub const MIN_DEFAULT_GRACE: Duration = Duration::from_secs(180);
+
+/// The default return window (see [`RoomBuilder::return_window`]).
+pub const DEFAULT_RETURN_WINDOW: Duration = Duration::from_secs(600);
+
+/// The default abandon grace for a poll interval: three intervals, and at least [`MIN_DEFAULT_GRACE`].
+fn default_grace(poll: Duration) -> Duration {
+    (poll * 3).max(MIN_DEFAULT_GRACE)
 }
 
 /// The shortest cookie secret accepted, in bytes.
@@ -137,7 +186,8 @@ impl RoomBuilder {
                 event,
                 idle_timeout: Duration::from_secs(600),
                 poll_interval: poll,
-                abandon_after: poll * 3,
+                abandon_after: default_grace(poll),
+                return_window: DEFAULT_RETURN_WINDOW,
                 arrival_window: Duration::from_secs(60),
                 tick_interval: Duration::from_millis(250),
                 expected_visit: Duration::from_secs(240),
@@ -164,6 +214,8 @@ impl RoomBuilder {
                 secure_cookies: true,
                 cookie_names: CookieNames::default(),
                 session_cookie_max_age: Duration::from_secs(24 * 3600),
+                cookie_prefix: true,
+                cookie_domain: None,
             },
         }
     }
@@ -212,10 +264,35 @@ impl RoomBuilder {
         self
     }
 
-    /// The cookie names (default `waitroom_session` and `waitroom_token`; the order service's verifier must use
-    /// the same).
+    /// The cookie names (default `waitroom_session` and `waitroom_token`), before the prefix (see
+    /// [`cookie_prefix`](Self::cookie_prefix)). The order service's verifier must read the names in force:
+    /// [`WaitingRoom::cookie_names`](crate::WaitingRoom::cookie_names) (a default `VerifyLayer` also finds the
+    /// `__Host-` and `__Secure-` forms of its names).
     pub fn cookie_names(mut self, names: CookieNames) -> Self {
         self.pass.cookie_names = names;
+        self
+    }
+
+    /// Whether secure cookies get a name prefix (default true). Behind HTTPS (with
+    /// [`secure_cookies`](Self::secure_cookies), the default) the cookies are `__Host-waitroom_session` and
+    /// `__Host-waitroom_token`: a browser accepts a `__Host-` cookie only from the host itself, with `Secure`,
+    /// `Path=/` and no `Domain`, so a sibling subdomain (`blog.example.com` beside `shop.example.com`) or a plain
+    /// HTTP page cannot set one (cookie tossing), and the room reads only those names. With a
+    /// [`cookie_domain`](Self::cookie_domain) the prefix is `__Secure-` (a domain cookie cannot be `__Host-`: the
+    /// hosts of that domain can then set it too). Turn it off only to keep the plain names (a verifier that cannot
+    /// be configured, say); nothing else changes.
+    pub fn cookie_prefix(mut self, on: bool) -> Self {
+        self.pass.cookie_prefix = on;
+        self
+    }
+
+    /// Shares the cookies with every host of `domain` (`Domain=example.com`), for the rare app whose room and order
+    /// service live on different hosts of one domain and cannot route them through one host. Default: none, the
+    /// cookies are the host's alone (and `__Host-` behind HTTPS). With a domain, any host of that domain can set
+    /// cookies the room reads: the signature still refuses forged values, but a host that can run code can plant
+    /// a session of its own (session fixation). Prefer one host.
+    pub fn cookie_domain(mut self, domain: impl Into<String>) -> Self {
+        self.pass.cookie_domain = Some(domain.into());
         self
     }
 
@@ -249,17 +326,43 @@ impl RoomBuilder {
         self
     }
 
-    /// How often the holding page polls (default 20 s). Also sets the abandon grace to three intervals unless
+    /// How often the holding page polls (default 20 s). Also sets the abandon grace to its default for this
+    /// interval (the longer of three intervals and [`MIN_DEFAULT_GRACE`]) unless
     /// [`abandon_after`](Self::abandon_after) is called afterwards.
     pub fn poll_interval(mut self, d: Duration) -> Self {
         self.config.poll_interval = d;
-        self.config.abandon_after = d * 3;
+        self.config.abandon_after = default_grace(d);
         self
     }
 
-    /// A waiting session not seen for this long is skipped when it reaches the head (default 3 poll intervals).
+    /// A waiting session not seen for this long is skipped when it reaches the head: it misses its turn, the
+    /// next present person goes in, and it keeps its turn for the [`return_window`](Self::return_window).
+    ///
+    /// Default: the longer of three poll intervals and [`MIN_DEFAULT_GRACE`] (3 minutes). Browsers slow down the
+    /// timers of a page in a background tab: Chrome lets the chained timers of a page hidden for five minutes wake
+    /// up once a minute at most, so a holding page that asks to poll every 20 s polls about once a minute there,
+    /// and a little later still when the wake-up's request is slow. A grace of one minute (three polls at the
+    /// seed's 20 s) would count such a tab absent at the moment its turn comes; three minutes is three of those
+    /// wake-ups. The cost of a long grace is small: a person who really left is skipped once the grace has passed
+    /// since their last poll, and the door never waits for them (it admits the next present person at once).
     pub fn abandon_after(mut self, d: Duration) -> Self {
         self.config.abandon_after = d;
+        self
+    }
+
+    /// How long a session whose turn came while it was away keeps that turn (default 10 minutes; zero: it does
+    /// not, and a missed turn is lost at once, as before the return window existed).
+    ///
+    /// The door does not wait for the absent person: it skips them and lets the next present person in, so
+    /// nobody present waits for someone who is not there. When the absent person polls again (the holding page
+    /// polls at once when its tab becomes visible again, is restored from the back-forward cache, or the network
+    /// comes back) within the window, they are let in at the next free place, ahead of the head of the line,
+    /// within the capacity and every other rule of the door (pause, per-minute cap, inventory, sold out, closed):
+    /// their first status answer says `returning`, and the next admission tick lets them in when there is room.
+    /// After the window the status says `missed` (the turn passed while they were away) and their next protected
+    /// request joins the line again, at the back. Every instance sharing a store must use the same window.
+    pub fn return_window(mut self, d: Duration) -> Self {
+        self.config.return_window = d;
         self
     }
 
@@ -434,6 +537,18 @@ impl RoomBuilder {
                 "names must be distinct RFC 6265 tokens of 1 to 64 characters",
             ));
         }
+        if let Some(d) = &self.pass.cookie_domain {
+            let ok = !d.is_empty()
+                && d.len() <= 253
+                && d.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+            if !ok {
+                return Err(BuildError::invalid(
+                    "cookie_domain",
+                    format!("`{d}` is not a domain name (letters, digits, `.` and `-`)"),
+                ));
+            }
+        }
         if self.pass.issuer.is_empty() {
             return Err(BuildError::invalid("issuer", "must not be empty"));
         }
@@ -508,5 +623,28 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.to_string().contains("abandon_after"), "{e}");
+    }
+
+    /// A background tab that a browser wakes once a minute is never counted absent: the default grace is at least
+    /// three of those wake-ups, and three poll intervals when they are longer; the return window is 10 minutes.
+    #[test]
+    fn the_default_grace_outlasts_a_throttled_tab() {
+        let grace = |poll: u64| {
+            RoomBuilder::new("x")
+                .poll_interval(Duration::from_secs(poll))
+                .config
+                .abandon_after
+        };
+        assert_eq!(
+            RoomBuilder::new("x").config.abandon_after,
+            Duration::from_secs(180)
+        );
+        assert_eq!(grace(1), Duration::from_secs(180));
+        assert_eq!(grace(20), Duration::from_secs(180));
+        assert_eq!(grace(90), Duration::from_secs(270));
+        assert_eq!(
+            RoomBuilder::new("x").config.return_window,
+            Duration::from_secs(600)
+        );
     }
 }

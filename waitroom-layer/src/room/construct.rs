@@ -67,6 +67,7 @@ impl WaitingRoom {
             .await
             .map_err(BuildError::Store)?;
         let pass = b.pass;
+        let cookie_names = pass.effective_cookie_names();
         let key = match pass.signing_key {
             Some(k) => k,
             None => {
@@ -94,10 +95,11 @@ impl WaitingRoom {
         let cookies = CookieCodec::new(
             &secret,
             &b.config.event,
-            pass.cookie_names,
+            cookie_names,
             pass.secure_cookies,
             pass.session_cookie_max_age,
-        );
+        )
+        .with_domain(pass.cookie_domain);
         // A place nobody asks about for the abandon grace is dropped: a session that polls no more is skipped at
         // the head anyway, and one that moved on to carrying its number in its cookie no longer reads it.
         let cache = moka::sync::Cache::builder()
@@ -129,7 +131,10 @@ impl WaitingRoom {
             tokens,
             cookies,
             finished_cursor: Mutex::new(String::new()),
+            max_number: AtomicU64::new(0),
+            restoring: tokio::sync::Mutex::new(()),
             pending_finishes: Mutex::new(std::collections::VecDeque::new()),
+            recent_finishes: Mutex::new(std::collections::VecDeque::new()),
         });
         let room = Self { inner };
         // Before the first request: the sessions finished while their tokens may still be valid (by other

@@ -6,7 +6,9 @@ use crate::store::{Inventory, Settings, SettingsChange};
 
 impl WaitingRoom {
     async fn change(&self, change: SettingsChange) -> Result<Settings, StoreError> {
-        let r = self.observe(self.inner.store.update(self.event(), &change).await);
+        let r = self
+            .call(|| self.inner.store.update(self.event(), &change))
+            .await;
         match &r {
             Ok(_) => tracing::info!(event = %self.event(), change = ?change, "settings changed"),
             Err(e) => {

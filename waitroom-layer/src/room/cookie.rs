@@ -166,6 +166,8 @@ pub(crate) struct CookieCodec {
     pub(crate) names: CookieNames,
     secure: bool,
     session_max_age: Duration,
+    /// `; Domain=<domain>` when the room shares its cookies with a domain (see `RoomBuilder::cookie_domain`).
+    domain: String,
 }
 
 impl std::fmt::Debug for CookieCodec {
@@ -193,7 +195,14 @@ impl CookieCodec {
             names,
             secure,
             session_max_age,
+            domain: String::new(),
         }
+    }
+
+    /// Sets the cookies' `Domain` (none: host-only cookies).
+    pub(crate) fn with_domain(mut self, domain: Option<String>) -> Self {
+        self.domain = domain.map(|d| format!("; Domain={d}")).unwrap_or_default();
+        self
     }
 
     fn tag(&self, id: &str, mark: &str) -> Hmac<Sha256> {
@@ -344,7 +353,8 @@ impl CookieCodec {
 
     fn attributes(&self, max_age_secs: u64) -> String {
         let secure = if self.secure { "; Secure" } else { "" };
-        format!("; Path=/; Max-Age={max_age_secs}; HttpOnly; SameSite=Lax{secure}")
+        let domain = &self.domain;
+        format!("; Path=/{domain}; Max-Age={max_age_secs}; HttpOnly; SameSite=Lax{secure}")
     }
 
     /// `Set-Cookie` for the session cookie.

@@ -136,7 +136,9 @@ impl HeadMeter {
         let c = &snap.counters;
         let s = Sample {
             at_ms: now_ms,
-            freed: c.finished + c.expired + c.abandoned,
+            // A skip moves the head as a freed place does (a missed person who comes back takes a place later,
+            // counted when it frees).
+            freed: c.finished + c.expired + c.missed,
             served: snap.served,
             admitted: c.admitted,
         };
@@ -301,7 +303,8 @@ pub fn reach(snap: &Snapshot) -> Option<u64> {
     let buy_share = c.orders as f64 / departed as f64;
     let seats_per_admission = buy_share * (c.seats_bought as f64 / c.orders as f64);
     let skip_share = if snap.served > 0 {
-        c.abandoned as f64 / snap.served as f64
+        // Numbers passed over for good: missed, and not come back.
+        c.missed.saturating_sub(c.returned) as f64 / snap.served as f64
     } else {
         0.0
     };
@@ -334,10 +337,12 @@ mod tests {
             last_number: 1_000_000,
             served,
             active,
+            returning: 0,
             counters: Counters {
                 finished: freed,
                 ..Counters::default()
             },
+            reclaim_upto: None,
         }
     }
 

@@ -62,7 +62,25 @@ pub enum RoomEventKind {
         /// The session.
         session: String,
     },
-    /// A waiting session stopped polling and was skipped at the head.
+    /// A waiting session was away (it had not polled for the abandon grace) when its turn came: the door skipped
+    /// it and let the next present person in. It keeps its turn for the return window.
+    Missed {
+        /// The session.
+        session: String,
+    },
+    /// A session that missed its turn came back within the return window (to this instance): it is let in at the
+    /// next free place, ahead of the head of the line.
+    Returned {
+        /// The session.
+        session: String,
+    },
+    /// A session that missed its turn came back after the return window (to this instance): it is told its turn
+    /// passed, and its next protected request joins at the back.
+    ReturnedLate {
+        /// The session.
+        session: String,
+    },
+    /// A session that missed its turn did not come back within the return window; its join ends here.
     Abandoned {
         /// The session.
         session: String,
@@ -84,6 +102,9 @@ impl RoomEventKind {
             | Self::Admitted { session }
             | Self::Finished { session, .. }
             | Self::Expired { session }
+            | Self::Missed { session }
+            | Self::Returned { session }
+            | Self::ReturnedLate { session }
             | Self::Abandoned { session }
             | Self::TurnedAway { session } => Some(session),
             Self::SoldOut => None,
@@ -97,6 +118,9 @@ impl RoomEventKind {
             Self::Admitted { .. } => "admitted",
             Self::Finished { .. } => "finished",
             Self::Expired { .. } => "expired",
+            Self::Missed { .. } => "missed",
+            Self::Returned { .. } => "returned",
+            Self::ReturnedLate { .. } => "returned_late",
             Self::Abandoned { .. } => "abandoned",
             Self::TurnedAway { .. } => "turned_away",
             Self::SoldOut => "sold_out",

@@ -11,7 +11,7 @@ use crate::error::StoreError;
 /// Most finishes kept while the store is out of reach (see [`WaitingRoom::finish`]); past it the oldest stay and
 /// new ones are given up (those sessions idle out), counted by `waitroom_finishes_dropped`.
 pub(crate) const MAX_PENDING_FINISHES: usize = 10_000;
-use crate::store::{Join, Placement, SessionState};
+use crate::store::{Join, Placement, Reclaim, Return, SessionState};
 
 impl WaitingRoom {
     /// Joins the line (idempotent). With an `account`, the account holds one place whichever session asks; the
@@ -33,7 +33,24 @@ impl WaitingRoom {
                 now_ms: self.now_ms(),
                 draw_key: rand::random(),
             };
-            let p = self.observe(self.inner.store.join(self.event(), &join).await)?;
+            let mut p = self
+                .call(|| self.inner.store.join(self.event(), &join))
+                .await?;
+            if p.state == SessionState::Missed {
+                // Its turn came while it was away: it comes back (or, after the window, joins again at the back).
+                let holder = p.session.clone();
+                if let (Some(back), _) = self.come_back(&holder).await? {
+                    p = back;
+                }
+                if p.state.is_terminal() {
+                    p = self
+                        .call(|| self.inner.store.join(self.event(), &join))
+                        .await?;
+                }
+            }
+            if let Some(n) = p.number {
+                self.note_number(n);
+            }
             self.remember(&p, false);
             tracing::debug!(
                 holder = %fingerprint(&p.session),
@@ -75,18 +92,79 @@ impl WaitingRoom {
         number_hint: Option<u64>,
         prequeue_hint: bool,
     ) -> Result<Option<Placement>, StoreError> {
+        Ok(self
+            .locate_counted(session, number_hint, prequeue_hint)
+            .await?
+            .0)
+    }
+
+    /// [`locate_marked`](Self::locate_marked), and whether this look counted a return (a missed session came
+    /// back: in time, or too late, which is told once).
+    pub(crate) async fn locate_counted(
+        &self,
+        session: &str,
+        number_hint: Option<u64>,
+        prequeue_hint: bool,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
         if let Some((state, number)) = self.locate_local(session, number_hint, prequeue_hint) {
-            return Ok(Some(Placement {
+            let p = Placement {
                 session: session.to_owned(),
                 state,
                 number,
-            }));
+            };
+            return Ok((Some(p), None));
         }
-        let p = self.observe(self.inner.store.lookup(self.event(), session).await)?;
+        // The store's answer: where it has the session (one that missed its turn while away comes back). A session
+        // it does not know, with a number (or, after a restore, a pre-queue mark) from its signed cookie, asks for
+        // its place back: taken back if the store forgot it (see "When the store forgets" in `crate::store`);
+        // `None` when it cannot be (the caller joins it).
+        let found = self.come_back(session).await?;
+        let restored = self.inner.snap.load().reclaim_upto.is_some();
+        if found.0.is_none() && (number_hint.is_some() || (prequeue_hint && restored)) {
+            let reclaim = Reclaim {
+                session: session.to_owned(),
+                number: number_hint,
+                now_ms: self.now_ms(),
+                draw_key: rand::random(),
+            };
+            let p = self
+                .call(|| self.inner.store.reclaim(self.event(), &reclaim))
+                .await?;
+            if let Some(p) = &p {
+                self.remember(p, true);
+            }
+            return Ok((p, None));
+        }
+        Ok(found)
+    }
+
+    /// Asks the store where a session that is here now stands: one that missed its turn while away comes back
+    /// (within the return window: into the returning queue; after it: told its turn passed).
+    async fn come_back(
+        &self,
+        session: &str,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        let window = self.inner.config.return_window.as_millis() as u64;
+        let now = self.now_ms();
+        let (p, counted) = self
+            .call(|| {
+                self.inner
+                    .store
+                    .come_back(self.event(), session, now, window)
+            })
+            .await?;
         if let Some(p) = &p {
             self.remember(p, true);
         }
-        Ok(p)
+        if let Some(counted) = counted {
+            let session = session.to_owned();
+            tracing::debug!(event = %self.event(), session = %fingerprint(&session), ?counted, "came back");
+            self.emit(match counted {
+                Return::InTime => RoomEventKind::Returned { session },
+                Return::TooLate => RoomEventKind::ReturnedLate { session },
+            });
+        }
+        Ok((p, counted))
     }
 
     /// [`locate`](Self::locate)'s answer when local memory has it, as (state, line number): a session waiting behind
@@ -100,6 +178,17 @@ impl WaitingRoom {
         prequeue_hint: bool,
     ) -> Option<(SessionState, Option<u64>)> {
         let snap = self.inner.snap.load();
+        if let Some(n) = number_hint {
+            self.note_number(n);
+        }
+        // After the store forgot the on-sale and was restored: a session it may not know asks the store once (its
+        // place is taken back, then remembered here).
+        if let Some(upto) = snap.reclaim_upto
+            && (number_hint.is_some_and(|n| n <= upto) || (prequeue_hint && number_hint.is_none()))
+            && !self.inner.cache.contains_key(session)
+        {
+            return None;
+        }
         if let Some(n) = number_hint
             && n > snap.served
         {
@@ -140,12 +229,13 @@ impl WaitingRoom {
     /// When the store cannot be reached.
     pub async fn claim(&self, session: &str) -> Result<Option<Placement>, StoreError> {
         let idle = self.inner.config.idle_timeout.as_millis() as u64;
-        let p = self.observe(
-            self.inner
-                .store
-                .claim(self.event(), session, self.now_ms(), idle)
-                .await,
-        )?;
+        let p = self
+            .call(|| {
+                self.inner
+                    .store
+                    .claim(self.event(), session, self.now_ms(), idle)
+            })
+            .await?;
         self.inner.cache.invalidate(session);
         Ok(p)
     }
@@ -225,13 +315,15 @@ impl WaitingRoom {
 
     async fn record_finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
         let span = tracing::debug_span!("waitroom.finish", event = %self.event(), session = %fingerprint(session), seats);
-        let r = self.observe(
-            self.inner
-                .store
-                .finish(self.event(), session, seats, self.now_ms())
-                .instrument(span.clone())
-                .await,
-        )?;
+        let now = self.now_ms();
+        let r = self
+            .call(|| {
+                self.inner
+                    .store
+                    .finish(self.event(), session, seats, now)
+                    .instrument(span.clone())
+            })
+            .await?;
         span.in_scope(|| tracing::debug!(was_active = r, "finished"));
         if r {
             self.emit(RoomEventKind::Finished {
@@ -242,10 +334,55 @@ impl WaitingRoom {
         self.inner.cache.invalidate(session);
         if r {
             self.inner.tokens.deny(session);
+            self.remember_finish(session, seats, now);
         }
         self.forget_active(session);
         self.refresh().await.ok();
         Ok(r)
+    }
+
+    /// Keeps a recorded finish for [`reapply_finishes`](Self::reapply_finishes).
+    fn remember_finish(&self, session: &str, seats: u32, now: u64) {
+        let keep_ms = self.inner.config.idle_timeout.as_millis() as u64;
+        let mut q = self
+            .inner
+            .recent_finishes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        while q
+            .front()
+            .is_some_and(|(_, _, at)| *at + keep_ms < now || q.len() >= MAX_PENDING_FINISHES)
+        {
+            q.pop_front();
+        }
+        q.push_back((session.to_owned(), seats, now));
+    }
+
+    /// Records again the finishes this instance made lately, for a store found behind its view: a finish the store
+    /// lost is applied again (the place frees, the session stays finished); one it kept changes nothing. Returns
+    /// how many it applied again.
+    pub(super) async fn reapply_finishes(&self) -> usize {
+        let recent: Vec<(String, u32)> = self
+            .inner
+            .recent_finishes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(s, n, _)| (s.clone(), *n))
+            .collect();
+        let now = self.now_ms();
+        let mut applied = 0;
+        for (session, seats) in recent {
+            if let Ok(true) = self
+                .inner
+                .store
+                .finish(self.event(), &session, seats, now)
+                .await
+            {
+                applied += 1;
+            }
+        }
+        applied
     }
 
     /// Whether `session` finished lately (within the idle timeout), through this room or through anything sharing
@@ -266,12 +403,13 @@ impl WaitingRoom {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let lookback_ms = self.inner.tokens.verifier.deny_ttl().as_millis() as u64;
-        let (ids, next) = self.observe(
-            self.inner
-                .store
-                .finished_since(self.event(), &cursor, self.now_ms(), lookback_ms)
-                .await,
-        )?;
+        let (ids, next) = self
+            .call(|| {
+                self.inner
+                    .store
+                    .finished_since(self.event(), &cursor, self.now_ms(), lookback_ms)
+            })
+            .await?;
         let read = ids.len();
         for s in ids {
             self.inner.cache.invalidate(&s);

@@ -113,7 +113,11 @@ impl WaitingRoom {
     /// a session that is not waiting. Joins do not fill the cache: a browser carries its place in its signed
     /// cookie (its number, or the pre-queue mark), so the cache only holds what a caller without it looked up.
     pub(super) fn remember(&self, p: &Placement, cache: bool) {
-        if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
+        if p.state == SessionState::Returning {
+            // Here now, and let in by a tick soon: marked, never cached (the store says when it is let in).
+            self.inner.cache.invalidate(&p.session);
+            self.mark_waiting(&p.session, p.number, &self.inner.snap.load());
+        } else if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
             if cache {
                 self.inner
                     .cache
@@ -168,7 +172,9 @@ impl WaitingRoom {
             idle_timeout_ms: self.inner.config.idle_timeout.as_millis() as u64,
             abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
         };
-        let r = self.observe(self.inner.store.touch(self.event(), &touches).await);
+        let r = self
+            .call(|| self.inner.store.touch(self.event(), &touches))
+            .await;
         if r.is_err() {
             // Keep the marks for the next attempt: a store outage must not make people look abandoned.
             // Back into the shards, an equal part in each (the bound is per shard).

@@ -4,7 +4,8 @@
 //! - **This instance's counters**, kept in the room's one `Arc` and bumped with one atomic increment where the thing
 //!   happens: `waitroom_polls_total` (status polls), `waitroom_join_requests_total`, `waitroom_tokens_issued_total`,
 //!   `waitroom_token_refusals_total{reason}` (tokens the room refused on protected paths, by
-//!   [`Refusal::code`]), `waitroom_store_errors_total`. Sum them over instances: `sum(rate(...[1m]))`.
+//!   [`Refusal::code`]), `waitroom_store_errors_total`, `waitroom_store_restores_total` (a store that
+//!   forgot the on-sale, restored from this instance's view). Sum them over instances: `sum(rate(...[1m]))`.
 //! - **The room's figures**, read from [`WaitingRoom::stats`](crate::WaitingRoom::stats) at scrape time: the line, the door, the seats and the
 //!   store's running totals. They come from the shared store, so every instance reports the same value: aggregate
 //!   them with `max`, not `sum`.
@@ -40,6 +41,8 @@ pub(crate) struct RoomMetrics {
     pub(crate) joins: Counter,
     pub(crate) tokens_issued: Counter,
     pub(crate) store_errors: Counter,
+    /// Restores of a store that had forgotten the on-sale.
+    pub(crate) store_restores: Counter,
     /// Finishes kept because the store could not take them, waiting to be retried.
     pub(crate) finishes_pending: Gauge,
     /// Finishes given up because the queue of pending ones was full.
@@ -59,6 +62,7 @@ impl RoomMetrics {
             joins: Counter::default(),
             tokens_issued: Counter::default(),
             store_errors: Counter::default(),
+            store_restores: Counter::default(),
             finishes_pending: Gauge::default(),
             finishes_dropped: Counter::default(),
             refusals,
@@ -116,6 +120,11 @@ impl RoomMetrics {
             self.store_errors.clone(),
         );
         r.register(
+            "store_restores",
+            "Times this instance restored an on-sale the store had forgotten (a Redis restarted without persistence)",
+            self.store_restores.clone(),
+        );
+        r.register(
             "finishes_pending",
             "Finishes this instance could not record yet (the store was out of reach), kept and retried in order",
             self.finishes_pending.clone(),
@@ -145,7 +154,7 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
     gauge(
         r,
         "waiting",
-        "People in line (numbers not yet served) plus the pre-queue",
+        "People in line (numbers not yet served) plus the pre-queue and the returning queue",
         stats.waiting,
     );
     gauge(
@@ -153,6 +162,18 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
         "prequeue",
         "People in the pre-queue (joined before the draw)",
         stats.prequeue,
+    );
+    gauge(
+        r,
+        "returning",
+        "People who came back after missing their turn, waiting to be let in ahead of the line",
+        stats.returning,
+    );
+    gauge(
+        r,
+        "away",
+        "People whose turn came while they were away and who may still come back (within the return window)",
+        stats.away,
     );
     gauge(r, "active", "Sessions admitted or active", stats.active);
     gauge(
@@ -192,8 +213,26 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
     );
     total(
         r,
+        "missed",
+        "Turns that came while the session was away (it was skipped and kept its turn for the return window)",
+        c.missed,
+    );
+    total(
+        r,
+        "returned",
+        "Sessions that came back within the return window after missing their turn",
+        c.returned,
+    );
+    total(
+        r,
+        "returned_late",
+        "Sessions that came back after the return window (told their turn passed)",
+        c.returned_late,
+    );
+    total(
+        r,
         "abandoned",
-        "Sessions skipped at the head because they stopped polling",
+        "Sessions that missed their turn and did not come back within the return window",
         c.abandoned,
     );
     total(
@@ -289,6 +328,8 @@ mod tests {
             event: "ev".into(),
             waiting: 3,
             prequeue: 0,
+            returning: 0,
+            away: 0,
             active: 2,
             capacity: 5,
             admit_per_minute: None,

@@ -91,7 +91,7 @@ pub(crate) struct Inner {
     /// The last flush of liveness marks failed: flush again before any tick.
     flush_failed: AtomicBool,
     /// No admission tick before this time (ms): set when the store comes back, so every instance has flushed the
-    /// liveness marks it held during the outage before anyone is skipped as abandoned.
+    /// liveness marks it held during the outage before anyone is skipped as away.
     hold_ticks_until_ms: AtomicU64,
     meter: Mutex<HeadMeter>,
     /// The head's pace as last measured (point, slow, fast per minute) and where the line stands with the first
@@ -112,9 +112,18 @@ pub(crate) struct Inner {
     /// Where this instance has read the store's finishes up to (`Store::finished_since`); the finished sessions
     /// themselves go to the token verifier's deny list.
     finished_cursor: Mutex<String>,
+    /// The highest line number this instance has seen (its joins, its sessions' cookies): with the snapshot's
+    /// `last_number`, the floor a restore keeps new numbers above (see `outage.rs`).
+    max_number: AtomicU64,
+    /// Serialises restores of a store that forgot the on-sale (one at a time per instance).
+    restoring: tokio::sync::Mutex<()>,
     /// Finishes the store could not take yet (session, seats), oldest first, at most `MAX_PENDING_FINISHES`:
     /// retried in order before each tick until the store takes them (see `WaitingRoom::finish`).
     pending_finishes: Mutex<std::collections::VecDeque<(String, u32)>>,
+    /// The finishes this instance recorded lately (session, seats, when), oldest first, at most
+    /// `MAX_PENDING_FINISHES` and none older than the idle timeout: applied again to a store found behind this
+    /// instance's view (a failover that lost them), so their places free and they stay finished.
+    recent_finishes: Mutex<std::collections::VecDeque<(String, u32, u64)>>,
 }
 
 impl WaitingRoom {
@@ -126,6 +135,13 @@ impl WaitingRoom {
     /// The room's session cookie codec.
     pub(crate) fn cookies(&self) -> &CookieCodec {
         &self.inner.cookies
+    }
+
+    /// The cookie names in force (`__Host-waitroom_session` and `__Host-waitroom_token` behind HTTPS by default;
+    /// see [`RoomBuilder::cookie_prefix`](crate::RoomBuilder::cookie_prefix)): what an order service's
+    /// `VerifyLayer::cookie_names` should read.
+    pub fn cookie_names(&self) -> &waitroom_verify::CookieNames {
+        &self.inner.cookies.names
     }
 
     /// The JWKS document of the room's public token keys (what `{base}/jwks.json` serves).

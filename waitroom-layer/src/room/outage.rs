@@ -1,11 +1,15 @@
-//! Store-outage tracking: whether the store answers, what a failure does to the door, the throttled warning.
+//! Store-outage tracking: whether the store answers, what a failure does to the door, the throttled warning; and
+//! what the room does when the store forgot the on-sale (restore it, take people back: see "When the store
+//! forgets" in [`crate::store`]).
 
+use std::future::Future;
 use std::sync::atomic::Ordering;
 
 use super::WaitingRoom;
 use super::builder::StoreOutage;
 use super::liveness::FLUSH_EVERY_MS;
 use crate::error::StoreError;
+use crate::store::Restore;
 
 /// How long after the store comes back the door stays shut: two flush intervals, so every instance sharing the
 /// store has sent the liveness marks it kept during the outage.
@@ -54,6 +58,102 @@ impl WaitingRoom {
                     }
                 }
             }
+        }
+    }
+
+    /// Runs a store call; when the store answers that it does not know the on-sale ([`StoreError::Forgotten`]:
+    /// a Redis restarted without persistence, say), restores it from this instance's view and runs the call once
+    /// more. Either way the outcome is observed (see [`observe`](Self::observe)).
+    pub(super) async fn call<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        match f().await {
+            Err(e) if e.is_forgotten() => {
+                if let Err(e) = self.restore_store().await {
+                    return self.observe(Err(e));
+                }
+                self.observe(f().await)
+            }
+            r => self.observe(r),
+        }
+    }
+
+    /// Gives the on-sale back to a store that forgot it: its settings as last in force, the line's numbers from
+    /// this instance's last snapshot (and the highest number it has seen) as floors, the counters; nobody is let
+    /// in for the hold ([`restore_hold_ms`](Self::restore_hold_ms)), while the people in line come back with their
+    /// cookies ([`Store::reclaim`](crate::store::Store::reclaim), on their next poll). Another instance may have
+    /// restored it already: the store keeps the first restore.
+    pub(super) async fn restore_store(&self) -> Result<(), StoreError> {
+        self.restore(false).await
+    }
+
+    /// Gives the number floor back to a store that knows the on-sale but lost its latest writes: it answered
+    /// `store_last` as its highest number after this instance had seen `seen` (see "When the store forgets" in
+    /// [`crate::store`]).
+    pub(super) async fn restore_behind(
+        &self,
+        store_last: u64,
+        seen: u64,
+    ) -> Result<(), StoreError> {
+        tracing::warn!(
+            event = %self.event(),
+            store_last,
+            seen,
+            "the store is behind this instance's view (writes lost in a failover?); keeping the lost numbers for their owners"
+        );
+        self.observe(self.restore(true).await)?;
+        let reapplied = self.reapply_finishes().await;
+        tracing::info!(event = %self.event(), reapplied, "finishes this instance made lately applied again");
+        Ok(())
+    }
+
+    async fn restore(&self, behind: bool) -> Result<(), StoreError> {
+        let _one = self.inner.restoring.lock().await;
+        let snap = self.snapshot();
+        let c = &self.inner.config;
+        let hold_ms = self.restore_hold_ms();
+        let restore = Restore {
+            settings: snap.settings.clone(),
+            drawn: snap.drawn,
+            last_number: snap
+                .last_number
+                .max(self.inner.max_number.load(Ordering::Relaxed)),
+            served: snap.served,
+            counters: snap.counters,
+            now_ms: self.now_ms(),
+            hold_ms,
+            late_ms: hold_ms + c.abandon_after.as_millis() as u64,
+            behind,
+        };
+        self.inner.store.restore(self.event(), &restore).await?;
+        self.inner.metrics.store_restores.inc();
+        tracing::warn!(
+            event = %self.event(),
+            last_number = restore.last_number,
+            served = restore.served,
+            hold_ms,
+            "the store had forgotten the on-sale; restored it from this instance's last view, taking people back from their cookies"
+        );
+        // A read now, so this instance's polls start taking people back at once.
+        if let Ok(snap) = self.inner.store.snapshot(self.event()).await {
+            self.install_snapshot(snap);
+        }
+        Ok(())
+    }
+
+    /// How long a restored store lets nobody in: one poll interval with the holding page's jitter (+20 %), plus a
+    /// second, so every browser still polling has come back with its number first.
+    pub(crate) fn restore_hold_ms(&self) -> u64 {
+        let poll = self.inner.config.poll_interval.as_millis() as u64;
+        poll + poll / 5 + 1_000
+    }
+
+    /// Notes the highest line number seen (a floor for a restore).
+    pub(super) fn note_number(&self, n: u64) {
+        if n > self.inner.max_number.load(Ordering::Relaxed) {
+            self.inner.max_number.fetch_max(n, Ordering::Relaxed);
         }
     }
 

@@ -29,6 +29,12 @@ pub enum ViewState {
     Paused,
     /// Not in line (never joined, or the last visit ended).
     NotInLine,
+    /// Its turn came while it was away, and it came back within the return window: it is let in at the next free
+    /// place, ahead of the line (usually at the next admission tick; ask again after `refresh_seconds`).
+    Returning,
+    /// Its turn came while it was away and passed: it did not come back within the return window. Its next
+    /// protected request joins the line again, at the back.
+    Missed,
 }
 
 impl ViewState {
@@ -42,6 +48,8 @@ impl ViewState {
             Self::Closed => "closed",
             Self::Paused => "paused",
             Self::NotInLine => "not_in_line",
+            Self::Returning => "returning",
+            Self::Missed => "missed",
         }
     }
 }
@@ -88,10 +96,14 @@ pub struct Status {
 pub struct RoomStats {
     /// The on-sale id.
     pub event: String,
-    /// People in line (numbers not yet served) plus the pre-queue.
+    /// People in line (numbers not yet served) plus the pre-queue and the returning queue.
     pub waiting: u64,
     /// People in the pre-queue.
     pub prequeue: u64,
+    /// People who came back after missing their turn and wait to be let in, ahead of the line.
+    pub returning: u64,
+    /// People whose turn came while they were away and who may still come back for it (within the return window).
+    pub away: u64,
     /// Sessions admitted or active.
     pub active: u64,
     /// The capacity.
@@ -176,15 +188,26 @@ impl WaitingRoom {
             _ if s.closed => ViewState::Closed,
             _ if s.sold_out() => ViewState::SoldOut,
             Some(SessionState::PreQueue) => ViewState::Prequeue,
-            Some(SessionState::Waiting) => {
-                if s.paused || s.inventory.is_some_and(|i| i.available() == 0) {
-                    ViewState::Paused
-                } else {
-                    ViewState::Waiting
-                }
+            Some(SessionState::Waiting | SessionState::Returning)
+                if s.paused || s.inventory.is_some_and(|i| i.available() == 0) =>
+            {
+                ViewState::Paused
             }
+            Some(SessionState::Waiting) => ViewState::Waiting,
+            Some(SessionState::Returning) => ViewState::Returning,
+            Some(SessionState::Missed | SessionState::Abandoned) => ViewState::Missed,
             _ => ViewState::NotInLine,
         };
+        if state == Some(SessionState::Returning) && !s.turning_away() {
+            // Next in: ask again right after the next admission tick.
+            st.position = Some(1);
+            st.refresh_seconds = self
+                .inner
+                .config
+                .tick_interval
+                .as_secs()
+                .clamp(1, st.refresh_seconds);
+        }
         // A place and a wait mean something while the line can still move: not once the on-sale is sold out or
         // closed (the page then says so, and nothing else).
         if let (Some(SessionState::Waiting), Some(n)) = (state, placement.and_then(|p| p.number))
@@ -233,6 +256,8 @@ impl WaitingRoom {
             event: self.inner.config.event.clone(),
             waiting: tail,
             prequeue: snap.prequeue,
+            returning: snap.returning,
+            away: snap.away(),
             active: snap.active,
             capacity: snap.settings.capacity,
             admit_per_minute: snap.settings.admit_per_minute,

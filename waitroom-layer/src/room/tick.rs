@@ -18,15 +18,37 @@ impl WaitingRoom {
     /// # Errors
     /// When the store cannot be reached; the last snapshot stays in force.
     pub async fn refresh(&self) -> Result<(), StoreError> {
-        let snap = self.observe(self.inner.store.snapshot(self.event()).await)?;
+        // Every number noted before the read was given out by the store before it: a store that answers a lower
+        // `last_number` lost writes (a failover to a replica that lagged) and is given the floor back.
+        let seen = self.inner.max_number.load(Ordering::Relaxed);
+        let mut snap = self
+            .call(|| self.inner.store.snapshot(self.event()))
+            .await?;
+        if snap.last_number < seen {
+            self.restore_behind(snap.last_number, seen).await?;
+            snap = self
+                .call(|| self.inner.store.snapshot(self.event()))
+                .await?;
+        }
         let sold_out = snap.settings.sold_out();
-        self.inner.snap.store(Arc::new(snap));
+        self.install_snapshot(snap);
         self.record_snapshot();
         if sold_out && !self.inner.sold_out_reported.swap(true, Ordering::Relaxed) {
             tracing::info!(event = %self.event(), "sold out");
             self.emit(RoomEventKind::SoldOut);
         }
         Ok(())
+    }
+
+    /// Puts a fresh snapshot in force. When it says the store was restored after forgetting the on-sale (a new
+    /// `reclaim_upto`), what this instance remembers of places is dropped: those sessions are taken back from
+    /// their cookies at their next poll.
+    pub(super) fn install_snapshot(&self, snap: crate::store::Snapshot) {
+        let before = self.inner.snap.load().reclaim_upto;
+        if snap.reclaim_upto.is_some() && snap.reclaim_upto != before {
+            self.inner.cache.invalidate_all();
+        }
+        self.inner.snap.store(Arc::new(snap));
     }
 
     pub(super) async fn run_once(&self, force_flush: bool) -> Result<TickReport, StoreError> {
@@ -37,7 +59,7 @@ impl WaitingRoom {
             self.inner.last_flush_ms.store(now, Ordering::Relaxed);
             if let Err(e) = self.flush().await {
                 // The liveness marks did not reach the store: a tick now could skip people who polled all along
-                // as abandoned. No tick until they are sent.
+                // as away (they would miss their turn). No tick until they are sent.
                 self.inner.flush_failed.store(true, Ordering::Relaxed);
                 let _ = self.refresh().await;
                 return Err(e);
@@ -58,15 +80,19 @@ impl WaitingRoom {
             now_ms: now,
             arrival_window_ms: self.inner.config.arrival_window.as_millis() as u64,
             abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
+            return_window_ms: self.inner.config.return_window.as_millis() as u64,
             max_scan: self.inner.config.max_scan_per_tick,
         };
-        let report = self.observe(self.inner.store.tick(self.event(), &tick).await);
+        let report = self
+            .call(|| self.inner.store.tick(self.event(), &tick))
+            .await;
         if let Ok(r) = &report {
             self.report_tick(r);
             for s in r
                 .expired
                 .iter()
                 .chain(&r.admitted)
+                .chain(&r.missed)
                 .chain(&r.abandoned)
                 .chain(&r.turned_away)
             {
@@ -84,6 +110,7 @@ impl WaitingRoom {
     /// Logs and emits what a tick of this instance did.
     fn report_tick(&self, r: &TickReport) {
         if r.admitted.is_empty()
+            && r.missed.is_empty()
             && r.abandoned.is_empty()
             && r.expired.is_empty()
             && r.turned_away.is_empty()
@@ -93,6 +120,7 @@ impl WaitingRoom {
         tracing::debug!(
             event = %self.event(),
             admitted = r.admitted.len(),
+            missed = r.missed.len(),
             abandoned = r.abandoned.len(),
             expired = r.expired.len(),
             turned_away = r.turned_away.len(),
@@ -102,13 +130,21 @@ impl WaitingRoom {
         // One `DEBUG` span per session (a span's name is fixed where it is made, hence one function per kind); the
         // fields are only computed when the span is enabled.
         type Log = fn(&str, &str);
-        let kinds: [(&[String], Make, Log); 4] = [
+        let kinds: [(&[String], Make, Log); 5] = [
             (
                 &r.admitted,
                 |session| RoomEventKind::Admitted { session },
                 |event, s| {
                     tracing::debug_span!("waitroom.admit", event = %event, session = %fingerprint(s))
                         .in_scope(|| tracing::debug!("admitted"));
+                },
+            ),
+            (
+                &r.missed,
+                |session| RoomEventKind::Missed { session },
+                |event, s| {
+                    tracing::debug_span!("waitroom.miss", event = %event, session = %fingerprint(s))
+                        .in_scope(|| tracing::debug!("missed its turn while away"));
                 },
             ),
             (

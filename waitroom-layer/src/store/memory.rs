@@ -2,15 +2,15 @@
 
 mod durable;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
 use super::{
-    Counters, Join, Placement, SessionState, Settings, SettingsChange, Snapshot, Store,
-    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    Counters, Join, MAX_RECLAIM_GAP, Placement, Reclaim, Restore, Return, SessionState, Settings,
+    SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 use crate::error::StoreError;
 
@@ -38,16 +38,24 @@ use crate::error::StoreError;
 ///   people who joined in the lost moment are not in it, and a claim, a finish or a settings change made in it
 ///   is undone. Those who joined
 ///   carry their line number in their signed session cookie; their numbers are never given to anyone else (see
-///   below), so a room can put such a person back at their own number (the place stays open for them until the
-///   head reaches it and is then skipped like an abandoned one). A finish made in the lost interval is undone: the
-///   session counts as active again (and its pass opens again) until its idle deadline.
+///   below), and the store taken back after a crash says so ([`Snapshot::reclaim_upto`] up to its mark, as after
+///   a [restore](Store::restore)): the room sends each of them to [`Store::reclaim`] at their next poll, which
+///   puts them back at their own number (`tests/durable_crash.rs` takes back every join a crash lost). One whose
+///   number the head passed first is taken back ahead of the line within the abandon grace after the first tick.
+///   A finish made in the lost interval is undone: the session counts as active again (and its pass opens
+///   again) until its idle deadline.
+/// - **What is kept**: the settings, the numbers and every counter (the returns included); each session's state
+///   and number (missed and returning ones too, with when they missed their turn, so the return window runs on
+///   across a restart); the returning queue's order; those taken back after the head passed them; a restore's
+///   number floor, hold and late window; the accounts; the last finishes; the active sessions' deadlines.
 /// - **Line numbers stay unique across a crash**: before it hands out a number, the store has committed a
 ///   high-water mark beyond it (numbers are reserved ahead in blocks of at least 64, twice the last interval's
 ///   joins). After a crash, the next number is above the mark, so nobody ever shares a number with a cookie from
 ///   before the crash. The numbers reserved but unused are empty places at the back of the recovered line, skipped
 ///   by the next ticks. A clean shutdown (the last handle dropped) commits the exact count and leaves no gap.
-/// - **Liveness marks** (the polls of people in line) are not written: after a restart, everyone in line counts
-///   as seen at the first tick, so nobody is skipped as abandoned for the time the process was down.
+/// - **Liveness marks** (the polls of people in line, or in the returning queue) are not written: after a restart,
+///   everyone in line counts as seen at the first tick, so nobody misses their turn for the time the process was
+///   down (someone who really left is missed a grace later).
 /// - **A disk that fails** (full, read-only): the store keeps serving from memory and retries every interval;
 ///   once the reserved numbers run out, a join waits up to 30 s for a commit and then fails with
 ///   [`StoreError::Unavailable`] (the room holds newcomers, as in any store outage) until a commit succeeds again.
@@ -136,11 +144,24 @@ impl MemoryStore {
         self.events.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Forgets the on-sale `event`, as a store that lost its data would (and to free its memory once it is
+    /// over). Returns whether it was known. A room still running it restores it ([`Store::restore`]).
+    /// On a durable store the on-sale leaves the data file too, at the next commit.
+    pub fn purge(&self, event: &str) -> bool {
+        let mut events = self.lock();
+        let known = events.remove(event).is_some();
+        if known && let Some(d) = &self.durable {
+            // Under the store's lock, so the commit that deletes it sees the on-sale gone at the same instant.
+            d.forget(event);
+        }
+        known
+    }
+
     fn with_event<T>(&self, event: &str, f: impl FnOnce(&mut Event) -> T) -> Result<T, StoreError> {
         let mut events = self.lock();
         match events.get_mut(event) {
             Some(ev) => Ok(f(ev)),
-            None => Err(StoreError::unavailable(format!(
+            None => Err(StoreError::Forgotten(format!(
                 "on-sale `{event}` was not initialised"
             ))),
         }
@@ -152,16 +173,22 @@ struct Rec {
     state: SessionState,
     /// 0 while it has no number.
     number: u64,
+    /// When it was last seen (waiting, returning); when its turn passed ([`SessionState::Missed`]); for
+    /// [`SessionState::Abandoned`], [`LATE_TOLD`] once a late return was counted, else 0.
     last_seen_ms: u64,
-    /// This join's place in the on-sale's join order (`Counters::joined` when it joined): the record's key in the
-    /// data file, so a commit appends at the end of the file's tree instead of writing all over it.
+    /// This record's place in the on-sale's order of joins (and reclaims): its key in the data file, so a commit
+    /// appends at the end of the file's tree instead of writing all over it.
     seq: u64,
 }
 
-/// What stands in the line for a number given out but not taken back after a crash (no session id is empty: the
-/// room's are 22 characters, and a join's session id is never a NUL byte). The tick skips it as it skips a
-/// session it does not know, counting the number served.
-const GAP: &str = "\0";
+/// The time field of an abandoned session whose late return was counted (in both stores' records).
+const LATE_TOLD: u64 = 1;
+
+/// What stands in the line for a number kept free for an owner the store does not know: one a restore kept for
+/// its owner, or one given out in the last moments before a crash (or reserved and never given out). No session
+/// id is empty (the room's are 22 characters). The tick skips it as it skips a session it does not know, counting
+/// the number served; [`Store::reclaim`] puts its owner back in it.
+const HOLE: &str = "";
 
 #[derive(Debug)]
 struct Event {
@@ -172,8 +199,22 @@ struct Event {
     sessions: HashMap<Arc<str>, Rec>,
     accounts: HashMap<Box<str>, Arc<str>>,
     prequeue: Vec<(u64, Arc<str>)>,
-    /// Sessions with numbers `served + 1 ..= last_number`, front first.
+    /// Sessions with numbers `served + 1 ..= last_number`, front first; an empty id is a number kept free for
+    /// an owner the store forgot (see [`Store::reclaim`]).
     line: VecDeque<Arc<str>>,
+    /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
+    returning: VecDeque<Arc<str>>,
+    /// Sessions that missed their turn, with when, in the order they missed it (entries of sessions that came back
+    /// since, or missed again later, are passed over when they reach the front).
+    missed: VecDeque<(u64, Arc<str>)>,
+    /// Sessions taken back after the head passed their number, by number: let in ahead of the line.
+    back: BTreeMap<u64, Arc<str>>,
+    /// Set by a restore: the last number given out before the loss.
+    reclaim_upto: Option<u64>,
+    /// Nobody is let in before this (ms), after a restore.
+    hold_until_ms: u64,
+    /// A passed number is taken back until this (ms), after a restore.
+    late_until_ms: u64,
     last_number: u64,
     served: u64,
     /// Admitted and active sessions with their deadlines (kept apart from `sessions` so the expiry scan touches
@@ -192,6 +233,11 @@ struct Event {
     seen_at_first_tick: bool,
     /// Everyone in line counts as seen at this time (set by the first tick after a restart).
     seen_floor_ms: u64,
+    /// The last record key given out ([`Rec::seq`]).
+    next_seq: u64,
+    /// Taken back after a crash, with numbers kept free for owners whose joins were lost: the first tick opens
+    /// the late window ([`late_until_ms`](Self::late_until_ms)) for those the head passes before they come back.
+    lost_writes: bool,
     /// What changed since the last commit, with a data file.
     journal: Option<Box<durable::Journal>>,
 }
@@ -210,6 +256,12 @@ impl Event {
             accounts: HashMap::new(),
             prequeue: Vec::new(),
             line: VecDeque::new(),
+            returning: VecDeque::new(),
+            missed: VecDeque::new(),
+            back: BTreeMap::new(),
+            reclaim_upto: None,
+            hold_until_ms: 0,
+            late_until_ms: 0,
             last_number: 0,
             served: 0,
             active: HashMap::new(),
@@ -220,6 +272,8 @@ impl Event {
             reserved: u64::MAX,
             seen_at_first_tick: false,
             seen_floor_ms: 0,
+            next_seq: 0,
+            lost_writes: false,
             journal: None,
         }
     }
@@ -271,6 +325,96 @@ impl Event {
             j.want = j.want.max(need);
         }
         false
+    }
+
+    /// The on-sale as a restore gives it back: the numbers up to `last_number` kept free for their owners.
+    fn restored(r: &Restore) -> Self {
+        let mut ev = Self::new(r.settings.clone());
+        ev.drawn = r.drawn || !r.settings.random_draw;
+        ev.served = r.served;
+        ev.last_number = r.last_number.max(r.served);
+        let hole: Arc<str> = Arc::from(HOLE);
+        ev.line = (ev.served..ev.last_number).map(|_| hole.clone()).collect();
+        ev.counters = r.counters;
+        ev.reclaim_upto = Some(ev.last_number);
+        ev.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
+        ev.late_until_ms = r.now_ms.saturating_add(r.late_ms);
+        ev
+    }
+
+    /// [`Store::restore`] of a store that knows the on-sale but lost its latest writes: numbers up to the room's
+    /// highest become holes for their owners, and those owners are taken back as after a restore.
+    fn raise_floor(&mut self, r: &Restore) {
+        if r.last_number <= self.last_number {
+            return;
+        }
+        let gap = (r.last_number - self.last_number).min(MAX_RECLAIM_GAP);
+        let hole: Arc<str> = Arc::from(HOLE);
+        self.line.extend((0..gap).map(|_| hole.clone()));
+        self.last_number += gap;
+        self.reclaim_upto = Some(self.last_number);
+        self.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
+        self.late_until_ms = r.now_ms.saturating_add(r.late_ms);
+        self.changed();
+    }
+
+    /// [`Store::reclaim`]: the rules are in the store's module docs.
+    fn reclaim(&mut self, c: &Reclaim) -> Option<Placement> {
+        if let Some(p) = self.placement(&c.session) {
+            return Some(p);
+        }
+        if self.settings.turning_away() {
+            return None;
+        }
+        let sid: Arc<str> = Arc::from(c.session.as_str());
+        let (state, number) = match c.number {
+            None if !self.drawn => {
+                self.prequeue.push((c.draw_key, sid.clone()));
+                if let Some(journal) = self.journal.as_mut() {
+                    journal.keys.insert(sid.clone(), c.draw_key);
+                }
+                (SessionState::PreQueue, 0)
+            }
+            None | Some(0) => return None,
+            Some(n) if n > self.last_number => {
+                let gap = n - self.last_number - 1;
+                if gap > MAX_RECLAIM_GAP {
+                    return None;
+                }
+                let hole: Arc<str> = Arc::from(HOLE);
+                self.line.extend((0..gap).map(|_| hole.clone()));
+                self.line.push_back(sid.clone());
+                self.last_number = n;
+                (SessionState::Waiting, n)
+            }
+            Some(n) if n > self.served => {
+                let slot = self.line.get_mut((n - self.served - 1) as usize)?;
+                if !slot.is_empty() {
+                    return None;
+                }
+                *slot = sid.clone();
+                (SessionState::Waiting, n)
+            }
+            Some(n) => {
+                let late =
+                    self.reclaim_upto.is_some_and(|u| n <= u) && c.now_ms <= self.late_until_ms;
+                if !late || self.back.contains_key(&n) {
+                    return None;
+                }
+                self.back.insert(n, sid.clone());
+                (SessionState::Waiting, n)
+            }
+        };
+        self.next_seq += 1;
+        let rec = Rec {
+            state,
+            number,
+            last_seen_ms: c.now_ms,
+            seq: self.next_seq,
+        };
+        self.sessions.insert(sid.clone(), rec);
+        self.dirty(&sid);
+        self.placement(&c.session)
     }
 
     fn placement(&self, sid: &str) -> Option<Placement> {
@@ -334,11 +478,12 @@ impl Event {
             self.draw(j.now_ms);
         }
         self.counters.joined += 1;
+        self.next_seq += 1;
         let mut rec = Rec {
             state: SessionState::Waiting,
             number: 0,
             last_seen_ms: j.now_ms,
-            seq: self.counters.joined,
+            seq: self.next_seq,
         };
         if self.drawn {
             self.last_number += 1;
@@ -348,7 +493,7 @@ impl Event {
             rec.state = SessionState::PreQueue;
             self.prequeue.push((j.draw_key, sid.clone()));
             if let Some(journal) = self.journal.as_mut() {
-                journal.draw_keys.insert(sid.clone(), j.draw_key);
+                journal.keys.insert(sid.clone(), j.draw_key);
             }
         }
         self.sessions.insert(sid.clone(), rec);
@@ -392,6 +537,9 @@ impl Event {
             || report.drew
             || !report.expired.is_empty()
             || !report.admitted.is_empty()
+            || !report.missed.is_empty()
+            || !report.abandoned.is_empty()
+            || !report.turned_away.is_empty()
         {
             self.changed();
         }
@@ -402,6 +550,15 @@ impl Event {
         let mut report = TickReport::default();
         if std::mem::take(&mut self.seen_at_first_tick) {
             self.seen_floor_ms = t.now_ms;
+        }
+        if std::mem::take(&mut self.lost_writes) {
+            // Taken back after a crash: the owners of the numbers given out in the lost moment come back with
+            // their cookies; one whose number the head passes before they do is taken back ahead of the line
+            // within the abandon grace (every browser still polling has come back by then).
+            self.late_until_ms = self
+                .late_until_ms
+                .max(t.now_ms.saturating_add(t.abandon_after_ms));
+            self.changed();
         }
         if self.draw_due(t.now_ms) {
             self.draw(t.now_ms);
@@ -425,11 +582,16 @@ impl Event {
         }
         if self.settings.turning_away() {
             self.turn_away(&mut report);
-            return report;
+        } else if self.settings.door_open(t.now_ms) && t.now_ms >= self.hold_until_ms {
+            self.admit(t, &mut report);
         }
-        if !self.settings.door_open(t.now_ms) {
-            return report;
-        }
+        self.end_missed(t, &mut report);
+        report
+    }
+
+    /// Lets people in while there is room: the returning queue first, then the head of the line; an absent one
+    /// is missed (it keeps its turn for the return window) and the next present one goes in its place.
+    fn admit(&mut self, t: &Tick, report: &mut TickReport) {
         let mut room = self
             .settings
             .capacity
@@ -445,19 +607,37 @@ impl Event {
         let mut scanned = 0;
         let mut admitted = 0;
         while admitted < room && scanned < t.max_scan {
-            let Some(sid) = self.line.pop_front() else {
+            // Those taken back after the head passed them were in front of everyone in line; then those who came
+            // back after missing their turn.
+            let sid = if let Some((_, sid)) = self.back.pop_first() {
+                sid
+            } else if let Some(sid) = self.returning.pop_front() {
+                if self
+                    .sessions
+                    .get(&sid)
+                    .is_none_or(|r| r.state != SessionState::Returning)
+                {
+                    continue;
+                }
+                sid
+            } else if let Some(sid) = self.line.pop_front() {
+                self.served += 1;
+                sid
+            } else {
                 break;
             };
             scanned += 1;
-            self.served += 1;
             let Some(r) = self.sessions.get_mut(&sid) else {
                 continue;
             };
+            // After a restart everyone in line counts as seen at the first tick (their marks were not kept).
             let seen = r.last_seen_ms.max(self.seen_floor_ms);
             if seen.saturating_add(t.abandon_after_ms) < t.now_ms {
-                r.state = SessionState::Abandoned;
-                self.counters.abandoned += 1;
-                report.abandoned.push(sid.to_string());
+                r.state = SessionState::Missed;
+                r.last_seen_ms = t.now_ms;
+                self.counters.missed += 1;
+                self.missed.push_back((t.now_ms, sid.clone()));
+                report.missed.push(sid.to_string());
             } else {
                 r.state = SessionState::Admitted;
                 self.active
@@ -469,13 +649,107 @@ impl Event {
             self.dirty(&sid);
         }
         self.note_admits(t.now_ms, admitted);
-        report
     }
 
-    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: the head of the line first (their numbers count as
-    /// served), then the pre-queue.
+    /// Ends [`SessionState::Abandoned`] the missed sessions whose return window has passed (at most `max_scan`).
+    fn end_missed(&mut self, t: &Tick, report: &mut TickReport) {
+        let mut budget = t.max_scan;
+        while budget > 0 {
+            let Some((at, sid)) = self.missed.front() else {
+                break;
+            };
+            if let Some((key, r)) = self.sessions.get_key_value(sid)
+                && r.state == SessionState::Missed
+                && r.last_seen_ms == *at
+            {
+                if at.saturating_add(t.return_window_ms) > t.now_ms {
+                    break;
+                }
+                let key = key.clone();
+                if let Some(r) = self.sessions.get_mut(&key) {
+                    r.state = SessionState::Abandoned;
+                    r.last_seen_ms = 0;
+                }
+                self.counters.abandoned += 1;
+                report.abandoned.push(key.to_string());
+                self.dirty(&key);
+                budget -= 1;
+            }
+            // Abandoned now, or an entry passed over: the session came back since (or missed again, later).
+            self.missed.pop_front();
+        }
+    }
+
+    /// A session that is here now: a missed one within its window comes back (see [`Store::come_back`]).
+    fn come_back(
+        &mut self,
+        sid: &str,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> (Option<Placement>, Option<Return>) {
+        let Some((key, r)) = self.sessions.get_key_value(sid) else {
+            return (None, None);
+        };
+        let mut counted = None;
+        match r.state {
+            SessionState::Missed if r.last_seen_ms.saturating_add(window_ms) > now_ms => {
+                let key = key.clone();
+                self.returning.push_back(key.clone());
+                if let Some(r) = self.sessions.get_mut(&key) {
+                    r.state = SessionState::Returning;
+                    r.last_seen_ms = now_ms;
+                }
+                self.counters.returned += 1;
+                // The data file keeps the returning queue's order as each record's key: returns so far.
+                let order = self.counters.returned;
+                if let Some(journal) = self.journal.as_mut() {
+                    journal.keys.insert(key.clone(), order);
+                }
+                self.dirty(&key);
+                counted = Some(Return::InTime);
+            }
+            SessionState::Missed | SessionState::Abandoned if r.last_seen_ms != LATE_TOLD => {
+                let key = key.clone();
+                if r.state == SessionState::Missed {
+                    self.counters.abandoned += 1;
+                }
+                if let Some(r) = self.sessions.get_mut(&key) {
+                    r.state = SessionState::Abandoned;
+                    r.last_seen_ms = LATE_TOLD;
+                }
+                self.counters.returned_late += 1;
+                self.dirty(&key);
+                counted = Some(Return::TooLate);
+            }
+            _ => {}
+        }
+        (self.placement(sid), counted)
+    }
+
+    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: the returning queue first, then the head of the line
+    /// (their numbers count as served), then the pre-queue.
     fn turn_away(&mut self, report: &mut TickReport) {
         let mut budget = TURN_AWAY_PER_TICK;
+        while budget > 0 {
+            let Some((_, sid)) = self.back.pop_first() else {
+                break;
+            };
+            budget -= 1;
+            self.turn_away_one(sid, report);
+        }
+        while budget > 0 {
+            let Some(sid) = self.returning.pop_front() else {
+                break;
+            };
+            if self
+                .sessions
+                .get(&sid)
+                .is_some_and(|r| r.state == SessionState::Returning)
+            {
+                budget -= 1;
+                self.turn_away_one(sid, report);
+            }
+        }
         while budget > 0 {
             let Some(sid) = self.line.pop_front() else {
                 break;
@@ -510,7 +784,9 @@ impl Event {
             last_number: self.last_number,
             served: self.served,
             active: self.active.len() as u64,
+            returning: self.returning.len() as u64,
             counters: self.counters,
+            reclaim_upto: self.reclaim_upto,
         }
     }
 }
@@ -549,6 +825,16 @@ impl Store for MemoryStore {
         self.with_event(event, |ev| ev.placement(session))
     }
 
+    async fn come_back(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        return_window_ms: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        self.with_event(event, |ev| ev.come_back(session, now_ms, return_window_ms))
+    }
+
     async fn claim(
         &self,
         event: &str,
@@ -576,7 +862,10 @@ impl Store for MemoryStore {
         self.with_event(event, |ev| {
             for m in &touches.waiting {
                 if let Some(r) = ev.sessions.get_mut(m.session.as_str())
-                    && matches!(r.state, SessionState::Waiting | SessionState::PreQueue)
+                    && matches!(
+                        r.state,
+                        SessionState::Waiting | SessionState::PreQueue | SessionState::Returning
+                    )
                 {
                     r.last_seen_ms = r.last_seen_ms.max(touches.now_ms);
                 }
@@ -662,6 +951,44 @@ impl Store for MemoryStore {
         })
     }
 
+    async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError> {
+        let settings = {
+            let mut events = self.lock();
+            let durable = self.durable.is_some();
+            let ev = match events.entry(event.to_owned()) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    let ev = e.into_mut();
+                    if restore.behind {
+                        ev.raise_floor(restore);
+                    }
+                    ev
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let mut ev = Event::restored(restore);
+                    if durable {
+                        // As a new on-sale: nothing reserved until the first commit.
+                        ev.reserved = 0;
+                        ev.journal = Some(Box::default());
+                        ev.changed();
+                    }
+                    e.insert(ev)
+                }
+            };
+            ev.settings.clone()
+        };
+        // The restored on-sale (its number floor, its hold) is on disk before anyone is taken back into it.
+        self.flush()?;
+        Ok(settings)
+    }
+
+    async fn reclaim(
+        &self,
+        event: &str,
+        reclaim: &Reclaim,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.reclaim(reclaim))
+    }
+
     async fn finished_since(
         &self,
         event: &str,
@@ -725,6 +1052,7 @@ mod tests {
             now_ms: 2,
             arrival_window_ms: 1_000,
             abandon_after_ms: 1_000,
+            return_window_ms: 600_000,
             max_scan: 10,
         };
         store.tick("ev", &tick).await.unwrap();

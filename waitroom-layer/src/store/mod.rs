@@ -9,6 +9,53 @@
 //! contract is written so a store can serve it with one round trip per call: polls of waiting sessions do not
 //! reach the store at all (the room answers them from a [`Snapshot`] it refreshes a few times a second), liveness
 //! and touches arrive in batches ([`Touches`]), and the admission tick is one call per instance per interval.
+//!
+//! # When the store forgets
+//!
+//! A store may lose an on-sale, wholly (a Redis restarted without persistence, a fresh replica) or its most recent
+//! writes (a failover to a replica that lagged). The people in line still hold their places: each carries its line
+//! number in its session cookie, signed by the room. Two methods take the line back from them, with these rules
+//! (every store follows them; `tests/store_contract.rs` checks them for each):
+//!
+//! 1. **Restore** ([`Store::restore`]): a store that answers [`StoreError::Forgotten`] is given the on-sale again
+//!    from the room's last [`Snapshot`]: its settings as last in force (operator changes included), `served` and
+//!    the highest number given out (`last_number`) as floors, its counters. Numbers `served + 1 ..= last_number`
+//!    are kept free for their owners ([`Snapshot::reclaim_upto`] says up to where); newcomers get numbers after
+//!    them. Nobody is let in for a short hold ([`Restore::hold_ms`], the room's poll interval: every live browser
+//!    polls within it) so the owners can come back first. Restore writes nothing when the store knows the on-sale
+//!    (several instances may restore at once; the first one wins).
+//! 2. **Reclaim** ([`Store::reclaim`]): a session the store does not know, presenting a number from its signed
+//!    cookie, is put back at that number. Idempotent: a session the store knows gets its placement, unchanged
+//!    (a finished, abandoned or admitted session is never put back in line).
+//!    - a number after `last_number`: the session takes it and `last_number` moves up to it, so no later join
+//!      gets a number anyone holds (the numbers skipped stay free, for their owners);
+//!    - a free number between the head and `last_number`: the session takes it;
+//!    - a number the head already passed while the store did not know it, within [`Restore::late_ms`] of the
+//!      restore: the session goes ahead of the line (it was in front of everyone waiting); `served` never moves
+//!      back;
+//!    - anything else (a number someone else holds, a number in a drawn segment the store still has, a number the
+//!      head passed long ago or in a store never restored): nothing is written and the answer is `None`: the room
+//!      joins the session at the back, as before. No two sessions ever hold one number.
+//!    - a pre-queue mark (no number) before the draw: the session rejoins the pre-queue (the draw is random, so
+//!      nothing is lost).
+//!
+//!
+//! The same restore serves a store that **lost only its latest writes** (a failover to a replica that had not
+//! caught up): a room instance that has seen a higher number than the
+//! store's `last_number` (from its own joins or from a signed cookie, noted before it read the store) restores
+//! with [`Restore::behind`] set. The store keeps what it has and takes the room's number as a floor: the numbers it
+//! lost stay free for their owners (rule 2 takes them back), newcomers get numbers after them, so no two people
+//! ever share a number. Nobody is let in for the hold.
+//!
+//! The durable embedded store ([`MemoryStore::open`]) that crashed needs no room to tell it: it never hands out a
+//! number past the high-water mark it committed, so after a restart its `last_number` is that mark (no room sees
+//! it behind), and it sets [`Snapshot::reclaim_upto`] to it itself, so the room takes back by rule 2 whoever
+//! joined in the moment the crash lost (rule 2's late window opens at its first tick, for the abandon grace).
+//!
+//! What a restore does not bring back: accounts (an account's next join starts a new place), the sessions
+//! admitted but not finished (they keep passing on their tokens, but no longer count against the capacity, so up
+//! to one capacity more may be let in while their passes last), and the finishes written in the last moments
+//! before the loss (a verifier's deny list still holds them).
 
 mod memory;
 #[cfg(feature = "redis")]
@@ -41,8 +88,19 @@ pub enum SessionState {
     Finished,
     /// Terminal: admitted or active, then idle past its deadline (or never came to claim its place).
     Expired,
-    /// Terminal: stopped polling while in line and was skipped at the head.
+    /// Terminal: its turn came while it was away ([`Missed`](Self::Missed)) and it did not come back within the
+    /// return window.
     Abandoned,
+    /// Its turn came while it was away (it had not polled for the abandon grace): the door skipped it and let the
+    /// next present person in, so nobody present waits for an absent one. It keeps its turn for the return window
+    /// ([`Tick::return_window_ms`]): [`Store::come_back`] within the window puts it in the returning queue; after
+    /// it, the tick ends it [`Abandoned`](Self::Abandoned).
+    Missed,
+    /// Came back within the return window after missing its turn: waits in the returning queue, which the tick
+    /// serves ahead of the head of the line, within every rule of the door (capacity, per-minute cap, pause,
+    /// inventory); turned away first while the on-sale is closed or sold out. Absent again when it comes to the
+    /// front of that queue, it is [`Missed`](Self::Missed) again.
+    Returning,
     /// Terminal: still in line (or in the pre-queue) when the on-sale closed or sold out, and turned away by the
     /// admission tick. Also what a join answers while the on-sale is closed or sold out (the join takes no place
     /// and is not recorded). A session turned away stays turned away should seats come back; it may join again, at
@@ -75,6 +133,8 @@ impl SessionState {
             Self::Expired => b'e',
             Self::Abandoned => b'x',
             Self::TurnedAway => b't',
+            Self::Missed => b'm',
+            Self::Returning => b'r',
         }
     }
 
@@ -89,6 +149,8 @@ impl SessionState {
             b'e' => Self::Expired,
             b'x' => Self::Abandoned,
             b't' => Self::TurnedAway,
+            b'm' => Self::Missed,
+            b'r' => Self::Returning,
             _ => return None,
         })
     }
@@ -294,10 +356,25 @@ pub struct Tick {
     pub now_ms: u64,
     /// How long an admitted session has to come and claim its place.
     pub arrival_window_ms: u64,
-    /// A waiting session not seen for this long is abandoned when it reaches the head.
+    /// A waiting session not seen for this long is skipped when it reaches the head ([`SessionState::Missed`]).
     pub abandon_after_ms: u64,
-    /// The most sessions this tick may look at from the head (admitted plus skipped): bounds one call's work.
+    /// How long a session whose turn came while it was away keeps that turn: a [`SessionState::Missed`] session
+    /// missed at `t` is ended [`SessionState::Abandoned`] by the first tick at or after `t + return_window_ms`
+    /// (0: at once, by the tick that skipped it).
+    pub return_window_ms: u64,
+    /// The most sessions this tick may look at (from the returning queue and the head, admitted plus skipped; and
+    /// again as many missed sessions whose window passed): bounds one call's work.
     pub max_scan: u64,
+}
+
+/// A return counted by [`Store::come_back`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Return {
+    /// Within the return window: the session is [`SessionState::Returning`] now.
+    InTime,
+    /// After the window: the session is [`SessionState::Abandoned`] (its next join starts at the back).
+    TooLate,
 }
 
 /// What one tick did.
@@ -305,7 +382,10 @@ pub struct Tick {
 pub struct TickReport {
     /// Sessions let in.
     pub admitted: Vec<String>,
-    /// Sessions skipped at the head as abandoned.
+    /// Sessions skipped because they were away when their turn came (from the head, or from the returning
+    /// queue): now [`SessionState::Missed`], keeping their turn for the return window.
+    pub missed: Vec<String>,
+    /// Missed sessions whose return window passed without a return: now [`SessionState::Abandoned`].
     pub abandoned: Vec<String>,
     /// Sessions turned away because the on-sale is closed or sold out (from the head of the line, then the
     /// pre-queue; at most [`TURN_AWAY_PER_TICK`]).
@@ -327,8 +407,17 @@ pub struct Counters {
     pub finished: u64,
     /// Sessions that idled out (or never claimed their place).
     pub expired: u64,
-    /// Sessions skipped as abandoned.
+    /// Missed sessions whose return window passed without a return (each ended [`SessionState::Abandoned`]).
     pub abandoned: u64,
+    /// Turns that came while the session was away: skips at the head (or at the front of the returning queue).
+    #[serde(default)]
+    pub missed: u64,
+    /// Missed sessions that came back within the return window.
+    #[serde(default)]
+    pub returned: u64,
+    /// Missed sessions that came back after the window (counted once each, at the first look after the window).
+    #[serde(default)]
+    pub returned_late: u64,
     /// Sessions still in line (or in the pre-queue) when the on-sale closed or sold out, turned away.
     #[serde(default)]
     pub turned_away: u64,
@@ -353,16 +442,78 @@ pub struct Snapshot {
     pub served: u64,
     /// Sessions admitted or active now.
     pub active: u64,
+    /// Sessions in the returning queue ([`SessionState::Returning`]).
+    #[serde(default)]
+    pub returning: u64,
     /// Running totals.
     pub counters: Counters,
+    /// Set once the store was restored after it lost the on-sale ([`Store::restore`]): the last number given out
+    /// before the loss. Sessions holding a number up to it (or a pre-queue mark) may be unknown to the store and
+    /// are taken back with [`Store::reclaim`].
+    #[serde(default)]
+    pub reclaim_upto: Option<u64>,
 }
 
 impl Snapshot {
-    /// Sessions in line or in the pre-queue (sessions that gave up count until the head reaches them).
+    /// Sessions in line, in the pre-queue or in the returning queue (sessions that gave up count until the head
+    /// reaches them).
     pub fn waiting(&self) -> u64 {
-        self.last_number.saturating_sub(self.served) + self.prequeue
+        self.last_number.saturating_sub(self.served) + self.prequeue + self.returning
+    }
+
+    /// Sessions whose turn came while they were away and that may still come back for it
+    /// ([`SessionState::Missed`] within the return window).
+    pub fn away(&self) -> u64 {
+        let c = &self.counters;
+        c.missed.saturating_sub(c.returned + c.abandoned)
     }
 }
+
+/// What an on-sale the store lost is restored from ([`Store::restore`]): the room's last view of it.
+#[derive(Debug, Clone)]
+pub struct Restore {
+    /// The settings last in force.
+    pub settings: Settings,
+    /// Whether the random draw had run (a restored on-sale that had drawn numbers its newcomers at once).
+    pub drawn: bool,
+    /// The highest line number given out, as far as the room knows (the floor for new numbers).
+    pub last_number: u64,
+    /// Numbers that had left the head (the head starts after them).
+    pub served: u64,
+    /// The running totals, kept going.
+    pub counters: Counters,
+    /// The time of the restore.
+    pub now_ms: u64,
+    /// Nobody is let in until `now_ms + hold_ms`: the owners of the numbers come back first.
+    pub hold_ms: u64,
+    /// Until `now_ms + late_ms`, a session whose number the head passed while the store did not know it goes
+    /// ahead of the line when it comes back ([`Store::reclaim`]); later it joins at the back, as an abandoned
+    /// session would.
+    pub late_ms: u64,
+    /// The store knows the on-sale but is behind this view: it gave out fewer numbers than the room has seen (a
+    /// failover to a replica that had not caught up). Only the number floor is applied: the numbers it lost
+    /// (`last_number` of the store `+ 1 ..=` [`last_number`](Self::last_number)) are kept free for their owners,
+    /// who are taken back from their cookies as after a full restore (the hold and the late window included); the
+    /// rest of the store is kept.
+    pub behind: bool,
+}
+
+/// A session the store may not know, asking for its place back ([`Store::reclaim`]).
+#[derive(Debug, Clone)]
+pub struct Reclaim {
+    /// The session.
+    pub session: String,
+    /// The line number from its signed cookie; `None` for a pre-queue mark.
+    pub number: Option<u64>,
+    /// The time of the request.
+    pub now_ms: u64,
+    /// A secret random key for the draw (used only when it rejoins the pre-queue).
+    pub draw_key: u64,
+}
+
+/// Most numbers one reclaim may leave free after `last_number` (a number further on is not taken back): bounds the
+/// work of one call and the store's memory (`RedisStore` keeps a free number as an empty list entry, a few bytes).
+pub const MAX_RECLAIM_GAP: u64 = 1_000_000;
 
 /// The line's storage. See the module docs.
 ///
@@ -372,7 +523,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Writes `defaults` as the settings of `event` unless it already has settings; returns the settings in force.
     async fn init(&self, event: &str, defaults: &Settings) -> Result<Settings, StoreError>;
 
-    /// Joins the line. Idempotent: a session (or account) already in line or admitted gets its place back. A session
+    /// Joins the line. Idempotent: a session (or account) already in line or admitted (or missed, or returning)
+    /// gets its place back (a missed one comes back by [`come_back`](Store::come_back), not here). A session
     /// whose last join ended (finished, expired, abandoned, turned away) joins again at the back.
     ///
     /// While the on-sale is closed or sold out ([`Settings::turning_away`]) a session without a place takes none:
@@ -382,6 +534,21 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Where a session stands, if the store knows it.
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError>;
+
+    /// Where a session stands, as [`lookup`](Store::lookup), for a session that is here now (it polled or made a
+    /// request): a [`SessionState::Missed`] session missed less than `return_window_ms` before `now_ms` comes back:
+    /// it turns [`SessionState::Returning`] (seen at `now_ms`), joins the back of the returning queue and counts in
+    /// [`Counters::returned`]. One missed longer ago turns [`SessionState::Abandoned`] (if no tick did that yet);
+    /// the first such look at an abandoned session counts in [`Counters::returned_late`]. Anything else is
+    /// answered as [`lookup`](Store::lookup) answers it. The second value says whether this call counted a return
+    /// (each return is counted by one call only, whichever instance makes it).
+    async fn come_back(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        return_window_ms: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError>;
 
     /// Turns an admitted session active (it came to claim its pass); its idle deadline starts. Returns its
     /// placement; an already active session stays active and is touched.
@@ -397,15 +564,21 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError>;
 
     /// The admission tick: runs the draw when due, expires idle sessions, then lets people in from the head while
-    /// the door is open, `active < capacity` and the per-minute cap allows, skipping abandoned sessions. While the
-    /// on-sale is closed or sold out ([`Settings::turning_away`]) it instead turns away up to
+    /// the door is open, `active < capacity` and the per-minute cap allows, skipping absent sessions (they miss
+    /// their turn). While the on-sale is closed or sold out ([`Settings::turning_away`]) it instead turns away up to
     /// [`TURN_AWAY_PER_TICK`] sessions: from the head of the line (each number counts as served, as a skip does),
     /// then from the pre-queue (no number; it leaves the pre-queue count). With an
     /// inventory, no more people are let in within a sliding minute than there are seats available (so the last
     /// few seats do not draw thousands onto an empty seat map).
     ///
-    /// A session is abandoned when its last mark (or its join) is older than [`Tick::abandon_after_ms`]; a store
-    /// that keeps marks in time slots may round in the session's favour (never against it). A draw that runs
+    /// Before the head of the line it serves the returning queue ([`SessionState::Returning`], in the order they
+    /// came back), within the same rules and the same budget; while closed or sold out it turns that queue away
+    /// first. Last, it ends [`SessionState::Abandoned`] (at most [`Tick::max_scan`]) the missed sessions whose
+    /// return window has passed.
+    ///
+    /// A session is missed when its last mark (or its join, or its return) is older than
+    /// [`Tick::abandon_after_ms`]; a store that keeps marks in time slots may round in the session's favour (never
+    /// against it). A draw that runs
     /// before the opening first configured (the door opened early) counts every drawn session as seen at the draw.
     async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError>;
 
@@ -424,6 +597,20 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
 
     /// Changes the settings; returns the settings in force after the change.
     async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError>;
+
+    /// Gives the on-sale back to a store that lost it ([`StoreError::Forgotten`]), from the room's last view; see
+    /// "When the store forgets" in the module docs. Writes nothing when the store knows the on-sale. Returns the
+    /// settings in force.
+    async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError>;
+
+    /// Takes a session back at the number its signed cookie carries, when the store does not know it; see "When
+    /// the store forgets" in the module docs for the rules. Idempotent. `None`: not taken back (nothing written);
+    /// the room joins it at the back.
+    async fn reclaim(
+        &self,
+        event: &str,
+        reclaim: &Reclaim,
+    ) -> Result<Option<Placement>, StoreError>;
 
     /// Sessions finished since `cursor`, oldest first, and the cursor to pass next time. Each room instance calls
     /// this every tick, so a finish recorded anywhere (another instance, a verifier's finish sink writing to the

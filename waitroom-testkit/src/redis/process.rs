@@ -15,6 +15,25 @@ pub(crate) fn spawn(port: u16, dir: &Path, extra: &[&str]) -> Child {
     spawn_program("redis-server", port, dir, extra)
 }
 
+/// Runs `redis-server <conf> --sentinel` (a sentinel reads and rewrites its configuration file, so it gets one of
+/// its own).
+///
+/// # Panics
+/// As [`spawn`].
+pub(crate) fn spawn_sentinel(conf: &Path) -> Child {
+    let child = Command::new("redis-server")
+        .arg(conf)
+        .arg("--sentinel")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL_HINT}"),
+        Err(e) => panic!("could not start redis-server --sentinel: {e}"),
+    }
+}
+
 fn spawn_program(program: &str, port: u16, dir: &Path, extra: &[&str]) -> Child {
     let child = Command::new(program)
         .args(["--port", &port.to_string()])

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 use std::process::Child;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use super::{process, resp};
+use super::{process, resp, scratch_dir};
 use crate::port::free_port;
 
 /// A redis-server process owned by the test (or an external one named by `REDIS_URL`), stopped on drop.
@@ -39,15 +39,7 @@ impl RedisServer {
     /// When `redis-server` cannot be run (with an `apt-get install redis-server` hint) or does not come up.
     pub fn start() -> Self {
         let port = free_port();
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let dir = std::env::temp_dir().join(format!(
-            "waitroom-redis-{}-{port}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).expect("create the redis-server directory");
+        let dir = scratch_dir("redis", port);
         let mut server = Self {
             child: None,
             port,
@@ -112,6 +104,25 @@ impl RedisServer {
     /// Starts the server again on the same port and directory (so it reloads its append-only file).
     pub fn restart(&mut self) {
         self.stop();
+        self.spawn();
+    }
+
+    /// Kills the server (SIGKILL, nothing flushed), deletes its files and starts it again on the same port: a Redis
+    /// that lost every key, as one without persistence (or a fresh replica) comes back.
+    ///
+    /// # Panics
+    /// On an external server.
+    pub fn restart_empty(&mut self) {
+        assert!(
+            !self.is_external(),
+            "cannot restart the external Redis at REDIS_URL"
+        );
+        if let Some(child) = self.child.take() {
+            process::kill(child);
+        }
+        let dir = self.dir.as_ref().expect("a private server has a directory");
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).expect("create the redis-server directory");
         self.spawn();
     }
 

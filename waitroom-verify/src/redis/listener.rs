@@ -89,7 +89,7 @@ impl RedisFinishListenerBuilder {
     /// # Panics
     /// Outside a Tokio runtime.
     pub fn spawn(self, verifier: Verifier) -> Result<RedisFinishListener, RedisFinishError> {
-        let client = self.conn.check()?;
+        self.conn.check()?;
         let key = finished_stream_key(&self.conn.key_prefix, &self.event)?;
         if self.poll_interval.is_zero() {
             return Err(RedisFinishError::Invalid(
@@ -100,7 +100,6 @@ impl RedisFinishListenerBuilder {
         let state = Arc::new(ListenerState::default());
         let run = Run {
             conn: self.conn,
-            client,
             key,
             every: self.poll_interval,
             lookback,
@@ -122,12 +121,19 @@ impl RedisFinishListener {
     ///
     /// # Panics
     /// Outside a Tokio runtime.
-    pub fn spawn(verifier: Verifier, url: &str, event: &str) -> Result<Self, RedisFinishError> {
+    pub fn spawn(
+        verifier: Verifier,
+        url: impl Into<RedisTarget>,
+        event: &str,
+    ) -> Result<Self, RedisFinishError> {
         Self::builder(url, event).spawn(verifier)
     }
 
     /// Starts building a listener for `event`'s finish stream at the Redis at `url`.
-    pub fn builder(url: impl Into<String>, event: impl Into<String>) -> RedisFinishListenerBuilder {
+    pub fn builder(
+        url: impl Into<RedisTarget>,
+        event: impl Into<String>,
+    ) -> RedisFinishListenerBuilder {
         RedisFinishListenerBuilder {
             conn: Conn::new(url.into()),
             event: event.into(),
@@ -169,7 +175,6 @@ impl Drop for RedisFinishListener {
 
 struct Run {
     conn: Conn,
-    client: ::redis::Client,
     key: String,
     every: Duration,
     lookback: Duration,
@@ -201,7 +206,7 @@ impl Run {
             interval.tick().await;
             let c = match &conn {
                 Some(c) => c,
-                None => match self.conn.connect(self.client.clone()).await {
+                None => match self.conn.connect().await {
                     Ok(c) => conn.insert(c),
                     Err(e) => {
                         self.failed(&e);

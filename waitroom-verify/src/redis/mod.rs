@@ -55,7 +55,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 use http::HeaderMap;
 
@@ -63,8 +62,11 @@ use crate::admission::{Finish, FinishFuture, FinishSink};
 use crate::log_gate::LogGate;
 use crate::verifier::Verifier;
 
+mod conn;
 mod listener;
 mod sink;
+
+pub use conn::{RedisConnection, RedisTarget, connect};
 
 pub use listener::{RedisFinishListener, RedisFinishListenerBuilder};
 pub use sink::{RedisFinishSink, RedisFinishSinkBuilder};
@@ -210,77 +212,43 @@ fn wall_ms() -> u64 {
 /// Connection settings shared by the sink and the listener.
 #[derive(Clone)]
 struct Conn {
-    url: String,
+    target: RedisTarget,
     key_prefix: String,
     timeout: Duration,
     connect_timeout: Duration,
 }
 
 impl Conn {
-    fn new(url: String) -> Self {
+    fn new(target: RedisTarget) -> Self {
         Self {
-            url,
+            target,
             key_prefix: DEFAULT_KEY_PREFIX.into(),
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
         }
     }
 
-    fn check(&self) -> Result<::redis::Client, RedisFinishError> {
+    fn check(&self) -> Result<(), RedisFinishError> {
         finished_stream_key(&self.key_prefix, "check")?;
         if self.timeout.is_zero() || self.connect_timeout.is_zero() {
             return Err(RedisFinishError::Invalid(
                 "the timeouts must be longer than zero".into(),
             ));
         }
-        ::redis::Client::open(self.url.as_str())
-            .map_err(|e| RedisFinishError::Invalid(format!("invalid Redis URL: {e}")))
+        self.target.check().map_err(RedisFinishError::Invalid)
     }
 
-    /// Connects (multiplexed, reconnecting), bounded by twice the connect timeout.
-    async fn connect(
-        &self,
-        client: ::redis::Client,
-    ) -> Result<ConnectionManager, RedisFinishError> {
-        connect_with_timeout(client, self.connect_timeout, self.timeout)
+    /// Connects (multiplexed, following failovers), bounded by twice the connect timeout.
+    async fn connect(&self) -> Result<RedisConnection, RedisFinishError> {
+        connect(&self.target, self.connect_timeout, self.timeout)
             .await
             .map_err(unavailable)
     }
 }
 
-/// Opens a multiplexed, reconnecting connection: the one way this crate's sink and listener and the room's
-/// `RedisStore` connect to Redis. Each attempt to (re)connect is bounded by `connect_timeout`, each answer by
-/// `response_timeout`; a dropped connection is retried once (50 to 500 ms apart) before a call fails; the first
-/// connect as a whole is bounded by twice `connect_timeout`.
-///
-/// # Errors
-/// Redis's error when it cannot be reached, or an I/O error of kind [`TimedOut`](std::io::ErrorKind::TimedOut)
-/// ("Redis did not accept a connection within …") when the first connect outlasts its bound.
-#[doc(hidden)]
-pub async fn connect_with_timeout(
-    client: ::redis::Client,
-    connect_timeout: Duration,
-    response_timeout: Duration,
-) -> Result<ConnectionManager, RedisError> {
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(connect_timeout))
-        .set_response_timeout(Some(response_timeout))
-        .set_number_of_retries(1)
-        .set_min_delay(Duration::from_millis(50))
-        .set_max_delay(Duration::from_millis(500));
-    let limit = connect_timeout * 2;
-    match tokio::time::timeout(limit, ConnectionManager::new_with_config(client, config)).await {
-        Ok(r) => r,
-        Err(_) => Err(RedisError::from(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("Redis did not accept a connection within {limit:?}"),
-        ))),
-    }
-}
-
 /// Sends one command over `conn`, bounded by `timeout`.
 async fn send(
-    conn: &ConnectionManager,
+    conn: &RedisConnection,
     cmd: &::redis::Cmd,
     timeout: Duration,
 ) -> Result<Value, RedisFinishError> {

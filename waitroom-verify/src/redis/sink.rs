@@ -12,7 +12,7 @@ use super::*;
 /// it (at most the timeout). A finish made after the response left is still written.
 #[derive(Clone)]
 pub struct RedisFinishSink {
-    conn: ConnectionManager,
+    conn: RedisConnection,
     prefix: Arc<str>,
     timeout: Duration,
     counts: Arc<SinkCounts>,
@@ -98,8 +98,8 @@ impl RedisFinishSinkBuilder {
     /// [`RedisFinishError::Invalid`] for a malformed URL, a brace in the prefix or a zero timeout;
     /// [`RedisFinishError::Unavailable`] when Redis cannot be reached within the timeouts.
     pub async fn connect(self) -> Result<RedisFinishSink, RedisFinishError> {
-        let client = self.conn.check()?;
-        let conn = self.conn.connect(client).await?;
+        self.conn.check()?;
+        let conn = self.conn.connect().await?;
         let script = SinkScript::new();
         // Loaded once here; a Redis that forgets it (a restart) gets it again on the first `NOSCRIPT`.
         let mut load = ::redis::cmd("SCRIPT");
@@ -120,12 +120,13 @@ impl RedisFinishSink {
     ///
     /// # Errors
     /// See [`RedisFinishSinkBuilder::connect`].
-    pub async fn connect(url: &str) -> Result<Self, RedisFinishError> {
+    pub async fn connect(url: impl Into<RedisTarget>) -> Result<Self, RedisFinishError> {
         Self::builder(url).connect().await
     }
 
-    /// Starts building a sink for the Redis at `url`.
-    pub fn builder(url: impl Into<String>) -> RedisFinishSinkBuilder {
+    /// Starts building a sink for the Redis at `url`: a URL for one server, or any [`RedisTarget`] (a cluster, a
+    /// primary under Sentinel).
+    pub fn builder(url: impl Into<RedisTarget>) -> RedisFinishSinkBuilder {
         RedisFinishSinkBuilder {
             conn: Conn::new(url.into()),
         }

@@ -688,3 +688,39 @@ fn builder_refuses_unsafe_configs() {
     assert_eq!(v.max_token_bytes(), 4096);
     assert_eq!(v.leeway(), DEFAULT_LEEWAY);
 }
+
+proptest::proptest! {
+    /// Arbitrary bytes (as text) into the token parser: no panic, and a typed refusal with its stable code,
+    /// never a pass; the same for a real token with one byte changed or cut short.
+    #[test]
+    fn arbitrary_token_bytes_are_refused_with_a_code(
+        bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+        dots in proptest::collection::vec(0usize..600, 0..4),
+        at in 0usize..400,
+        with in proptest::num::u8::ANY,
+    ) {
+        let f = fixture();
+        let mut text: Vec<u8> = bytes;
+        for d in dots {
+            if d < text.len() {
+                text[d] = b'.';
+            }
+        }
+        let token = String::from_utf8_lossy(&text).into_owned();
+        match f.verifier.verify(&token) {
+            Err(r) => proptest::prop_assert!(!r.code().is_empty()),
+            Ok(c) => proptest::prop_assert!(false, "arbitrary bytes passed: {c:?}"),
+        }
+        proptest::prop_assert!(f.verifier.verify_for_session(&token, SID).is_err());
+        // A real token, one byte changed (or cut there).
+        let real = f.key.sign(&claims()).unwrap();
+        let mut b = real.clone().into_bytes();
+        let i = at % b.len();
+        if b[i] != with {
+            b[i] = with;
+            let changed = String::from_utf8_lossy(&b).into_owned();
+            proptest::prop_assert!(f.verifier.verify(&changed).is_err(), "{changed}");
+        }
+        proptest::prop_assert!(f.verifier.verify(&real[..i]).is_err());
+    }
+}

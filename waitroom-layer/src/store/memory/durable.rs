@@ -8,7 +8,7 @@
 //! A commit writes the records changed since the last one, read from memory under the store's lock at one instant,
 //! so the file always holds the state of every on-sale at the instant of its last commit.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::{Event, FINISHED_LOG, GAP, Rec};
+use super::{Event, FINISHED_LOG, HOLE, Rec};
 use crate::error::StoreError;
 use crate::store::{Counters, SessionState, Settings};
 
@@ -61,8 +61,9 @@ pub(super) struct Journal {
     pub(super) changed: bool,
     /// Sessions whose records changed.
     pub(super) sessions: HashSet<Arc<str>>,
-    /// The draw keys of sessions that joined the pre-queue since the last commit.
-    pub(super) draw_keys: HashMap<Arc<str>, u64>,
+    /// The record keys written since the last commit: the draw key of a session that joined the pre-queue, the
+    /// place in the returning queue (returns so far) of one that came back after missing its turn.
+    pub(super) keys: HashMap<Arc<str>, u64>,
     /// Accounts that took a session since the last commit.
     pub(super) accounts: Vec<(Box<str>, Arc<str>)>,
     /// A join or draw is waiting for numbers up to this.
@@ -87,10 +88,21 @@ struct Meta {
     counters: Counters,
     recent_admits: Vec<(u64, u64)>,
     finished_seq: u64,
+    /// Set by a restore (or a restart after a crash): numbers up to this may be held by sessions the store does
+    /// not know, taken back from their cookies.
+    #[serde(default)]
+    reclaim_upto: Option<u64>,
+    /// Nobody is let in before this (ms), after a restore.
+    #[serde(default)]
+    hold_until_ms: u64,
+    /// A number the head passed is taken back until this (ms), after a restore or a crash.
+    #[serde(default)]
+    late_until_ms: u64,
 }
 
-/// A session's record: state code, number, last seen, deadline (admitted or active), draw key (pre-queue), then
-/// the session id.
+/// A session's record: state code, number, last seen (for a missed session: when it missed its turn), deadline
+/// (admitted or active), key (the draw key in the pre-queue, the place in the returning queue), then the session
+/// id.
 const RECORD_HEAD: usize = 1 + 8 * 4;
 
 fn encode(rec: &Rec, deadline: u64, draw_key: u64, sid: &str) -> Vec<u8> {
@@ -178,7 +190,10 @@ pub(super) fn open(dir: &Path) -> Result<(HashMap<String, Event>, Start), StoreE
     let started = Instant::now();
     let events = load(&db, &path)?;
     for (name, ev) in &events {
-        let in_line = ev.line.iter().filter(|s| &***s != GAP).count() + ev.prequeue.len();
+        let in_line = ev.line.iter().filter(|s| &***s != HOLE).count()
+            + ev.prequeue.len()
+            + ev.returning.len()
+            + ev.back.len();
         tracing::info!(
             file = %path.display(),
             event = %name,
@@ -186,7 +201,9 @@ pub(super) fn open(dir: &Path) -> Result<(HashMap<String, Event>, Start), StoreE
             active = ev.active.len(),
             served = ev.served,
             last_number = ev.last_number,
-            reserved_unused = ev.line.iter().filter(|s| &***s == GAP).count(),
+            missed = ev.missed.len(),
+            free_numbers = ev.line.iter().filter(|s| &***s == HOLE).count(),
+            reclaim_upto = ev.reclaim_upto,
             took_ms = started.elapsed().as_millis() as u64,
             "on-sale taken back from the data file"
         );
@@ -238,10 +255,19 @@ fn load_event(
     ev.counters = m.counters;
     ev.recent_admits = m.recent_admits.into_iter().collect();
     ev.finished_seq = m.finished_seq;
+    ev.reclaim_upto = m.reclaim_upto;
+    ev.hold_until_ms = m.hold_until_ms;
+    ev.late_until_ms = m.late_until_ms;
     // Numbers up to the high-water mark may be in someone's cookie: nobody new gets one of them.
     ev.last_number = m.last_number.max(m.reserved);
     ev.reserved = ev.last_number;
     ev.seen_at_first_tick = true;
+    if m.reserved > m.last_number {
+        // Not closed cleanly (a clean close commits the exact count): joins of the lost moment may hold numbers
+        // up to the mark. Their owners are taken back from their cookies (`Store::reclaim`), as after a restore.
+        ev.reclaim_upto = Some(ev.reclaim_upto.unwrap_or(0).max(ev.last_number));
+        ev.lost_writes = true;
+    }
 
     // The records in join order; a session that joined again has a later record, which wins.
     let table_name = sessions_table(name);
@@ -260,6 +286,7 @@ fn load_event(
                     last_seen_ms: d.last_seen_ms,
                     seq,
                 };
+                ev.next_seq = ev.next_seq.max(seq);
                 extra.insert(sid.clone(), (d.deadline, d.draw_key));
                 ev.sessions.insert(sid, rec);
             }
@@ -270,21 +297,36 @@ fn load_event(
     let mut in_order: Vec<(&Arc<str>, &Rec)> = ev.sessions.iter().collect();
     in_order.sort_unstable_by_key(|(_, r)| r.seq);
     let mut numbered: Vec<(u64, Arc<str>)> = Vec::new();
+    let mut returning: Vec<(u64, u64, Arc<str>)> = Vec::new();
+    let mut missed: Vec<(u64, u64, Arc<str>)> = Vec::new();
+    let mut back = BTreeMap::new();
     for (sid, r) in in_order {
-        let (deadline, draw_key) = extra[sid];
+        let (deadline, key) = extra[sid];
         match r.state {
             SessionState::Waiting if r.number > ev.served => numbered.push((r.number, sid.clone())),
-            SessionState::PreQueue => ev.prequeue.push((draw_key, sid.clone())),
+            // Taken back after the head passed its number: let in ahead of the line.
+            SessionState::Waiting if r.number > 0 => {
+                back.insert(r.number, sid.clone());
+            }
+            SessionState::PreQueue => ev.prequeue.push((key, sid.clone())),
             SessionState::Admitted | SessionState::Active => {
                 ev.active.insert(sid.clone(), deadline);
             }
+            SessionState::Returning => returning.push((key, r.seq, sid.clone())),
+            SessionState::Missed => missed.push((r.last_seen_ms, r.seq, sid.clone())),
             _ => {}
         }
     }
+    // The returning queue in the order they came back; the missed ones in the order they missed their turn.
+    returning.sort_unstable();
+    ev.returning = returning.into_iter().map(|(_, _, sid)| sid).collect();
+    missed.sort_unstable();
+    ev.missed = missed.into_iter().map(|(at, _, sid)| (at, sid)).collect();
+    ev.back = back;
     numbered.sort_unstable();
-    // The line: every number after the served ones, with a gap where nobody holds it (given out in the last
-    // moments before a crash, or reserved and never given out).
-    let gap: Arc<str> = Arc::from(GAP);
+    // The line: every number after the served ones, with a hole where nobody holds it (given out in the last
+    // moments before a crash, or reserved and never given out, or kept by a restore for an owner not back yet).
+    let gap: Arc<str> = Arc::from(HOLE);
     let mut next = ev.served + 1;
     for (n, sid) in numbered {
         if n > ev.last_number {
@@ -398,6 +440,8 @@ struct Ctl {
     started: u64,
     finished: u64,
     last_error: Option<String>,
+    /// On-sales purged since the last commit: removed from the data file by the next one.
+    forgotten: Vec<String>,
 }
 
 impl Control {
@@ -454,6 +498,13 @@ impl Committer {
         }
     }
 
+    /// Removes the on-sale `event` from the data file at the next commit (called under the store's lock, as the
+    /// on-sale leaves memory).
+    pub(super) fn forget(&self, event: &str) {
+        self.ctl.lock().forgotten.push(event.to_owned());
+        self.wake();
+    }
+
     /// Commits now and waits until that commit is on disk.
     pub(super) fn flush_now(&self) -> Result<(), StoreError> {
         let mut ctl = self.ctl.lock();
@@ -506,15 +557,16 @@ fn run(
             c.started += 1;
             (c.started, c.stop)
         };
-        let mut batches = {
+        let (mut batches, forgotten) = {
             let mut events = events.lock().unwrap_or_else(|p| p.into_inner());
-            collect(&mut events, stop)
+            let forgotten = std::mem::take(&mut ctl.lock().forgotten);
+            (collect(&mut events, stop), forgotten)
         };
         let began = Instant::now();
-        let result = if batches.is_empty() {
+        let result = if batches.is_empty() && forgotten.is_empty() {
             Ok(())
         } else {
-            write(&db, &batches)
+            write(&db, &forgotten, &batches)
         };
         if began.elapsed() > SLOW_COMMIT {
             tracing::warn!(
@@ -523,9 +575,14 @@ fn run(
                 "slow commit (the disk is busy); joins beyond the reserved numbers wait for it"
             );
         }
-        if !batches.is_empty() {
+        if !batches.is_empty() || !forgotten.is_empty() {
             let mut events = events.lock().unwrap_or_else(|p| p.into_inner());
             settle(&mut events, &mut batches, result.is_ok());
+            if result.is_err() {
+                let mut c = ctl.lock();
+                let later = std::mem::replace(&mut c.forgotten, forgotten);
+                c.forgotten.extend(later);
+            }
         }
         let error = result.err().map(|e| e.to_string());
         if let Some(e) = &error {
@@ -554,7 +611,7 @@ struct Batch {
     finished_seq: u64,
     records: Vec<(u64, Vec<u8>)>,
     sessions: Vec<Arc<str>>,
-    draw_keys: Vec<(Arc<str>, u64)>,
+    keys: Vec<(Arc<str>, u64)>,
     accounts: Vec<(Box<str>, Arc<str>)>,
     finishes: Vec<(u64, Vec<u8>)>,
     prune_below: u64,
@@ -583,15 +640,15 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
             continue;
         }
         let mut records = Vec::with_capacity(j.sessions.len());
-        let mut draw_keys = Vec::new();
+        let mut keys = Vec::new();
         let sessions: Vec<Arc<str>> = j.sessions.drain().collect();
         for sid in &sessions {
             let Some(r) = ev.sessions.get(sid) else {
                 continue;
             };
-            let draw_key = match j.draw_keys.remove(sid) {
+            let draw_key = match j.keys.remove(sid) {
                 Some(k) => {
-                    draw_keys.push((sid.clone(), k));
+                    keys.push((sid.clone(), k));
                     k
                 }
                 None => 0,
@@ -622,6 +679,9 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
             counters: ev.counters,
             recent_admits: ev.recent_admits.iter().copied().collect(),
             finished_seq: ev.finished_seq,
+            reclaim_upto: ev.reclaim_upto,
+            hold_until_ms: ev.hold_until_ms,
+            late_until_ms: ev.late_until_ms,
         };
         out.push(Batch {
             event: name.clone(),
@@ -631,7 +691,7 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
             finished_seq: ev.finished_seq,
             records,
             sessions,
-            draw_keys,
+            keys,
             accounts: std::mem::take(&mut j.accounts),
             prune_below: if finishes.is_empty() {
                 0
@@ -647,8 +707,15 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
     out
 }
 
-fn write(db: &Database, batches: &[Batch]) -> Result<(), redb::Error> {
+fn write(db: &Database, forgotten: &[String], batches: &[Batch]) -> Result<(), redb::Error> {
     let txn = db.begin_write()?;
+    // Purged on-sales first: one purged and set up again since the last commit is written afresh below.
+    for event in forgotten {
+        txn.open_table(META)?.remove(event.as_str())?;
+        txn.delete_table(TableDefinition::<u64, &[u8]>::new(&sessions_table(event)))?;
+        txn.delete_table(TableDefinition::<&str, &str>::new(&accounts_table(event)))?;
+        txn.delete_table(TableDefinition::<u64, &[u8]>::new(&finished_table(event)))?;
+    }
     {
         let mut meta = txn.open_table(META)?;
         for b in batches {
@@ -706,7 +773,7 @@ fn settle(events: &mut HashMap<String, Event>, batches: &mut [Batch], ok: bool) 
         } else {
             j.changed = true;
             j.sessions.extend(b.sessions.drain(..));
-            j.draw_keys.extend(b.draw_keys.drain(..));
+            j.keys.extend(b.keys.drain(..));
             j.accounts.append(&mut b.accounts);
         }
     }

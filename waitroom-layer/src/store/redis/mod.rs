@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ::redis::aio::ConnectionManager;
 use ::redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
 use self::reply::{array, corrupt, int, strings, text};
@@ -27,7 +26,7 @@ use self::scripts::{Lua, Scripts};
 #[cfg(doc)]
 use super::{SessionState, Store, TURN_AWAY_PER_TICK};
 use crate::error::StoreError;
-use waitroom_verify::redis::{FINISH_KEY_PARTS, connect_with_timeout};
+use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, connect};
 
 /// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
 /// batch is split so no single command holds Redis for long.
@@ -40,10 +39,10 @@ const FINISHED_CAP: u64 = 100_000;
 /// Most finishes one [`Store::finished_since`] call returns.
 const FINISHED_BATCH: u64 = 10_000;
 
-/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=11]`).
+/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=14]`).
 /// The parts a finish touches are the verifier's ([`FINISH_KEY_PARTS`]: meta, sessions, active, finished), so the
 /// room and the verifier's finish sink name the same keys.
-const KEY_PARTS: [&str; 11] = [
+const KEY_PARTS: [&str; 14] = [
     FINISH_KEY_PARTS[0],
     FINISH_KEY_PARTS[1],
     "line",
@@ -55,6 +54,9 @@ const KEY_PARTS: [&str; 11] = [
     FINISH_KEY_PARTS[3],
     "seen",
     "pseen",
+    "back",
+    "returning",
+    "missed",
 ];
 
 /// Length of one liveness slot: a numbered waiting session's poll sets its bit in `wr:{ev}:seen:<now / slot>`;
@@ -87,7 +89,10 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
+/// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
+/// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
+/// | `wr:{ev}:missed`       | zset   | sessions that missed their turn and have not come back, scored by when (ms); the tick ends those past the return window |
 ///
 /// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
 /// they live in the same cluster slot as the declared keys.
@@ -138,6 +143,17 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// draw (`meta.dfloor`), since nobody was being marked yet. Measured (BENCHMARKS.md): about 0.13 µs of Redis time
 /// per mark either way, where rewriting the record in a script took 4.4 µs.
 ///
+/// # Missing a turn and coming back
+///
+/// A session taken from the head while away (by the liveness test above) is written `m<number>:<when>` and added to
+/// `missed` (scored by when); the same tick goes on to the next person. The `COME_BACK` script (the room's lookup of
+/// a session that is here now) turns a missed session back within the return window into `r<number>:<now>` and
+/// pushes it on `returning`; each tick pops `returning` before the head, with the same liveness test and the same
+/// budget (capacity, per-minute cap, inventory), and turns it away first while closed or sold out. At the end of
+/// every tick the members of `missed` older than the window (at most `max_scan`, oldest first) end `x<number>:0`
+/// (abandoned); a late look writes `x<number>:1`, so a late return is counted once. Counters: `meta.missed`,
+/// `meta.returned`, `meta.rlate` and `meta.abandoned`.
+///
 /// # Closing and selling out
 ///
 /// While the on-sale is closed or sold out (`meta.closed`, or `meta.inv` with every seat sold) the `JOIN` script
@@ -147,6 +163,16 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// bucket order (`ZPOPMIN` with a count; at most `2^dbits` empty buckets are passed per tick). Their records become
 /// `t<number>:0` (`t0:0` from the pre-queue) and `meta.turned` counts them; before the draw the pre-queue holds
 /// `joined - turned` sessions. Should seats come back, those turned away stay turned away.
+///
+/// # When Redis forgets
+///
+/// A Redis that restarted without persistence (or a fresh replica) answers `WRNOEVENT` to every script: the
+/// room restores the on-sale (`RESTORE`: the meta hash from the room's last snapshot, with `rupto`, `runtil` and
+/// `rlate` for the reclaim window, and one empty entry in `line` per number kept free for its owner, a few bytes
+/// each) and takes people back as they poll (`RECLAIM`: an empty entry of `line` becomes the session, `LSET`; a
+/// number after `last` pushes empty entries up to it; a number the head passed goes to `back`). The head pops
+/// an empty entry like a session that is not there (its number counts as served). The rules are
+/// [`Store`](super::Store)'s ("When the store forgets").
 ///
 /// # Memory
 ///
@@ -232,7 +258,7 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: RedisConnection,
     scripts: Arc<Scripts>,
     prefix: Arc<str>,
     timeout: Duration,
@@ -255,7 +281,7 @@ impl fmt::Debug for RedisStore {
 #[must_use = "a builder does nothing until `connect` is called"]
 #[derive(Clone)]
 pub struct RedisStoreBuilder {
-    url: String,
+    target: RedisTarget,
     key_prefix: String,
     timeout: Duration,
     connect_timeout: Duration,
@@ -265,7 +291,7 @@ pub struct RedisStoreBuilder {
 impl fmt::Debug for RedisStoreBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisStoreBuilder")
-            .field("url", &"<redacted>")
+            .field("target", &self.target)
             .field("key_prefix", &self.key_prefix)
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
@@ -329,9 +355,8 @@ impl RedisStoreBuilder {
             ));
         }
         // The URL's text stays out of the error: it may carry a password.
-        let client = ::redis::Client::open(self.url.as_str())
-            .map_err(|e| StoreError::config_because("invalid Redis URL", e))?;
-        let conn = connect_with_timeout(client, self.connect_timeout, self.timeout)
+        self.target.check().map_err(StoreError::config)?;
+        let conn = connect(&self.target, self.connect_timeout, self.timeout)
             .await
             .map_err(|e| StoreError::unavailable_because("connecting to Redis", e))?;
         let store = RedisStore {
@@ -358,10 +383,11 @@ impl RedisStore {
         Self::builder(url).connect().await
     }
 
-    /// Starts building a store for the Redis at `url`.
-    pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
+    /// Starts building a store for the Redis at `url`: a URL for one server, or any [`RedisTarget`]: a Redis
+    /// Cluster ([`RedisTarget::cluster`], seed nodes) or a primary under Sentinel ([`RedisTarget::sentinel`]).
+    pub fn builder(url: impl Into<RedisTarget>) -> RedisStoreBuilder {
         RedisStoreBuilder {
-            url: url.into(),
+            target: url.into(),
             key_prefix: "wr".into(),
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
@@ -404,7 +430,12 @@ impl RedisStore {
                 .arg(&pattern)
                 .arg("COUNT")
                 .arg(1_000);
-            let mut reply = array(self.send(&scan).await.map_err(store_error)?)?.into_iter();
+            // On a cluster, SCAN goes to the primary that owns the on-sale's slot (every key shares its hash tag).
+            self.commands.fetch_add(1, Ordering::Relaxed);
+            let mut conn = self.conn.clone();
+            let meta = self.key(event, "meta");
+            let reply = self.bounded(conn.run_on_slot_of(&meta, &scan)).await;
+            let mut reply = array(reply.map_err(store_error)?)?.into_iter();
             let (Some(next), Some(keys), None) = (reply.next(), reply.next(), reply.next()) else {
                 return Err(corrupt("SCAN answered something else than [cursor, keys]"));
             };
@@ -432,7 +463,7 @@ impl RedisStore {
         format!("{}:{{{event}}}:{part}", self.prefix)
     }
 
-    fn keys(&self, event: &str) -> Result<[String; 11], StoreError> {
+    fn keys(&self, event: &str) -> Result<[String; 14], StoreError> {
         if event.contains(['{', '}']) {
             return Err(StoreError::config(format!(
                 "the event id `{event}` must not contain `{{` or `}}`"
@@ -502,10 +533,11 @@ impl RedisStore {
 }
 
 /// A Redis error as the store's: an outage, with Redis's error as its source. `WRNOEVENT` is the scripts' own
-/// answer for an on-sale never initialised, told in the words the embedded store uses.
+/// answer for an on-sale Redis does not know (never initialised, or lost): [`StoreError::Forgotten`], as the embedded
+/// store says it.
 fn store_error(e: RedisError) -> StoreError {
     if e.code() == Some("WRNOEVENT") {
-        StoreError::unavailable("the on-sale was not initialised")
+        StoreError::Forgotten("the on-sale was not initialised".into())
     } else {
         StoreError::unavailable_because("redis", e)
     }

@@ -109,3 +109,77 @@ pub(super) fn placement(v: Value) -> Result<Option<Placement>, StoreError> {
         number: (number > 0).then_some(number),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Any reply Redis (or something posing as it) could send: nested arrays of every scalar kind.
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Nil),
+            Just(Value::Okay),
+            any::<i64>().prop_map(Value::Int),
+            proptest::collection::vec(any::<u8>(), 0..24).prop_map(Value::BulkString),
+            "[a-zA-Z0-9:._-]{0,12}".prop_map(Value::SimpleString),
+            any::<f64>().prop_map(Value::Double),
+            any::<bool>().prop_map(Value::Boolean),
+            // What the scripts really send, so the parsers get past their first check too.
+            prop_oneof![
+                Just("w"),
+                Just("a"),
+                Just("12"),
+                Just("7:3:1"),
+                Just(""),
+                Just("1")
+            ]
+            .prop_map(|s| Value::BulkString(s.as_bytes().to_vec())),
+        ];
+        leaf.prop_recursive(3, 40, 8, |inner| {
+            proptest::collection::vec(inner, 0..9).prop_map(Value::Array)
+        })
+    }
+
+    fn typed<T>(r: Result<T, StoreError>) -> Result<(), TestCaseError> {
+        match r {
+            Ok(_) | Err(StoreError::Corrupt(_)) => Ok(()),
+            Err(e) => Err(TestCaseError::fail(format!("not a typed refusal: {e}"))),
+        }
+    }
+
+    proptest! {
+        /// Arbitrary replies into every reader: no panic; a value or [`StoreError::Corrupt`].
+        #[test]
+        fn arbitrary_replies_are_read_or_refused_as_corrupt(v in value(), vs in proptest::collection::vec(value(), 0..9)) {
+            typed(array(v.clone()))?;
+            typed(text(&v))?;
+            typed(int(&v))?;
+            typed(opt_int(&v))?;
+            typed(flag(&v))?;
+            typed(strings(v.clone()))?;
+            typed(placement(v.clone()))?;
+            typed(settings(&vs))?;
+            typed(placement(Value::Array(vs)))?;
+        }
+    }
+
+    #[test]
+    fn a_well_formed_placement_and_settings_read() {
+        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let p = placement(Value::Array(vec![b("sid"), b("w"), Value::Int(12)]))
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.state, p.number), (SessionState::Waiting, Some(12)));
+        let s = settings(&[b("10"), b(""), b("0"), b("0"), b(""), b("1"), b("7:3:1")]).unwrap();
+        assert_eq!(
+            s.inventory,
+            Some(Inventory {
+                total: 7,
+                sold: 3,
+                held: 1
+            })
+        );
+        assert!(matches!(int(&Value::Int(-1)), Err(StoreError::Corrupt(_))));
+    }
+}

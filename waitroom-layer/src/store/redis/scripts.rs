@@ -25,6 +25,10 @@ const JOIN: &str = include_str!("scripts/join.lua");
 /// ARGV: session.
 const LOOKUP: &str = include_str!("scripts/lookup.lua");
 
+/// ARGV: session, now, return window. A lookup of a session that is here now: a missed one comes back (or is told
+/// it came too late).
+const COME_BACK: &str = include_str!("scripts/come_back.lua");
+
 /// ARGV: session, now, idle timeout.
 const CLAIM: &str = include_str!("scripts/claim.lua");
 
@@ -32,7 +36,7 @@ const CLAIM: &str = include_str!("scripts/claim.lua");
 /// in `store_impl.rs`.)
 const TOUCH: &str = include_str!("scripts/touch.lua");
 
-/// ARGV: now, arrival window, abandon after, max scan, seen slot length, most sessions turned away.
+/// ARGV: now, arrival window, abandon after, max scan, seen slot length, most sessions turned away, return window.
 const TICK: &str = include_str!("scripts/tick.lua");
 
 /// ARGV: session, seats, now, stream cap.
@@ -41,6 +45,12 @@ const FINISH: &str = include_str!("scripts/finish.lua");
 /// ARGV: lookback (ms), most entries. The finishes of the last `lookback` ms on Redis's clock (which dated the
 /// entries' ids), oldest first, after the window's start as a cursor (for an empty window).
 const FINISHED_RECENT: &str = include_str!("scripts/finished_recent.lua");
+
+/// ARGV: the seven settings, dbits, drawn, last, served, the eight counters, hold until, late until.
+const RESTORE: &str = include_str!("scripts/restore.lua");
+
+/// ARGV: session, number (empty for a pre-queue mark), now, draw key (16 hex digits), most numbers left free.
+const RECLAIM: &str = include_str!("scripts/reclaim.lua");
 
 /// No ARGV.
 const SNAPSHOT: &str = include_str!("scripts/snapshot.lua");
@@ -68,6 +78,7 @@ pub(super) struct Scripts {
     pub(super) init: Lua,
     pub(super) join: Lua,
     pub(super) lookup: Lua,
+    pub(super) come_back: Lua,
     pub(super) claim: Lua,
     pub(super) touch: Lua,
     pub(super) tick: Lua,
@@ -75,6 +86,8 @@ pub(super) struct Scripts {
     pub(super) finished_recent: Lua,
     pub(super) snapshot: Lua,
     pub(super) update: Lua,
+    pub(super) restore: Lua,
+    pub(super) reclaim: Lua,
 }
 
 impl Scripts {
@@ -83,6 +96,7 @@ impl Scripts {
             init: Lua::new(INIT),
             join: Lua::new(JOIN),
             lookup: Lua::new(LOOKUP),
+            come_back: Lua::new(COME_BACK),
             claim: Lua::new(CLAIM),
             touch: Lua::new(TOUCH),
             tick: Lua::new(TICK),
@@ -90,14 +104,17 @@ impl Scripts {
             finished_recent: Lua::new(FINISHED_RECENT),
             snapshot: Lua::new(SNAPSHOT),
             update: Lua::new(UPDATE),
+            restore: Lua::new(RESTORE),
+            reclaim: Lua::new(RECLAIM),
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 10] {
+    pub(super) fn all(&self) -> [&Lua; 13] {
         [
             &self.init,
             &self.join,
             &self.lookup,
+            &self.come_back,
             &self.claim,
             &self.touch,
             &self.tick,
@@ -105,6 +122,8 @@ impl Scripts {
             &self.finished_recent,
             &self.snapshot,
             &self.update,
+            &self.restore,
+            &self.reclaim,
         ]
     }
 }

@@ -3,12 +3,13 @@
 
 use async_trait::async_trait;
 
+use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
 use crate::error::StoreError;
 use crate::store::{
-    Counters, Join, Placement, Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK, Tick,
-    TickReport, Touches,
+    Counters, Join, MAX_RECLAIM_GAP, Placement, Reclaim, Restore, Return, Settings, SettingsChange,
+    Snapshot, Store, TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
 };
 
 /// The settings as the `INIT` script's first seven arguments.
@@ -54,6 +55,29 @@ impl Store for RedisStore {
         let mut cmd = self.evalsha(&self.scripts.lookup, event)?;
         cmd.arg(session);
         placement(self.run(&self.scripts.lookup, &cmd).await?)
+    }
+
+    async fn come_back(
+        &self,
+        event: &str,
+        session: &str,
+        now_ms: u64,
+        return_window_ms: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.come_back, event)?;
+        cmd.arg(session).arg(now_ms).arg(return_window_ms);
+        let v = self.run(&self.scripts.come_back, &cmd).await?;
+        if v == ::redis::Value::Nil {
+            return Ok((None, None));
+        }
+        let mut a = array(v)?;
+        let counted = match a.pop().map(|c| text(&c)).transpose()?.as_deref() {
+            Some("") => None,
+            Some("r") => Some(Return::InTime),
+            Some("l") => Some(Return::TooLate),
+            other => return Err(corrupt(format_args!("a return of {other:?}"))),
+        };
+        Ok((placement(::redis::Value::Array(a))?, counted))
     }
 
     async fn claim(
@@ -125,12 +149,22 @@ impl Store for RedisStore {
             .arg(tick.abandon_after_ms)
             .arg(tick.max_scan)
             .arg(SEEN_SLOT_MS)
-            .arg(TURN_AWAY_PER_TICK);
+            .arg(TURN_AWAY_PER_TICK)
+            .arg(tick.return_window_ms);
         let mut a = array(self.run(&self.scripts.tick, &cmd).await?)?.into_iter();
-        match (a.next(), a.next(), a.next(), a.next(), a.next(), a.next()) {
+        match (
+            a.next(),
+            a.next(),
+            a.next(),
+            a.next(),
+            a.next(),
+            a.next(),
+            a.next(),
+        ) {
             (
                 Some(drew),
                 Some(admitted),
+                Some(missed),
                 Some(abandoned),
                 Some(expired),
                 Some(turned_away),
@@ -138,6 +172,7 @@ impl Store for RedisStore {
             ) => Ok(TickReport {
                 drew: flag(&drew)?,
                 admitted: strings(admitted)?,
+                missed: strings(missed)?,
                 abandoned: strings(abandoned)?,
                 expired: strings(expired)?,
                 turned_away: strings(turned_away)?,
@@ -209,9 +244,9 @@ impl Store for RedisStore {
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
         let cmd = self.evalsha(&self.scripts.snapshot, event)?;
         let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-        if a.len() != 20 {
+        if a.len() != 25 {
             return Err(corrupt(format_args!(
-                "expected a snapshot of 20, got {}",
+                "expected a snapshot of 25, got {}",
                 a.len()
             )));
         }
@@ -223,6 +258,7 @@ impl Store for RedisStore {
             last_number: n(9)?,
             served: n(10)?,
             active: n(11)?,
+            returning: n(21)?,
             counters: Counters {
                 joined: n(12)?,
                 admitted: n(13)?,
@@ -232,8 +268,51 @@ impl Store for RedisStore {
                 turned_away: n(17)?,
                 orders: n(18)?,
                 seats_bought: n(19)?,
+                missed: n(22)?,
+                returned: n(23)?,
+                returned_late: n(24)?,
             },
+            reclaim_upto: opt_int(&a[20])?,
         })
+    }
+
+    async fn restore(&self, event: &str, r: &Restore) -> Result<Settings, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.restore, event)?;
+        for a in settings_args(&r.settings) {
+            cmd.arg(a);
+        }
+        let c = &r.counters;
+        cmd.arg(self.draw_bits)
+            .arg(u8::from(r.drawn || !r.settings.random_draw))
+            .arg(r.last_number)
+            .arg(r.served);
+        for v in [
+            c.joined,
+            c.admitted,
+            c.finished,
+            c.expired,
+            c.abandoned,
+            c.turned_away,
+            c.orders,
+            c.seats_bought,
+        ] {
+            cmd.arg(v);
+        }
+        cmd.arg(r.now_ms.saturating_add(r.hold_ms))
+            .arg(r.now_ms.saturating_add(r.late_ms))
+            .arg(u8::from(r.behind))
+            .arg(MAX_RECLAIM_GAP);
+        settings(&array(self.run(&self.scripts.restore, &cmd).await?)?)
+    }
+
+    async fn reclaim(&self, event: &str, r: &Reclaim) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.reclaim, event)?;
+        cmd.arg(&r.session)
+            .arg(r.number.map(|n| n.to_string()).unwrap_or_default())
+            .arg(r.now_ms)
+            .arg(format!("{:016x}", r.draw_key))
+            .arg(MAX_RECLAIM_GAP);
+        placement(self.run(&self.scripts.reclaim, &cmd).await?)
     }
 
     async fn update(&self, event: &str, change: &SettingsChange) -> Result<Settings, StoreError> {

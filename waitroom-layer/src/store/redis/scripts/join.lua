@@ -19,14 +19,7 @@ if m.drawn == '1' then
   redis.call('HSET', KM, 'last', fmt(n))
   redis.call('RPUSH', KL, sid)
 else
-  -- The key's top `dbits` bits pick the bucket; the rest of its top 53 bits (exact in a double) order it there.
-  local bits = int(m.dbits)
-  local top = tonumber(string.sub(ARGV[4], 1, 4), 16)
-  local low = tonumber(string.sub(ARGV[4], 5, 16), 16)
-  local b = math.floor(top / 2 ^ (16 - bits))
-  local score = (top % 2 ^ (16 - bits)) * 2 ^ 37 + math.floor(low / 2048)
-  redis.call('ZADD', bucket(b), score, sid)
-  n = b
+  n = enqueue(m, sid, ARGV[4])
 end
 put(sid, st, n, now)
 if st == 'p' then n = 0 end

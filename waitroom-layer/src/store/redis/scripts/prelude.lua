@@ -47,3 +47,23 @@ local function draw(m, now)
   redis.call('HSET', KM, 'drawn', '1', 'dbase', m.dbase, 'dcount', m.dcount, 'last', m.last, 'dfloor', m.dfloor)
 end
 local function settings(m) return {m.cap, m.apm, m.paused, m.closed, m.opens, m.random, m.inv} end
+-- Pushes k empty entries to `line`: numbers kept free for owners the store forgot (see "When Redis forgets").
+local function push_holes(k)
+  while k > 0 do
+    local c, t = math.min(k, 1000), {}
+    for i = 1, c do t[i] = '' end
+    redis.call('RPUSH', KL, unpack(t))
+    k = k - c
+  end
+end
+-- Puts a session in its pre-queue bucket: the key's top `dbits` bits pick the bucket; the rest of its top 53 bits
+-- (exact in a double) order it there. Returns the bucket.
+local function enqueue(m, sid, hexkey)
+  local bits = int(m.dbits)
+  local top = tonumber(string.sub(hexkey, 1, 4), 16)
+  local low = tonumber(string.sub(hexkey, 5, 16), 16)
+  local b = math.floor(top / 2 ^ (16 - bits))
+  local score = (top % 2 ^ (16 - bits)) * 2 ^ 37 + math.floor(low / 2048)
+  redis.call('ZADD', bucket(b), score, sid)
+  return b
+end

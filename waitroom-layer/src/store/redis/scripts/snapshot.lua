@@ -5,6 +5,7 @@ local pq = 0
 -- Before the draw every join went to the pre-queue; those turned away left it.
 if m.drawn ~= '1' then pq = int(m.joined) - int(m.turned) end
 local rest = {m.drawn, pq, m.last, m.served, redis.call('ZCARD', KA), m.joined, m.admitted, m.finished,
-  m.expired, m.abandoned, fmt(int(m.turned)), m.orders, m.seats}
+  m.expired, m.abandoned, fmt(int(m.turned)), m.orders, m.seats, m.rupto or '', redis.call('LLEN', KT),
+  fmt(int(m.missed)), fmt(int(m.returned)), fmt(int(m.retlate))}
 for _, v in ipairs(rest) do o[#o + 1] = v end
 return o

@@ -1,7 +1,7 @@
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local now, arrival, abandon, maxscan, slot = int(ARGV[1]), int(ARGV[2]), int(ARGV[3]), int(ARGV[4]), int(ARGV[5])
-local turnmax = int(ARGV[6])
+local turnmax, window = int(ARGV[6]), int(ARGV[7])
 -- Whether session sid, number n, polled within the grace: its bit in one of the `seen` slots covering
 -- [now - abandon, now] (rounded out to whole slots, in the session's favour), or its mark in `pseen` (pre-queue).
 local function seen(sid, n)
@@ -33,7 +33,22 @@ if #expired > 0 then
   redis.call('ZREMRANGEBYSCORE', KA, '-inf', fmt(now))
   redis.call('HINCRBY', KM, 'expired', #expired)
 end
-local admitted, abandoned, turned = {}, {}, {}
+local admitted, abandoned, turned, missed = {}, {}, {}, {}
+-- Last in every tick: the missed sessions whose return window has passed (at most `maxscan`, oldest first) end
+-- abandoned. `missed` holds only sessions still missed (a return takes its entry out).
+local function report()
+  local due = redis.call('ZRANGEBYSCORE', KX, '-inf', fmt(now - window), 'LIMIT', 0, maxscan)
+  for _, sid in ipairs(due) do
+    local st, n = rec(sid)
+    if st == 'm' then
+      put(sid, 'x', n, 0)
+      abandoned[#abandoned + 1] = sid
+    end
+  end
+  if #due > 0 then redis.call('ZREMRANGEBYRANK', KX, 0, #due - 1) end
+  if #abandoned > 0 then redis.call('HINCRBY', KM, 'abandoned', #abandoned) end
+  return {drew, admitted, missed, abandoned, expired, turned}
+end
 local served, last = int(m.served), int(m.last)
 local dlo = int(m.dbase)
 local dhi = dlo + int(m.dcount)
@@ -63,6 +78,23 @@ if turning_away(m) then
   -- served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
   -- `joined - turned` sessions; empty buckets are passed over, at most 2^dbits of them per tick).
   local budget = turnmax
+  -- Those taken back after the head passed them, then the returning queue: they stand ahead of the head.
+  local z = redis.call('ZPOPMIN', KB, budget)
+  for i = 1, #z, 2 do
+    put(z[i], 't', int(z[i + 1]), 0)
+    turned[#turned + 1] = z[i]
+    budget = budget - 1
+  end
+  while budget > 0 do
+    local sid = redis.call('LPOP', KT)
+    if not sid then break end
+    local st, n = rec(sid)
+    if st == 'r' then
+      put(sid, 't', n, 0)
+      turned[#turned + 1] = sid
+      budget = budget - 1
+    end
+  end
   while budget > 0 and served < last do
     local n = served + 1
     local sid = pop(n)
@@ -89,12 +121,14 @@ if turning_away(m) then
   end
   if served ~= int(m.served) then redis.call('HSET', KM, 'served', fmt(served)) end
   if #turned > 0 then redis.call('HINCRBY', KM, 'turned', #turned) end
-  return {drew, admitted, abandoned, expired, turned}
+  return report()
 end
 local open = m.paused ~= '1' and m.closed ~= '1' and (m.opens == '' or now >= int(m.opens))
 local total, sold, held = inv(m)
 if open and total and total <= sold + held then open = false end
-if not open then return {drew, admitted, abandoned, expired, turned} end
+-- Just restored after Redis forgot the on-sale: nobody is let in while the owners of the numbers come back.
+if m.runtil and now < int(m.runtil) then open = false end
+if not open then return report() end
 local room = int(m.cap) - redis.call('ZCARD', KA)
 local now_s = math.floor(now / 1000)
 local recent = 0
@@ -106,18 +140,45 @@ if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
 -- Never more people let in within a minute than there are seats to pick from.
 if total then room = math.min(room, total - sold - held - recent) end
 local scanned, nadm = 0, 0
-while nadm < room and scanned < maxscan and served < last do
-  local n = served + 1
-  local sid = pop(n)
-  if not sid then break end
-  scanned = scanned + 1
-  served = n
-  local st, _, t = rec(sid)
-  if st then
-    if drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
+-- Those taken back after the head passed them were in front of everyone in line: they go first. Then the returning
+-- queue (those who came back after missing their turn), then the head of the line. Whoever is away when taken is
+-- missed (keeps the turn for the return window) and the next present one goes in. (The queues' lengths are read
+-- once: no pop per admission while they are empty, as they nearly always are.)
+local nreclaimed = redis.call('ZCARD', KB)
+local nback = redis.call('LLEN', KT)
+while nadm < room and scanned < maxscan do
+  local sid, n, t
+  if nreclaimed > 0 then
+    local z = redis.call('ZPOPMIN', KB)
+    nreclaimed = nreclaimed - 1
+    scanned = scanned + 1
+    local st, _, lt = rec(z[1])
+    if st then sid, n, t = z[1], int(z[2]), lt end
+  elseif nback > 0 then
+    local back = redis.call('LPOP', KT)
+    nback = nback - 1
+    scanned = scanned + 1
+    if back then
+      local st, bn, bt = rec(back)
+      if st == 'r' then sid, n, t = back, bn, bt end
+    end
+  else
+    if served >= last then break end
+    n = served + 1
+    sid = pop(n)
+    if not sid then break end
+    served = n
+    scanned = scanned + 1
+    local st, _, lt = rec(sid)
+    t = lt
+    if not st then sid = nil end
+    if sid and drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
+  end
+  if sid then
     if t + abandon < now and not seen(sid, n) then
-      put(sid, 'x', n, 0)
-      abandoned[#abandoned + 1] = sid
+      put(sid, 'm', n, now)
+      redis.call('ZADD', KX, fmt(now), sid)
+      missed[#missed + 1] = sid
     else
       put(sid, 'a', n, 0)
       redis.call('ZADD', KA, fmt(now + arrival), sid)
@@ -126,10 +187,10 @@ while nadm < room and scanned < maxscan and served < last do
     end
   end
 end
-if scanned > 0 then
-  redis.call('HSET', KM, 'served', fmt(served))
+if served ~= int(m.served) then redis.call('HSET', KM, 'served', fmt(served)) end
+if nadm > 0 then
   redis.call('HINCRBY', KM, 'admitted', nadm)
-  redis.call('HINCRBY', KM, 'abandoned', #abandoned)
+  redis.call('HINCRBY', KR, fmt(now_s), nadm)
 end
-if nadm > 0 then redis.call('HINCRBY', KR, fmt(now_s), nadm) end
-return {drew, admitted, abandoned, expired, turned}
+if #missed > 0 then redis.call('HINCRBY', KM, 'missed', #missed) end
+return report()

@@ -1,0 +1,31 @@
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+local sid, now, window = ARGV[1], int(ARGV[2]), int(ARGV[3])
+local st, n, t = rec(sid)
+local counted = ''
+if st == 'm' then
+  redis.call('ZREM', KX, sid)
+  if t + window > now then
+    -- Back within the window: to the back of the returning queue, seen now.
+    put(sid, 'r', n, now)
+    redis.call('RPUSH', KT, sid)
+    redis.call('HINCRBY', KM, 'returned', 1)
+    counted = 'r'
+  else
+    -- Back too late (no tick ended it yet): abandoned, and this look counts as the late return.
+    put(sid, 'x', n, 1)
+    redis.call('HINCRBY', KM, 'abandoned', 1)
+    redis.call('HINCRBY', KM, 'retlate', 1)
+    counted = 'l'
+  end
+elseif st == 'x' and t ~= 1 then
+  -- The first look at a session abandoned after its window: a late return (counted once; `1` marks it told).
+  put(sid, 'x', n, 1)
+  redis.call('HINCRBY', KM, 'retlate', 1)
+  counted = 'l'
+end
+local p = place(m, sid)
+if not p then return false end
+local o = out(p)
+o[4] = counted
+return o
