@@ -81,6 +81,15 @@ impl RedisTarget {
         }
     }
 
+    /// The URLs: the server's, the seed nodes', or the sentinels'.
+    pub fn urls(&self) -> &[String] {
+        match self {
+            Self::Server(url) => std::slice::from_ref(url),
+            Self::Cluster(seeds) => seeds,
+            Self::Sentinel { sentinels, .. } => sentinels,
+        }
+    }
+
     /// Checks the URLs without connecting. The error never repeats a URL (it may carry a password).
     ///
     /// # Errors

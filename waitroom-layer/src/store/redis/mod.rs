@@ -355,6 +355,10 @@ impl RedisStoreBuilder {
             ));
         }
         // The URL's text stays out of the error: it may carry a password.
+        for url in self.target.urls() {
+            ::redis::Client::open(url.as_str())
+                .map_err(|e| StoreError::config_because("invalid Redis URL", e))?;
+        }
         self.target.check().map_err(StoreError::config)?;
         let conn = connect(&self.target, self.connect_timeout, self.timeout)
             .await
