@@ -11,27 +11,34 @@
 //!   stops when every seat is held and the line is told when every seat is sold.
 //! - Cookies are sent without `Secure` (`secure_cookies(false)`) because the demo serves plain HTTP on
 //!   127.0.0.1; behind HTTPS, keep the default.
+//! - The sale is durable: the line, the signing key, the cookie secret and the seats live in `.waitroom/`
+//!   (`--data-dir`, which the repository ignores), so stopping the demo (or killing it) and running it again
+//!   resumes the same sale, with everyone's place, pass and seats. `--fresh` starts a new sale instead.
 //! - `--redis URL` (with `--features redis`; or `--redis-cluster URL,...`, or `--redis-sentinel URL,...
 //!   --redis-sentinel-master NAME`) puts the line in Redis instead of the process; the signing key and
-//!   cookie secret the instances over that Redis share are files in `.waitroom/` (`--data-dir`, which the
-//!   repository ignores), created on the first start.
+//!   cookie secret the instances over that Redis share are files in the same directory, created on the first
+//!   start.
 
 mod flags;
 
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use flags::{FairnessFlag, KeyFlags, OpsFlags, RoomFlags, ShopFlags, init_tracing};
-use waitroom::demo::{build_room, room_layer_with, serve_behind_room};
-use waitroom::verify::VerifyLayer;
+use waitroom::demo::{Onsale, serve_behind_room, start_new_sale, start_onsale};
 
 /// The allocator a production binary would pick (glibc's malloc shows up at ~10% of the server's CPU under load).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
-#[command(about = "An on-sale storefront with the waiting room in front")]
+#[command(
+    about = "An on-sale storefront with the waiting room in front",
+    after_help = "The sale is durable: the line, the keys and the seats are kept in --data-dir (default \
+                  .waitroom/), so a restart, even after a crash, resumes it where it was (up to the last 100 ms). \
+                  --fresh starts a new sale."
+)]
 struct Args {
     /// Port to listen on (127.0.0.1 unless --host).
     #[arg(long, default_value_t = 3000)]
@@ -43,12 +50,21 @@ struct Args {
     room: RoomFlags,
     #[command(flatten)]
     shop: ShopFlags,
-    /// With `--redis`: the keys every instance over that Redis shares (read, or created on the first start).
+    /// The data directory: the line (on the embedded store), the keys, the seats. With `--redis`, the keys every
+    /// instance over that Redis shares (read, or created on the first start).
     #[command(flatten)]
     keys: KeyFlags,
     /// The operator's kit: admin API, status page, metrics.
     #[command(flatten)]
     ops: OpsFlags,
+    /// Start a new sale: clear the line, the seats and the keys kept in the data directory (an old cookie or pass
+    /// opens nothing in the new sale). Without it, a restart resumes the sale where it was.
+    #[arg(long)]
+    fresh: bool,
+    /// Keep nothing: the line in memory only, fresh keys at every start (what the demo did before it was durable;
+    /// the HTTP benchmark's baseline).
+    #[arg(long, conflicts_with = "fresh")]
+    memory_only: bool,
 }
 
 #[tokio::main]
@@ -56,14 +72,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     init_tracing();
     let args = Args::parse();
     let ops = args.ops.load()?;
-    let options = args.room.options();
+    let mut options = args.room.options();
     let opens_at = options.opens_at();
-    // On the embedded store the room draws its own keys; instances sharing a Redis line share them through files.
-    let room = if options.redis.is_set() {
+    // Keys from the data directory (or the files named), the line there too on the embedded store.
+    let keys = if options.redis.is_set() {
+        if args.fresh {
+            return Err("--fresh starts a new sale on the embedded store; with --redis, purge the on-sale's \
+                        keys in Redis instead"
+                .into());
+        }
         let (key, secret) = args.keys.load()?;
-        build_room(&options, Some(key), Some(secret)).await?
+        (Some(key), Some(secret))
     } else {
-        build_room(&options, None, None).await?
+        if args.fresh {
+            start_new_sale(&args.keys.data_dir)?;
+        }
+        if !args.memory_only {
+            options.data_dir = Some(args.keys.data_dir.clone());
+        }
+        args.keys.load_named()?
     };
     let shop = args
         .shop
@@ -72,16 +99,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .max_per_order(args.room.max_per_order)
         .opens_at_ms(
             opens_at.map(|t| t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64),
-        )
-        .room(room.clone())
-        .build();
-    shop.report_inventory().await;
-    shop.spawn_expiry(Duration::from_secs(1));
-
-    // The order routes check the room's tokens themselves, with the room's verifier (same process).
-    let app = shop.router(VerifyLayer::new(room.verifier().clone()));
-    // The room goes around the whole app, before axum's routing (`app.layer(room)` works too, per route).
-    let room_in_front = room_layer_with(room.clone(), &ops)?;
+        );
+    let Onsale {
+        layer: room_in_front,
+        app,
+        resumed,
+        ..
+    } = start_onsale(&options, shop, keys, &ops).await?;
 
     let addr: SocketAddr = format!("{}:{}", args.host, args.port).parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -91,7 +115,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     } else {
         format!("http://{addr}")
     };
-    println!("The on-sale demo is up: open {shown}/");
+    println!(
+        "The on-sale demo is up: open {shown}/ ({} in {})",
+        if resumed {
+            "the sale resumed"
+        } else {
+            "a new sale"
+        },
+        args.keys.data_dir.display()
+    );
     println!(
         "  capacity {} at checkout, {} seats, up to {} per order, {}{}",
         args.room.capacity,

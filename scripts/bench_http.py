@@ -9,7 +9,11 @@ sessions' cookies against:
                            identical to /healthz's (`ok`): what the layers cost, nothing else
   - GET /api/me            the same with a handler that reads the admission and writes a small JSON body
   - GET /healthz           a bare route outside the room (the baseline), sent with the waiting sessions' cookies
-for the embedded store and, with --redis, for the Redis store (a redis-server the script starts on a free port).
+  - GET /seats             without a cookie: a join (a new session takes a place; 429 with its status), so every
+                           request of this target adds one person to the line (hence the shorter runs it needs)
+for the embedded store in memory only (`--memory-only`: the demo before it was durable), the embedded store durable
+in a fresh data directory (the demo's default; joins committed every 100 ms), and, with --redis, for the Redis store
+(a redis-server the script starts on a free port).
 The admitted requests carry the token cookie besides the session cookie (~490 bytes of cookies against ~90 for
 /healthz): that difference is charged to the room, not taken out.
 
@@ -115,6 +119,7 @@ TARGETS = {
     "ping": ("/api/ping", "admitted"),
     "me": ("/api/me", "admitted"),
     "healthz_admitted": ("/healthz", "admitted"),
+    "join": ("/seats", "none"),
 }
 NAMES = {
     "healthz": "GET /healthz (bare, baseline)",
@@ -122,6 +127,7 @@ NAMES = {
     "ping": "GET /api/ping (admitted, both layers, bare handler)",
     "me": "GET /api/me (admitted, both layers, JSON handler)",
     "healthz_admitted": "GET /healthz with the admitted cookies (bare)",
+    "join": "GET /seats without a cookie (a join; 429 is its answer)",
 }
 
 
@@ -151,8 +157,13 @@ def run(store, args, redis_url=None):
     port = free_port()
     cmd = [os.path.abspath(args.binary) if args.binary else os.path.join(TARGET_DIR, "release", "examples", "onsale"), "--port", str(port),
            "--capacity", str(args.capacity), "--refresh-seconds", "20"]
+    data_dir = tempfile.mkdtemp(prefix="waitroom-bench-data-")
     if redis_url:
-        cmd += ["--redis", redis_url]
+        cmd += ["--redis", redis_url, "--data-dir", data_dir]
+    elif store == "memory":
+        cmd += ["--memory-only"]
+    else:
+        cmd += ["--data-dir", data_dir]
     cg_out = None
     if args.instructions:
         cg_dir = tempfile.mkdtemp(prefix="waitroom-callgrind-")
@@ -186,7 +197,7 @@ def run(store, args, redis_url=None):
             st, _ = get(port, path, dict(waiting[0]))
             assert st != 200, f"{path} without a token answered {st}"
         files = {}
-        for name, jars in (("waiting", waiting), ("admitted", admitted)):
+        for name, jars in (("waiting", waiting), ("admitted", admitted), ("none", [{}])):
             path = os.path.join(tempfile.gettempdir(), f"waitroom-cookies-{name}-{os.getpid()}")
             with open(path, "w") as f:
                 for jar in jars:
@@ -221,6 +232,10 @@ def run(store, args, redis_url=None):
     finally:
         demo.terminate()
         demo.wait(10)
+        size = sum(os.path.getsize(os.path.join(data_dir, f)) for f in os.listdir(data_dir))
+        if size:
+            print(f"# {store}: data directory {size:,} bytes after the run", file=sys.stderr)
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def main():
@@ -245,7 +260,7 @@ def main():
     if not args.binary:
         subprocess.run(["cargo", "build", "--release", "--example", "onsale"] + (["--features", features] if features else []),
                        cwd=ROOT, check=True)
-    stores = [("memory", None)]
+    stores = [("memory", None), ("durable", None)]
     redis = None
     if args.redis:
         rport = free_port()

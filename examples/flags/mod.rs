@@ -105,8 +105,9 @@ impl RoomFlags {
 /// The keys room instances over one Redis share: a token from any of them passes on all.
 #[derive(Debug, clap::Args)]
 pub struct KeyFlags {
-    /// Where the shared files live unless named below: created (mode 0700) on the first start. The default is
-    /// ignored by the repository's `.gitignore`, so a checkout never commits a key.
+    /// Where the sale lives (the line on the embedded store, the seats) and the key files unless named below:
+    /// created (mode 0700) on the first start. The default is ignored by the repository's `.gitignore`, so a
+    /// checkout never commits a key.
     #[arg(long, default_value = DEFAULT_DATA_DIR)]
     pub data_dir: PathBuf,
     /// The token signing key (PKCS#8 PEM), shared by every instance; created if missing [default:
@@ -132,6 +133,26 @@ impl KeyFlags {
         self.cookie_secret_file
             .clone()
             .unwrap_or_else(|| self.data_dir.join(COOKIE_SECRET_FILE))
+    }
+
+    /// The key files named by flag (`--key-file`, `--cookie-secret-file`), read or created; `None` for each left to
+    /// the data directory.
+    pub fn load_named(&self) -> Result<(Option<SigningKey>, Option<Vec<u8>>), String> {
+        let key = match &self.key_file {
+            Some(f) => Some(
+                load_or_create_signing_key(f)
+                    .map_err(|e| format!("--key-file {}: {e}", f.display()))?,
+            ),
+            None => None,
+        };
+        let secret = match &self.cookie_secret_file {
+            Some(f) => Some(
+                load_or_create_cookie_secret(f)
+                    .map_err(|e| format!("--cookie-secret-file {}: {e}", f.display()))?,
+            ),
+            None => None,
+        };
+        Ok((key, secret))
     }
 
     /// Reads both files, creating them (mode 0600) on the first start.

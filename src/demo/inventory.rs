@@ -80,10 +80,11 @@ pub enum SeatState {
 }
 
 /// A hold: the seats one session set aside, until when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Hold {
     /// This hold's id: every hold (and every change of a session's hold) gets a new one, so a payment can tell
     /// the hold it checked from one made since.
+    #[serde(default)]
     pub id: u64,
     /// The seats, in ascending order.
     pub seats: Vec<SeatId>,
@@ -177,6 +178,8 @@ struct State {
     held: u64,
     /// Seats neither sold nor held, per section (expired holds count as held until swept).
     free_in_section: Vec<u32>,
+    /// Seat changes so far (the shop's file is written again when this moves).
+    changes: u64,
     /// The id of the next hold.
     next_hold: u64,
     /// Sales whose finish has not reached the room yet: sale id -> seats (see [`Sale`]).
@@ -189,6 +192,7 @@ impl State {
     /// The one place a seat changes, so the counters cannot drift.
     fn set(&mut self, layout: &Layout, seat: SeatId, to: Seat) {
         let section = layout.section_of(seat) as usize;
+        self.changes += 1;
         let from = std::mem::replace(&mut self.seats[seat as usize], to);
         match from {
             Seat::Free => self.free_in_section[section] -= 1,
@@ -253,6 +257,7 @@ impl SeatInventory {
                 sold: 0,
                 held: 0,
                 free_in_section,
+                changes: 0,
                 next_hold: 1,
                 open_sales: HashMap::new(),
                 next_sale: 1,
@@ -464,6 +469,54 @@ impl SeatInventory {
             id,
             seats: hold.seats,
         })
+    }
+
+    /// The sold seats, the holds (by session) and the count of changes so far, to save.
+    pub(crate) fn saved(&self) -> (Vec<SeatId>, Vec<(String, Hold)>, u64) {
+        let st = self.lock();
+        let sold = (0..st.seats.len() as SeatId)
+            .filter(|&s| matches!(st.seats[s as usize], Seat::Sold))
+            .collect();
+        let holds = st
+            .holds
+            .iter()
+            .map(|(s, h)| (s.to_string(), h.clone()))
+            .collect();
+        (sold, holds, st.changes)
+    }
+
+    /// Sells `sold` and holds `holds` again, on a fresh inventory (what [`saved`](Self::saved) returned before a
+    /// restart). Returns `None` when a seat is out of range or in two places.
+    pub(crate) fn restore(&self, sold: &[SeatId], holds: &[(String, Hold)]) -> Option<()> {
+        let mut st = self.lock();
+        let total = st.seats.len();
+        let free = |st: &State, s: SeatId| {
+            (s as usize) < total && matches!(st.seats[s as usize], Seat::Free)
+        };
+        for &s in sold {
+            if !free(&st, s) {
+                return None;
+            }
+            st.set(&self.layout, s, Seat::Sold);
+        }
+        for (session, hold) in holds {
+            let by: Arc<str> = Arc::from(session.as_str());
+            for &s in &hold.seats {
+                if !free(&st, s) {
+                    return None;
+                }
+                let seat = Seat::Held {
+                    by: by.clone(),
+                    until_ms: hold.until_ms,
+                };
+                st.set(&self.layout, s, seat);
+            }
+            st.holds.insert(by, hold.clone());
+            // New holds get ids after the saved ones (a payment that checked a saved hold still matches it).
+            st.next_hold = st.next_hold.max(hold.id + 1);
+        }
+        st.changes = 0;
+        Some(())
     }
 
     /// Puts every lapsed hold's seats back on sale; returns how many seats came back.

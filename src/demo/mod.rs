@@ -12,6 +12,8 @@
 //! - [`OpsOptions`]: the operator's kit (admin tokens, metrics) from files or the environment, for
 //!   [`room_layer_with`].
 //! - [`gateway`]: the split deployment's front: the room, forwarding to the order service over HTTP.
+//! - [`start_onsale`]: the one-process on-sale `examples/onsale.rs` serves, durable in a data directory (the
+//!   line, the keys, the seats: a restart resumes the sale; [`start_new_sale`] clears it).
 //! - [`load_or_create_signing_key`], [`load_or_create_cookie_secret`]: the files several gateways share, by
 //!   default in [`DEFAULT_DATA_DIR`] (which the repository ignores).
 //!
@@ -20,21 +22,25 @@
 mod files;
 pub mod gateway;
 mod inventory;
+mod onsale;
 mod ops;
 mod pages;
 mod setup;
 mod shop;
+mod shop_file;
 
 pub use files::{
-    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, SIGNING_KEY_FILE, load_or_create_cookie_secret,
-    load_or_create_signing_key,
+    COOKIE_SECRET_FILE, DEFAULT_DATA_DIR, SHOP_FILE, SIGNING_KEY_FILE,
+    load_or_create_cookie_secret, load_or_create_signing_key,
 };
 pub use inventory::{
     Hold, HoldError, Layout, PurchaseError, Sale, SeatId, SeatInventory, SeatState,
 };
+pub use onsale::{Onsale, start_new_sale, start_onsale};
 pub use ops::{ADMIN_TOKENS_ENV, METRICS_TOKEN_ENV, OpsOptions, parse_admin_tokens};
 pub use setup::{
     DEFAULT_EVENT, ISSUER, PROTECTED_PATHS, RedisOptions, RoomOptions, ServerLimits, build_room,
     room_layer, room_layer_with, serve, serve_behind_room, store_for, verifier_from_jwks_url,
 };
 pub use shop::{Order, Shop, ShopBuilder};
+pub use shop_file::SAVE_INTERVAL;

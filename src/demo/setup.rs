@@ -1,6 +1,7 @@
 //! Wiring shared by the examples: the room from flags, the room layer over the order routes, the order service's
 //! verifier from the gateway's published keys.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -191,6 +192,10 @@ pub struct RoomOptions {
     pub return_window: Duration,
     /// Where the shared store's Redis is (needs the `redis` feature); nothing set for the embedded store.
     pub redis: RedisOptions,
+    /// The room's data directory ([`RoomBuilder::data_dir`](waitroom_layer::RoomBuilder::data_dir)): the signing
+    /// key and cookie secret, and on the embedded store the line (durable: a restart resumes the sale). `None`
+    /// keeps nothing (fresh keys and an empty line at every start).
+    pub data_dir: Option<PathBuf>,
 }
 
 /// Where the shared store's Redis is: one server, a Redis Cluster, or a primary under Sentinel (at most one of
@@ -272,7 +277,7 @@ impl RedisOptions {
 
 impl Default for RoomOptions {
     /// The demo's defaults: capacity 1 (a second browser window sees the line), 4 seats per order, FIFO, open
-    /// now, 10 idle minutes, a 5 s poll, the embedded store.
+    /// now, 10 idle minutes, a 5 s poll, the embedded store kept in memory only (no data directory).
     fn default() -> Self {
         RoomOptions {
             event: DEFAULT_EVENT.into(),
@@ -286,6 +291,7 @@ impl Default for RoomOptions {
             tick_interval: Duration::from_millis(250),
             return_window: waitroom_layer::DEFAULT_RETURN_WINDOW,
             redis: RedisOptions::default(),
+            data_dir: None,
         }
     }
 }
@@ -362,6 +368,9 @@ pub async fn build_room(
     };
     if let Some(store) = store_for(&o.redis).await? {
         b = b.shared_store(store);
+    }
+    if let Some(dir) = &o.data_dir {
+        b = b.data_dir(dir.clone());
     }
     if let Some(key) = signing_key {
         b = b.signing_key(key);

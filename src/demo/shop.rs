@@ -94,7 +94,11 @@ impl ShopBuilder {
         self
     }
 
-    /// The shop.
+    pub(crate) fn seats(&self) -> u32 {
+        self.seats
+    }
+
+    /// The shop, with every seat on sale (see [`open`](Self::open) for one kept in a file).
     pub fn build(self) -> Shop {
         Shop {
             inner: Arc::new(Inner {
@@ -115,7 +119,7 @@ impl ShopBuilder {
     }
 }
 
-struct Inner {
+pub(crate) struct Inner {
     inventory: SeatInventory,
     orders: Mutex<HashMap<String, Order>>,
     name: String,
@@ -157,7 +161,7 @@ const HEADER_FINISH_GRACE: Duration = Duration::from_secs(2);
 /// [`room_layer`](super::room_layer).
 #[derive(Clone)]
 pub struct Shop {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Shop {
@@ -242,7 +246,7 @@ impl Shop {
         self.lock_orders().get(id).cloned()
     }
 
-    fn lock_orders(&self) -> std::sync::MutexGuard<'_, HashMap<String, Order>> {
+    pub(crate) fn lock_orders(&self) -> std::sync::MutexGuard<'_, HashMap<String, Order>> {
         self.inner.orders.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -4,6 +4,11 @@
 //! active sessions and admits the next person whenever one ends, up to a capacity. [`WaitingRoomLayer`] puts it in
 //! front of the routes that need it: the seat map, the holds, the payment.
 //!
+//! The line lives in this process by default ([`MemoryStore`]); [`RoomBuilder::data_dir`] keeps it, the signing
+//! key and the cookie secret in a directory, so a restart (a crash included) resumes the sale with every place and
+//! pass, up to the last 100 ms ([`MemoryStore`]'s Durability section says what those cost). With the `redis`
+//! feature, `RedisStore` shares one line between many instances.
+//!
 //! # Wiring it on axum
 //! ```no_run
 //! use axum::{Router, routing::get};
@@ -197,6 +202,9 @@ pub use room::builder::{
 };
 pub use room::cookie::{SessionCookie, valid_session_id};
 pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};
+pub use room::key_files::{
+    COOKIE_SECRET_FILE, SIGNING_KEY_FILE, load_or_create_cookie_secret, load_or_create_signing_key,
+};
 pub use room::lifecycle::{RoomEvent, RoomEventKind};
 pub use room::metrics::METRICS_CONTENT_TYPE;
 pub use room::{Door, RoomStats, Status, ViewState, WaitingRoom};

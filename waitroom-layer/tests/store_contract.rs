@@ -1,5 +1,6 @@
-//! The store contract, written once and run against every store: the embedded `MemoryStore` here, and `RedisStore`
-//! (with the `redis` feature) against a real redis-server.
+//! The store contract, written once and run against every store: the embedded `MemoryStore` here, the same store
+//! durable in a directory and restarted from it every few calls, and `RedisStore` (with the `redis` feature)
+//! against a real redis-server.
 //!
 //! Random interleavings of join, poll, tick, claim, touch, finish and clock advances (proptest), and a concurrency
 //! test, checking: active never exceeds capacity; line numbers are unique and dense; admission follows line order
@@ -1658,7 +1659,8 @@ mod contract {
                 .is_empty()
         );
         let mut order = Vec::new();
-        for now in (t0 + 1 + hold + 1..).take(6) {
+        let first = t0 + 1 + hold + 1;
+        for now in first..first + 6 {
             let r = store.tick(event, &tick_at(now)).await.unwrap();
             for a in &r.admitted {
                 order.push(a.clone());
@@ -2213,6 +2215,382 @@ mod memory {
             .await
             .unwrap();
         contract::concurrent(store, "ev", 7).await;
+    }
+}
+
+/// The same contract against the durable `MemoryStore` (`MemoryStore::open`), restarted from its data file every
+/// few calls: the store is closed (its last commit) and opened again on the same directory in the middle of the
+/// model, so every invariant (unique dense numbers, line order, capacity, one end per join) must hold across
+/// restarts too. What a crash loses is shown by the crash tests (`tests/durable_crash.rs`).
+mod durable {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use proptest::prelude::*;
+    use tokio::sync::RwLock;
+    use waitroom_layer::store::{
+        Join, Reclaim, Restore, Return, SessionState, SettingsChange, Store, Tick, TickReport,
+        Touches,
+    };
+    use waitroom_layer::{MemoryStore, Placement, Settings, Snapshot, StoreError};
+
+    use super::contract;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// A durable store that restarts (closes and opens its directory again) before every `every`-th call; never
+    /// with `every == 0`. The directory is removed when the store drops.
+    #[derive(Debug)]
+    pub struct Restarting {
+        dir: PathBuf,
+        every: u64,
+        calls: AtomicU64,
+        pub restarts: AtomicU64,
+        store: RwLock<Option<MemoryStore>>,
+    }
+
+    impl Restarting {
+        pub fn new(tag: &str, every: u64) -> Self {
+            let dir = std::env::temp_dir().join(format!(
+                "waitroom-contract-{tag}-{}-{}",
+                std::process::id(),
+                waitroom_layer::WaitingRoom::new_session_id()
+            ));
+            let store = MemoryStore::open(&dir).expect("a fresh data directory opens");
+            Self {
+                dir,
+                every,
+                calls: AtomicU64::new(0),
+                restarts: AtomicU64::new(0),
+                store: RwLock::new(Some(store)),
+            }
+        }
+
+        async fn get(&self) -> tokio::sync::RwLockReadGuard<'_, Option<MemoryStore>> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            if self.every > 0 && n.is_multiple_of(self.every) {
+                let mut w = self.store.write().await;
+                // The last handle: its drop commits and closes the file, so it opens again at once.
+                drop(w.take());
+                *w = Some(MemoryStore::open(&self.dir).expect("the data directory opens again"));
+                self.restarts.fetch_add(1, Ordering::SeqCst);
+            }
+            self.store.read().await
+        }
+
+        /// Forgets the on-sale (`MemoryStore::purge`: from memory and, at the next commit, from the data file).
+        pub async fn purge(&self, event: &str) -> bool {
+            let g = self.get().await;
+            g.as_ref().expect("open").purge(event)
+        }
+    }
+
+    impl Drop for Restarting {
+        fn drop(&mut self) {
+            drop(self.store.get_mut().take());
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    macro_rules! call {
+        ($self:ident . $m:ident ( $($a:expr),* )) => {{
+            let g = $self.get().await;
+            g.as_ref().expect("open").$m($($a),*).await
+        }};
+    }
+
+    #[async_trait::async_trait]
+    impl Store for Restarting {
+        async fn init(&self, event: &str, defaults: &Settings) -> Result<Settings, StoreError> {
+            call!(self.init(event, defaults))
+        }
+        async fn join(&self, event: &str, join: &Join) -> Result<Placement, StoreError> {
+            call!(self.join(event, join))
+        }
+        async fn lookup(
+            &self,
+            event: &str,
+            session: &str,
+        ) -> Result<Option<Placement>, StoreError> {
+            call!(self.lookup(event, session))
+        }
+        async fn come_back(
+            &self,
+            event: &str,
+            session: &str,
+            now_ms: u64,
+            return_window_ms: u64,
+        ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+            call!(self.come_back(event, session, now_ms, return_window_ms))
+        }
+        async fn restore(&self, event: &str, restore: &Restore) -> Result<Settings, StoreError> {
+            call!(self.restore(event, restore))
+        }
+        async fn reclaim(
+            &self,
+            event: &str,
+            reclaim: &Reclaim,
+        ) -> Result<Option<Placement>, StoreError> {
+            call!(self.reclaim(event, reclaim))
+        }
+        async fn claim(
+            &self,
+            event: &str,
+            session: &str,
+            now_ms: u64,
+            idle_timeout_ms: u64,
+        ) -> Result<Option<Placement>, StoreError> {
+            call!(self.claim(event, session, now_ms, idle_timeout_ms))
+        }
+        async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
+            call!(self.touch(event, touches))
+        }
+        async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError> {
+            call!(self.tick(event, tick))
+        }
+        async fn finish(
+            &self,
+            event: &str,
+            session: &str,
+            seats: u32,
+            now_ms: u64,
+        ) -> Result<bool, StoreError> {
+            call!(self.finish(event, session, seats, now_ms))
+        }
+        async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
+            call!(self.snapshot(event))
+        }
+        async fn update(
+            &self,
+            event: &str,
+            change: &SettingsChange,
+        ) -> Result<Settings, StoreError> {
+            call!(self.update(event, change))
+        }
+        async fn finished_since(
+            &self,
+            event: &str,
+            cursor: &str,
+            now_ms: u64,
+            lookback_ms: u64,
+        ) -> Result<(Vec<String>, String), StoreError> {
+            call!(self.finished_since(event, cursor, now_ms, lookback_ms))
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fifo_interleavings_keep_the_invariants_across_restarts(ops in contract::ops_strategy(), capacity in 1u64..5, every in 5u64..40) {
+            rt().block_on(async {
+                let store = Arc::new(Restarting::new("fifo", every));
+                store.init("ev", &contract::settings(capacity, false, None)).await.unwrap();
+                contract::run(store.clone(), "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+
+        #[test]
+        fn draw_interleavings_keep_the_invariants_across_restarts(ops in contract::ops_strategy(), capacity in 1u64..5, opens in 0u64..60_000, every in 5u64..40) {
+            rt().block_on(async {
+                let store = Arc::new(Restarting::new("draw", every));
+                store.init("ev", &contract::settings(capacity, true, Some(1_000_000 + opens))).await.unwrap();
+                contract::run(store.clone(), "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+    }
+
+    #[tokio::test]
+    async fn liveness_marks_and_the_draw() {
+        // Marks of people in line are not written (a restart counts everyone as seen), so no restarts here.
+        contract::liveness(Arc::new(Restarting::new("live", 0)), "live").await;
+    }
+
+    #[tokio::test]
+    async fn closing_and_selling_out_turn_the_line_away_across_restarts() {
+        let store = Arc::new(Restarting::new("turn", 501));
+        contract::turn_away(store.clone(), "turn").await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
+    }
+
+    /// Missed and returning sessions, the returning queue's order, the missed queue (the window's end), the
+    /// counters of returns and a late return told once are read back from the data file after each restart. (The
+    /// shared `return_window` model needs absences the store sees across calls, and a restart counts everyone in
+    /// line as seen, so it runs here with restarts at chosen points.)
+    #[tokio::test]
+    async fn missed_and_returning_sessions_and_their_queues_survive_restarts() {
+        use contract::{ABANDON_MS, ARRIVAL_MS, RETURN_MS};
+        let store = Restarting::new("turns", 0);
+        let ev = "turns";
+        let t0 = 50_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: ABANDON_MS,
+            return_window_ms: RETURN_MS,
+            max_scan: 1_000,
+        };
+        let restart = || async {
+            let mut w = store.store.write().await;
+            drop(w.take());
+            *w = Some(MemoryStore::open(&store.dir).expect("the data directory opens again"));
+        };
+        store
+            .init(ev, &contract::settings(1, false, None))
+            .await
+            .unwrap();
+        for sid in ["a", "b", "c", "d", "e"] {
+            let j = Join {
+                session: sid.into(),
+                account: None,
+                now_ms: t0,
+                draw_key: 0,
+            };
+            store.join(ev, &j).await.unwrap();
+        }
+        assert_eq!(store.tick(ev, &tick(t0)).await.unwrap().admitted, ["a"]);
+        let later = t0 + 2 * ABANDON_MS;
+        assert!(store.finish(ev, "a", 0, later).await.unwrap());
+        let touches = Touches {
+            now_ms: later,
+            idle_timeout_ms: 60_000,
+            waiting: vec![waitroom_layer::store::Mark {
+                session: "e".into(),
+                number: Some(5),
+            }],
+            active: vec![],
+            abandon_after_ms: ABANDON_MS,
+        };
+        store.touch(ev, &touches).await.unwrap();
+        let r = store.tick(ev, &tick(later)).await.unwrap();
+        assert_eq!(
+            (r.missed, r.admitted),
+            (
+                vec!["b".to_owned(), "c".into(), "d".into()],
+                vec!["e".to_owned()]
+            )
+        );
+        restart().await;
+        for sid in ["b", "c", "d"] {
+            let p = store.lookup(ev, sid).await.unwrap().unwrap();
+            assert_eq!(
+                p.state,
+                SessionState::Missed,
+                "{sid} is still missed after a restart"
+            );
+        }
+        // d comes back before b: the returning queue keeps that order across the restart.
+        let (p, r) = store
+            .come_back(ev, "d", later + 1, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(
+            (p.unwrap().state, r),
+            (SessionState::Returning, Some(Return::InTime))
+        );
+        let (_, r) = store
+            .come_back(ev, "b", later + 2, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(r, Some(Return::InTime));
+        restart().await;
+        let snap = store.snapshot(ev).await.unwrap();
+        assert_eq!(
+            (
+                snap.returning,
+                snap.away(),
+                snap.counters.missed,
+                snap.counters.returned
+            ),
+            (2, 1, 3, 2),
+            "the returning queue and the counters survive a restart: {snap:?}"
+        );
+        assert!(store.finish(ev, "e", 0, later + 3).await.unwrap());
+        assert_eq!(
+            store.tick(ev, &tick(later + 3)).await.unwrap().admitted,
+            ["d"]
+        );
+        restart().await;
+        assert!(store.finish(ev, "d", 0, later + 4).await.unwrap());
+        assert_eq!(
+            store.tick(ev, &tick(later + 4)).await.unwrap().admitted,
+            ["b"]
+        );
+        restart().await;
+        // c's window ends on the clock of its miss, read back from the file.
+        let r = store.tick(ev, &tick(later + RETURN_MS - 1)).await.unwrap();
+        assert!(r.abandoned.is_empty(), "c's window has not passed");
+        let r = store.tick(ev, &tick(later + RETURN_MS)).await.unwrap();
+        assert_eq!(r.abandoned, ["c"]);
+        let (_, r) = store
+            .come_back(ev, "c", later + RETURN_MS + 1, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(r, Some(Return::TooLate));
+        restart().await;
+        let (p, r) = store
+            .come_back(ev, "c", later + RETURN_MS + 2, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(
+            (p.unwrap().state, r),
+            (SessionState::Abandoned, None),
+            "a late return is told once"
+        );
+        let c = store.snapshot(ev).await.unwrap().counters;
+        assert_eq!(
+            (c.missed, c.returned, c.abandoned, c.returned_late),
+            (3, 2, 1, 1)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners_across_restarts() {
+        let store = Arc::new(Restarting::new("behind", 5));
+        contract::behind(store.clone(), "behind").await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_purged_store_takes_people_back_at_their_numbers_across_restarts() {
+        // The purge reaches the data file: a restart does not bring the forgotten on-sale back; the restore, the
+        // holes, the late window and the sessions taken back (the `back` map included) are read back.
+        let store = Arc::new(Restarting::new("forget", 5));
+        let lost = store.clone();
+        contract::forgetting(store.clone(), "forget", || async move {
+            assert!(lost.purge("forget").await);
+        })
+        .await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_callers_keep_the_invariants_across_restarts() {
+        let store = Arc::new(Restarting::new("conc", 97));
+        store
+            .init("ev", &contract::settings(7, false, None))
+            .await
+            .unwrap();
+        contract::concurrent(store.clone(), "ev", 7).await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
     }
 }
 

@@ -1,5 +1,6 @@
 //! Building a room: every setting with its unit in its name, defaults from the seed's on-sale.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -91,6 +92,9 @@ pub struct RoomBuilder {
     pub(crate) opens_at: Option<SystemTime>,
     pub(crate) clock: SharedClock,
     pub(crate) store: Arc<dyn Store>,
+    /// Whether `store` was given (a data directory then keeps only the keys).
+    pub(crate) store_given: bool,
+    pub(crate) data_dir: Option<PathBuf>,
     pub(crate) spawn_background: bool,
     pub(crate) pass: PassConfig,
 }
@@ -198,6 +202,8 @@ impl RoomBuilder {
             opens_at: None,
             clock: Arc::new(SystemClock),
             store: Arc::new(MemoryStore::new()),
+            store_given: false,
+            data_dir: None,
             spawn_background: true,
             pass: PassConfig {
                 signing_key: None,
@@ -396,15 +402,37 @@ impl RoomBuilder {
         self
     }
 
-    /// The store (default: a fresh [`MemoryStore`]).
+    /// The store (default: a fresh [`MemoryStore`], or a durable one with [`data_dir`](Self::data_dir)).
     pub fn store(mut self, store: impl Store) -> Self {
         self.store = Arc::new(store);
+        self.store_given = true;
         self
     }
 
     /// The store, already shared.
     pub fn shared_store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = store;
+        self.store_given = true;
+        self
+    }
+
+    /// Keeps the room in the directory `dir` (created, mode 0700, if missing), so a restart, a crash included,
+    /// takes it back where it was:
+    /// - the line: unless a [`store`](Self::store) is given, a durable [`MemoryStore`] opened there
+    ///   ([`MemoryStore::open`]: the line, the served count, the active sessions with their deadlines, the
+    ///   finishes, the settings and the seats, up to the last 100 ms before a crash; see its Durability section);
+    /// - the token signing key ([`SIGNING_KEY_FILE`](crate::SIGNING_KEY_FILE), with a `kid` derived from its
+    ///   public half) and the cookie secret ([`COOKIE_SECRET_FILE`](crate::COOKIE_SECRET_FILE)), unless given:
+    ///   created (mode 0600) on the first start and read on every later one, so cookies and passes issued before
+    ///   a restart stay valid after it.
+    ///
+    /// A key given with [`signing_key`](Self::signing_key) wins over the file: to rotate, sign with the new key
+    /// and publish the file's ([`load_or_create_signing_key`](crate::load_or_create_signing_key)`(..)
+    /// .verifying_key()` to [`publish_key`](Self::publish_key)) until its last token has expired, then put the new
+    /// key's PEM in the file. `build` refuses a data file it cannot read (corrupt, or open in another process)
+    /// with an error naming it, rather than start an empty line.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
         self
     }
 

@@ -13,12 +13,13 @@ use waitroom_verify::log_gate::LogGate;
 use super::builder::RoomBuilder;
 use super::cookie::CookieCodec;
 use super::estimate::{self, HeadMeter};
+use super::key_files;
 use super::liveness::{PENDING_SHARDS, Pending};
 use super::metrics::RoomMetrics;
 use super::tokens::Tokens;
 use super::{Inner, WaitingRoom};
 use crate::error::BuildError;
-use crate::store::Settings;
+use crate::store::{MemoryStore, Settings};
 
 /// Most `finished_since` calls at build (each returns a batch of finishes; the rest are read by the ticks).
 const MAX_FINISHED_READS_AT_START: usize = 16;
@@ -35,9 +36,25 @@ impl WaitingRoom {
     }
 
     pub(crate) async fn from_builder(
-        b: RoomBuilder,
+        mut b: RoomBuilder,
         defaults: Settings,
     ) -> Result<Self, BuildError> {
+        if let Some(dir) = b.data_dir.take() {
+            let file_err = |e: std::io::Error| BuildError::invalid("data_dir", e.to_string());
+            if !b.store_given {
+                b.store = Arc::new(MemoryStore::open(&dir).map_err(BuildError::Store)?);
+            }
+            if b.pass.signing_key.is_none() {
+                let path = dir.join(key_files::SIGNING_KEY_FILE);
+                b.pass.signing_key =
+                    Some(key_files::load_or_create_signing_key(&path).map_err(file_err)?);
+            }
+            if b.pass.cookie_secret.is_none() {
+                let path = dir.join(key_files::COOKIE_SECRET_FILE);
+                b.pass.cookie_secret =
+                    Some(key_files::load_or_create_cookie_secret(&path).map_err(file_err)?);
+            }
+        }
         let settings = b
             .store
             .init(&b.config.event, &defaults)

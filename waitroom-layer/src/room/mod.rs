@@ -3,7 +3,8 @@
 //!
 //! - [`builder`]: [`RoomBuilder`] and the fixed configuration. [`estimate`]: waits and reach from the head's pace.
 //! - [`lifecycle`]: the lifecycle stream. [`metrics`]: the instance's counters in the OpenMetrics text format.
-//! - [`cookie`] and [`tokens`]: the pass (the signed session cookie, the admission token).
+//! - [`cookie`] and [`tokens`]: the pass (the signed session cookie, the admission token); [`key_files`]: their
+//!   keys kept in the data directory.
 //!
 //! [`WaitingRoom`]'s methods are grouped by what they touch in its [`Inner`]:
 //! - `construct`: building a room and starting its background task.
@@ -17,6 +18,7 @@
 pub(crate) mod builder;
 pub(crate) mod cookie;
 pub(crate) mod estimate;
+pub(crate) mod key_files;
 pub mod lifecycle;
 pub mod metrics;
 pub(crate) mod tokens;

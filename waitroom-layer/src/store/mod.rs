@@ -41,11 +41,16 @@
 //!
 //!
 //! The same restore serves a store that **lost only its latest writes** (a failover to a replica that had not
-//! caught up; the durable embedded store after a crash): a room instance that has seen a higher number than the
+//! caught up): a room instance that has seen a higher number than the
 //! store's `last_number` (from its own joins or from a signed cookie, noted before it read the store) restores
 //! with [`Restore::behind`] set. The store keeps what it has and takes the room's number as a floor: the numbers it
 //! lost stay free for their owners (rule 2 takes them back), newcomers get numbers after them, so no two people
 //! ever share a number. Nobody is let in for the hold.
+//!
+//! The durable embedded store ([`MemoryStore::open`]) that crashed needs no room to tell it: it never hands out a
+//! number past the high-water mark it committed, so after a restart its `last_number` is that mark (no room sees
+//! it behind), and it sets [`Snapshot::reclaim_upto`] to it itself, so the room takes back by rule 2 whoever
+//! joined in the moment the crash lost (rule 2's late window opens at its first tick, for the abandon grace).
 //!
 //! What a restore does not bring back: accounts (an account's next join starts a new place), the sessions
 //! admitted but not finished (they keep passing on their tokens, but no longer count against the capacity, so up
@@ -61,7 +66,7 @@ use std::fmt;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-pub use memory::MemoryStore;
+pub use memory::{COMMIT_INTERVAL, DATA_FILE, MemoryStore};
 #[cfg(feature = "redis")]
 pub use redis::{RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TOUCH_CHUNK};
 
