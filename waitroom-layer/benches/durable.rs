@@ -26,6 +26,8 @@ fn settings() -> Settings {
         opens_at_ms: None,
         random_draw: false,
         inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
     }
 }
 

@@ -136,10 +136,10 @@ impl WaitingRoom {
             "the store had forgotten the on-sale; restored it from this instance's last view, taking people back from their cookies"
         );
         // A read now, so this instance's polls start taking people back at once.
-        if let Ok(snap) = self.inner.store.snapshot(self.event()).await {
-            if self.install_snapshot(snap) {
-                self.reapply_finishes().await;
-            }
+        if let Ok(snap) = self.inner.store.snapshot(self.event()).await
+            && self.install_snapshot(snap)
+        {
+            self.reapply_finishes().await;
         }
         Ok(())
     }
