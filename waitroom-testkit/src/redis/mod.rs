@@ -16,7 +16,7 @@ mod sentinel;
 mod server;
 
 pub use cluster::{CLI_HINT, RedisCluster};
-pub use sentinel::RedisSentinel;
+pub use sentinel::{MASTER_NAME, RedisSentinel};
 pub use server::RedisServer;
 
 /// A fresh directory under the system's temporary directory for one server's files.

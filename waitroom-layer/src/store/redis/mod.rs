@@ -239,7 +239,8 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 ///
 /// # Failures
 ///
-/// The connection is a [`ConnectionManager`]: multiplexed and reconnecting. Every call is bounded by the store's
+/// The connection is a [`RedisConnection`]: multiplexed and reconnecting (for one server redis-rs's
+/// `ConnectionManager`; for a cluster or Sentinel it follows failovers). Every call is bounded by the store's
 /// timeout (default 1 s), so a dead Redis answers [`StoreError::Unavailable`] quickly instead of hanging a request;
 /// the room keeps answering from its last snapshot meanwhile and carries on when Redis is back. The Redis error
 /// (a refused connection, a timed-out I/O error) is its [`source`](std::error::Error::source). A mistake in the
