@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{process, resp, scratch_dir};
+use super::{process, resp, scratch_dir, wait_until};
 use crate::port::free_port;
 
 /// What a test says when `redis-cli` (needed to create the cluster) is missing.
@@ -80,7 +80,7 @@ impl RedisCluster {
             "every node reports cluster_state:ok with three replicas",
             |c| {
                 c.nodes.iter().all(|n| {
-                    resp::command(&addr(n.port), &["CLUSTER", "INFO"])
+                    resp::on(n.port, &["CLUSTER", "INFO"])
                         .is_some_and(|i| i.contains("cluster_state:ok"))
                 }) && c.replica_count() == 3
             },
@@ -109,15 +109,7 @@ impl RedisCluster {
                 "0",
             ],
         ));
-        let port = n.port;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while resp::command(&addr(port), &["PING"]).is_none_or(|r| r != "PONG") {
-            assert!(
-                Instant::now() < deadline,
-                "cluster node on port {port} did not answer PING within 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        process::wait_for_ping(n.port);
     }
 
     /// Seed URLs for a cluster client: every node's `redis://127.0.0.1:<port>/`.
@@ -147,7 +139,7 @@ impl RedisCluster {
         let slot: u64 = slot.parse().ok()?;
         let mut owner = None;
         for n in self.nodes.iter().filter(|n| n.child.is_some()) {
-            let nodes = resp::command(&addr(n.port), &["CLUSTER", "NODES"])?;
+            let nodes = resp::on(n.port, &["CLUSTER", "NODES"])?;
             for line in nodes.lines() {
                 let f: Vec<&str> = line.split(' ').collect();
                 if f.len() < 9 || !f[2].contains("master") || f[2].contains("fail") {
@@ -177,8 +169,8 @@ impl RedisCluster {
     /// # Panics
     /// When it has none.
     pub fn replica_of(&self, primary: u16) -> u16 {
-        let id = resp::command(&addr(primary), &["CLUSTER", "MYID"]).expect("CLUSTER MYID");
-        let replicas = resp::command(&addr(primary), &["CLUSTER", "NODES"]).expect("CLUSTER NODES");
+        let id = resp::on(primary, &["CLUSTER", "MYID"]).expect("CLUSTER MYID");
+        let replicas = resp::on(primary, &["CLUSTER", "NODES"]).expect("CLUSTER NODES");
         replicas
             .lines()
             .find(|l| l.split(' ').nth(3) == Some(id.as_str()))
@@ -198,18 +190,10 @@ impl RedisCluster {
 
     /// Stops (SIGSTOP) or continues (SIGCONT) the node on `port`: a stopped replica receives no writes.
     pub fn signal(&mut self, port: u16, stop: bool) {
-        let pid = self
-            .node_mut(port)
-            .child
-            .as_ref()
-            .expect("a live node")
-            .id();
-        let sig = if stop { "-STOP" } else { "-CONT" };
-        let ok = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill {sig} {pid} failed");
+        process::pause(
+            self.node_mut(port).child.as_ref().expect("a live node"),
+            stop,
+        );
     }
 
     /// Waits (up to `node timeout + 30 s`) until a live node other than `old` owns `key`'s slot and reports
@@ -222,8 +206,7 @@ impl RedisCluster {
         self.wait_until("a replica takes over the slot", |c| {
             found = c.try_primary_for(key).filter(|p| *p != old);
             found.is_some_and(|p| {
-                resp::command(&addr(p), &["CLUSTER", "INFO"])
-                    .is_some_and(|i| i.contains("cluster_state:ok"))
+                resp::on(p, &["CLUSTER", "INFO"]).is_some_and(|i| i.contains("cluster_state:ok"))
             })
         });
         found.expect("a new primary")
@@ -234,15 +217,14 @@ impl RedisCluster {
     /// # Panics
     /// When the node does not answer or answers with an error.
     pub fn command(&self, port: u16, args: &[&str]) -> String {
-        resp::command(&addr(port), args)
-            .unwrap_or_else(|| panic!("command {args:?} on port {port} failed"))
+        resp::on(port, args).unwrap_or_else(|| panic!("command {args:?} on port {port} failed"))
     }
 
     fn live_command(&self, args: &[&str]) -> Option<String> {
         self.nodes
             .iter()
             .filter(|n| n.child.is_some())
-            .find_map(|n| resp::command(&addr(n.port), args))
+            .find_map(|n| resp::on(n.port, args))
     }
 
     fn replica_count(&self) -> usize {
@@ -262,31 +244,16 @@ impl RedisCluster {
             .unwrap_or_else(|| panic!("no cluster node on port {port}"))
     }
 
-    fn wait_until(&self, what: &str, mut ok: impl FnMut(&Self) -> bool) {
+    fn wait_until(&self, what: &str, ok: impl FnMut(&Self) -> bool) {
         let limit = self.node_timeout + Duration::from_secs(30);
-        let deadline = Instant::now() + limit;
-        while !ok(self) {
-            assert!(
-                Instant::now() < deadline,
-                "cluster: {what}: not within {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(self, limit, &format!("cluster: {what}"), ok);
     }
-}
-
-fn addr(port: u16) -> String {
-    format!("127.0.0.1:{port}")
 }
 
 impl Drop for RedisCluster {
     fn drop(&mut self) {
         for n in &mut self.nodes {
             if let Some(child) = n.child.take() {
-                // A stopped node must be continued to die of SIGKILL promptly on every platform; harmless otherwise.
-                let _ = Command::new("kill")
-                    .args(["-CONT", &child.id().to_string()])
-                    .status();
                 process::kill(child);
             }
             let _ = std::fs::remove_dir_all(&n.dir);

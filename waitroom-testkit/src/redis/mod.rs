@@ -36,3 +36,15 @@ fn scratch_dir(kind: &str, port: u16) -> std::path::PathBuf {
 /// What a test says when `redis-server` cannot be found and `REDIS_URL` is unset.
 pub const INSTALL_HINT: &str = "redis-server is not on the PATH and REDIS_URL is not set: \
      install it (`apt-get install redis-server`) or point REDIS_URL at a Redis you can flush";
+
+/// Polls `ok` every 50 ms until it holds; panics naming `what` after `limit`.
+fn wait_until<T>(it: &T, limit: std::time::Duration, what: &str, mut ok: impl FnMut(&T) -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !ok(it) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {limit:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

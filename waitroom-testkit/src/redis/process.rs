@@ -73,6 +73,36 @@ pub(crate) fn terminate(mut child: Child) {
     }
 }
 
+/// Stops (SIGSTOP) or continues (SIGCONT) the process: a stopped node answers nothing and receives nothing.
+/// SIGKILL ends a stopped process too, so [`kill`] needs no SIGCONT first.
+///
+/// # Panics
+/// When `kill` fails.
+pub(crate) fn pause(child: &Child, stop: bool) {
+    let sig = if stop { "-STOP" } else { "-CONT" };
+    let pid = child.id().to_string();
+    let ok = Command::new("kill")
+        .args([sig, &pid])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid} failed");
+}
+
+/// Waits up to 10 s for the server on `port` to answer `PING`.
+///
+/// # Panics
+/// When it does not.
+pub(crate) fn wait_for_ping(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while super::resp::on(port, &["PING"]).is_none_or(|r| r != "PONG") {
+        assert!(
+            Instant::now() < deadline,
+            "redis on port {port} did not answer PING within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Kills the process at once and reaps it (for drops, where nothing needs to be flushed).
 pub(crate) fn kill(mut child: Child) {
     let _ = child.kill();

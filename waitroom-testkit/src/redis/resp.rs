@@ -24,6 +24,11 @@ pub(crate) fn command(addr: &str, args: &[&str]) -> Option<String> {
     read_reply(&mut r)
 }
 
+/// [`command`] to the server on `127.0.0.1:<port>`.
+pub(crate) fn on(port: u16, args: &[&str]) -> Option<String> {
+    command(&format!("127.0.0.1:{port}"), args)
+}
+
 fn read_reply(r: &mut impl BufRead) -> Option<String> {
     let mut line = String::new();
     r.read_line(&mut line).ok()?;

@@ -2,10 +2,10 @@
 //! for the sentinels to promote a replica.
 
 use std::path::PathBuf;
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::time::Duration;
 
-use super::{process, resp, scratch_dir};
+use super::{process, resp, scratch_dir, wait_until};
 use crate::port::free_port;
 
 /// The name the sentinels know the primary by.
@@ -44,7 +44,7 @@ impl RedisSentinel {
                 extra = vec!["--replicaof", "127.0.0.1", p.as_str()];
             }
             let child = process::spawn(port, &dir, &extra);
-            wait_ping(port);
+            process::wait_for_ping(port);
             servers.push(Proc {
                 port,
                 dir,
@@ -61,7 +61,7 @@ impl RedisSentinel {
             s.command(primary, &["INFO", "replication"])
                 .contains("connected_slaves:2")
                 && s.servers[1..].iter().all(|r| {
-                    resp::command(&addr(r.port), &["INFO", "replication"])
+                    resp::on(r.port, &["INFO", "replication"])
                         .is_some_and(|i| i.contains("master_link_status:up"))
                 })
         });
@@ -84,7 +84,7 @@ impl RedisSentinel {
             )
             .expect("write sentinel.conf");
             let child = process::spawn_sentinel(&conf);
-            wait_ping(port);
+            process::wait_for_ping(port);
             set.sentinels.push(Proc {
                 port,
                 dir,
@@ -95,18 +95,15 @@ impl RedisSentinel {
             "every sentinel knows two replicas and two other sentinels",
             |s| {
                 s.sentinels.iter().all(|x| {
-                    resp::command(&addr(x.port), &["SENTINEL", "MASTER", MASTER_NAME]).is_some_and(
-                        |m| {
-                            let f: Vec<&str> = m.lines().collect();
-                            let get = |k: &str| {
-                                f.iter()
-                                    .position(|l| *l == k)
-                                    .and_then(|i| f.get(i + 1).copied())
-                            };
-                            get("num-slaves") == Some("2")
-                                && get("num-other-sentinels") == Some("2")
-                        },
-                    )
+                    resp::on(x.port, &["SENTINEL", "MASTER", MASTER_NAME]).is_some_and(|m| {
+                        let f: Vec<&str> = m.lines().collect();
+                        let get = |k: &str| {
+                            f.iter()
+                                .position(|l| *l == k)
+                                .and_then(|i| f.get(i + 1).copied())
+                        };
+                        get("num-slaves") == Some("2") && get("num-other-sentinels") == Some("2")
+                    })
                 })
             },
         );
@@ -144,8 +141,8 @@ impl RedisSentinel {
             .iter()
             .filter(|s| s.child.is_some())
             .find_map(|s| {
-                resp::command(
-                    &addr(s.port),
+                resp::on(
+                    s.port,
                     &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME],
                 )
                 .and_then(|r| r.lines().nth(1).and_then(|p| p.parse().ok()))
@@ -164,27 +161,16 @@ impl RedisSentinel {
     /// Kills the data node on `port` with SIGKILL.
     pub fn kill(&mut self, port: u16) {
         if let Some(child) = self.server_mut(port).child.take() {
-            let _ = Command::new("kill")
-                .args(["-CONT", &child.id().to_string()])
-                .status();
             process::kill(child);
         }
     }
 
     /// Stops (SIGSTOP) or continues (SIGCONT) the data node on `port`: a stopped replica receives no writes.
     pub fn signal(&mut self, port: u16, stop: bool) {
-        let pid = self
-            .server_mut(port)
-            .child
-            .as_ref()
-            .expect("a live node")
-            .id();
-        let sig = if stop { "-STOP" } else { "-CONT" };
-        let ok = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill {sig} {pid} failed");
+        process::pause(
+            self.server_mut(port).child.as_ref().expect("a live node"),
+            stop,
+        );
     }
 
     /// Waits (up to `down_after + 30 s`) until the sentinels name a primary other than `old` and that node says it
@@ -196,9 +182,7 @@ impl RedisSentinel {
         let mut found = None;
         self.wait_until("the sentinels promote a replica", |s| {
             found = s.try_primary().filter(|p| *p != old);
-            found.is_some_and(|p| {
-                resp::command(&addr(p), &["ROLE"]).is_some_and(|r| r.starts_with("master"))
-            })
+            found.is_some_and(|p| resp::on(p, &["ROLE"]).is_some_and(|r| r.starts_with("master")))
         });
         found.expect("a new primary")
     }
@@ -208,8 +192,7 @@ impl RedisSentinel {
     /// # Panics
     /// When it does not answer or answers with an error.
     pub fn command(&self, port: u16, args: &[&str]) -> String {
-        resp::command(&addr(port), args)
-            .unwrap_or_else(|| panic!("command {args:?} on port {port} failed"))
+        resp::on(port, args).unwrap_or_else(|| panic!("command {args:?} on port {port} failed"))
     }
 
     fn server_mut(&mut self, port: u16) -> &mut Proc {
@@ -219,31 +202,9 @@ impl RedisSentinel {
             .unwrap_or_else(|| panic!("no data node on port {port}"))
     }
 
-    fn wait_until(&self, what: &str, mut ok: impl FnMut(&Self) -> bool) {
+    fn wait_until(&self, what: &str, ok: impl FnMut(&Self) -> bool) {
         let limit = self.down_after + Duration::from_secs(30);
-        let deadline = Instant::now() + limit;
-        while !ok(self) {
-            assert!(
-                Instant::now() < deadline,
-                "sentinel: {what}: not within {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-fn addr(port: u16) -> String {
-    format!("127.0.0.1:{port}")
-}
-
-fn wait_ping(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while resp::command(&addr(port), &["PING"]).is_none_or(|r| r != "PONG") {
-        assert!(
-            Instant::now() < deadline,
-            "redis on port {port} did not answer PING within 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+        wait_until(self, limit, &format!("sentinel: {what}"), ok);
     }
 }
 
@@ -251,9 +212,6 @@ impl Drop for RedisSentinel {
     fn drop(&mut self) {
         for p in self.sentinels.iter_mut().chain(self.servers.iter_mut()) {
             if let Some(child) = p.child.take() {
-                let _ = Command::new("kill")
-                    .args(["-CONT", &child.id().to_string()])
-                    .status();
                 process::kill(child);
             }
             let _ = std::fs::remove_dir_all(&p.dir);
