@@ -25,10 +25,9 @@ impl WaitingRoom {
             .call(|| self.inner.store.snapshot(self.event()))
             .await?;
         if snap.last_number < seen {
+            // The restore reads the store again and installs what it reads.
             self.restore_behind(snap.last_number, seen).await?;
-            snap = self
-                .call(|| self.inner.store.snapshot(self.event()))
-                .await?;
+            snap = (**self.inner.snap.load()).clone();
         }
         let sold_out = snap.settings.sold_out();
         if self.install_snapshot(snap) {
