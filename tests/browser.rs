@@ -917,6 +917,9 @@ mod seat_map {
             .collect()
     }
 
+    /// How the test gets the browser to one of the pages it checks.
+    type Visit = Box<dyn Fn(&mut Chromium)>;
+
     /// Interactive elements inside interactive elements (a button in a link, say): none.
     const NESTED: &str = "[...document.querySelectorAll(':is(a[href], button, select, textarea, \
         input:not([type=hidden]), [tabindex]) :is(a[href], button, select, textarea, input:not([type=hidden]), \
@@ -983,7 +986,7 @@ mod seat_map {
             );
             assert!(b.eval("!!document.getElementById('hold')") == json!(true), "the hold is shown");
             let seat_map = format!("{}/seats", d.url);
-            let pages: [(&str, Box<dyn Fn(&mut Chromium)>); 4] = [
+            let pages: [(&str, Visit); 4] = [
                 ("the event page", Box::new({ let u = format!("{}/", d.url); move |b: &mut Chromium| b.navigate(&u) })),
                 ("the seat map", Box::new({ let u = seat_map.clone(); move |b: &mut Chromium| b.navigate(&u) })),
                 (
