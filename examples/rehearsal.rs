@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use waitroom::rehearsal::{Minute, Params, Report, run_on};
 use waitroom_layer::MemoryStore;
 use waitroom_layer::store::Store;
@@ -115,50 +116,155 @@ fn order_sizes(s: &str) -> Result<OrderSizes, String> {
     Ok(OrderSizes(shares))
 }
 
-type Series = (&'static str, RGBColor, fn(&Minute) -> u64);
+/// Okabe and Ito's colours, told apart with any colour vision (and each line also has its own style).
+const BLUE: RGBColor = RGBColor(0x00, 0x72, 0xB2);
+const VERMILLION: RGBColor = RGBColor(0xD5, 0x5E, 0x00);
+const BLUISH_GREEN: RGBColor = RGBColor(0x00, 0x9E, 0x73);
+const REDDISH_PURPLE: RGBColor = RGBColor(0xCC, 0x79, 0xA7);
+const GREY: RGBColor = RGBColor(0x59, 0x59, 0x59);
 
+/// One line of the chart: its colour, dash (`None`: solid) and figure per minute.
+struct Line {
+    color: RGBColor,
+    dash: Option<(u32, u32)>,
+    value: fn(&Minute) -> u64,
+}
+
+/// The chart, three panels over the same minutes, each on its own scale, so 580,000 in line do not flatten the
+/// 8,000 inside: the line; the checkout (inside, against the capacity); the seats (sold, held, left). A vertical
+/// mark in each at "seats ran out" and "sold out" (the last seat sold). Numbers on the axes read `48,000`.
 fn chart(report: &Report, path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+    let root = SVGBackend::new(path, (960, 820)).into_drawing_area();
     root.fill(&WHITE)?;
-    let first = report.minutes.first().map_or(0, |m| m.minute);
-    let last = report.minutes.last().map_or(1, |m| m.minute);
-    let ymax = report
-        .minutes
+    let (title, body) = root.split_vertically(44);
+    title.draw(&Text::new(
+        "On-sale rehearsal, minute by minute",
+        (12, 10),
+        ("sans-serif", 24).into_font().color(&BLACK),
+    ))?;
+    let rows: Vec<&Minute> = report.minutes.iter().filter(|m| m.minute >= -5).collect();
+    let first = rows.first().map_or(0, |m| m.minute) as f64;
+    let marks: Vec<(f64, &str)> = [
+        (report.no_seat_available_after_seconds, "seats ran out"),
+        (report.sold_out_after_seconds, "sold out"),
+    ]
+    .into_iter()
+    .filter_map(|(s, what)| Some((s? as f64 / 60.0, what)))
+    .collect();
+    // The run stops once the line has heard "sold out", which may be within a minute the table has no row for.
+    let last = marks
         .iter()
-        .map(|m| m.waiting.max(m.available + m.held + m.sold))
-        .max()
-        .unwrap_or(1) as f64;
-    let mut c = ChartBuilder::on(&root)
-        .caption("On-sale rehearsal: line, inside, seats", ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(70)
-        .build_cartesian_2d(first as f64..last as f64, 0f64..ymax * 1.05)?;
-    c.configure_mesh()
-        .x_desc("minutes after the opening")
-        .y_desc("people / seats")
-        .draw()?;
-    let series: [Series; 4] = [
-        ("waiting", BLUE, |m| m.waiting),
-        ("active (inside)", RED, |m| m.active),
-        ("seats available", GREEN, |m| m.available),
-        ("seats sold", BLACK, |m| m.sold),
+        .map(|(x, _)| x.ceil())
+        .fold(rows.last().map_or(1, |m| m.minute) as f64, f64::max);
+    let inside = format!(
+        "People inside the checkout (orange; dotted: the capacity, {})",
+        waitroom::rehearsal::grouped(report.capacity)
+    );
+    // Each panel's caption names its lines, their colours and styles (no legend box to cover the lines).
+    let panels: [(&str, Vec<Line>, Option<u64>); 3] = [
+        (
+            "People in line (blue)",
+            vec![Line {
+                color: BLUE,
+                dash: None,
+                value: |m| m.waiting,
+            }],
+            None,
+        ),
+        (
+            &inside,
+            vec![Line {
+                color: VERMILLION,
+                dash: None,
+                value: |m| m.active,
+            }],
+            Some(report.capacity),
+        ),
+        (
+            "Seats: sold (black), left to choose (green, dashed), held by people paying (purple, dotted)",
+            vec![
+                Line {
+                    color: BLACK,
+                    dash: None,
+                    value: |m| m.sold,
+                },
+                Line {
+                    color: BLUISH_GREEN,
+                    dash: Some((10, 6)),
+                    value: |m| m.available,
+                },
+                Line {
+                    color: REDDISH_PURPLE,
+                    dash: Some((3, 4)),
+                    value: |m| m.held,
+                },
+            ],
+            None,
+        ),
     ];
-    for (name, color, f) in series {
-        c.draw_series(LineSeries::new(
-            report
-                .minutes
+    let areas = body.split_evenly((3, 1));
+    for (area, (caption, lines, capacity)) in areas.iter().zip(panels) {
+        let top = lines
+            .iter()
+            .flat_map(|l| rows.iter().map(|m| (l.value)(m)))
+            .chain(capacity)
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let mut c = ChartBuilder::on(area)
+            .caption(caption, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(70)
+            .build_cartesian_2d(first..last, 0f64..top * 1.08)?;
+        c.configure_mesh()
+            .x_desc("minutes after the opening")
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| waitroom::rehearsal::grouped(y.round() as u64))
+            .label_style(("sans-serif", 13))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        for &(x, what) in &marks {
+            let style = GREY.stroke_width(1);
+            c.draw_series(DashedLineSeries::new(
+                vec![(x, 0.0), (x, top * 1.08)],
+                4,
+                4,
+                style,
+            ))?;
+            // The words end at the mark, so the last one stays inside the chart.
+            c.draw_series(std::iter::once(Text::new(
+                format!("{what} "),
+                (x, top * 1.04),
+                ("sans-serif", 13)
+                    .into_font()
+                    .color(&GREY)
+                    .pos(Pos::new(HPos::Right, VPos::Center)),
+            )))?;
+        }
+        if let Some(cap) = capacity {
+            let style = GREY.stroke_width(1);
+            c.draw_series(DashedLineSeries::new(
+                vec![(first, cap as f64), (last, cap as f64)],
+                2,
+                3,
+                style,
+            ))?;
+        }
+        for l in lines {
+            let style = l.color.stroke_width(3);
+            let points: Vec<(f64, f64)> = rows
                 .iter()
-                .map(|m| (m.minute as f64, f(m) as f64)),
-            color.stroke_width(2),
-        ))?
-        .label(name)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                .map(|m| (m.minute as f64, (l.value)(m) as f64))
+                .collect();
+            match l.dash {
+                None => c.draw_series(LineSeries::new(points, style))?,
+                Some((dash, gap)) => {
+                    c.draw_series(DashedLineSeries::new(points, dash, gap, style))?
+                }
+            };
+        }
     }
-    c.configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()?;
     root.present()?;
     Ok(())
 }
@@ -229,107 +335,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let r = r?;
 
-    println!("\n minute  waiting   active  admitted  orders     sold    held  available");
-    for m in r.minutes.iter().filter(|m| m.minute >= -1) {
-        println!(
-            "{:>7} {:>8} {:>8} {:>9} {:>7} {:>8} {:>7} {:>10}",
-            m.minute, m.waiting, m.active, m.admitted, m.orders, m.sold, m.held, m.available
-        );
-    }
     println!();
-    match r.no_seat_available_after_seconds {
-        Some(s) => println!(
-            "seats ran out:             {:.1} minutes after the opening (all sold or held)",
-            s as f64 / 60.0
-        ),
-        None => println!("seats ran out:             not within the run"),
-    }
-    if let Some(s) = r.most_sold_after_seconds {
-        println!(
-            "95% of the seats sold:     {:.1} minutes after the opening",
-            s as f64 / 60.0
-        );
-    }
-    match r.sold_out_after_seconds {
-        Some(s) => println!(
-            "last seat sold:            {:.1} minutes after the opening (expired holds resold)",
-            s as f64 / 60.0
-        ),
-        None => println!("last seat sold:            not within the run"),
-    }
-    println!(
-        "highest active / capacity: {} / {}",
-        r.max_active, r.capacity
-    );
-    println!(
-        "admissions per minute:     {:.0} (steady state, minute 3 until the seats run short)",
-        r.steady_admissions_per_minute
-    );
-    println!(
-        "orders per minute:         {:.0} (same span); {} orders in all",
-        r.steady_orders_per_minute, r.orders
-    );
-    println!(
-        "wait estimate at join:     median error {:.0} s, 90th percentile {:.0} s ({} followed; {:.0}% measured, {:.0}% configured)",
-        r.eta_join_median_abs_error_seconds,
-        r.eta_join_p90_abs_error_seconds,
-        r.eta_join_checked,
-        r.eta_join_measured_share * 100.0,
-        (1.0 - r.eta_join_measured_share) * 100.0
-    );
-    println!(
-        "                           (the first estimate each followed person saw: at join, or for the pre-queue at the first poll after the draw)"
-    );
-    println!(
-        "all wait estimates:        median error {:.0} s, 90th percentile {:.0} s, median relative {:.0}% ({} checked: at join and every 2 minutes after; {:.0}% measured, {:.0}% configured)",
-        r.eta_median_abs_error_seconds,
-        r.eta_p90_abs_error_seconds,
-        r.eta_median_rel_error * 100.0,
-        r.eta_checked,
-        r.eta_measured_share * 100.0,
-        (1.0 - r.eta_measured_share) * 100.0
-    );
-    println!(
-        "fairness:                  correlation of pre-queue arrival time with getting a ticket = {:+.3}",
-        r.fairness_arrival_vs_ticket
-    );
-    match (r.sold_out_told_within_seconds, r.sold_out_after_seconds) {
-        (Some(t), _) => println!(
-            "sold out told to the line: {t} s after the last seat, the last person still in line heard it at their own poll"
-        ),
-        (None, Some(_)) => {
-            println!(
-                "sold out told to the line: NOT to everyone: a poll was answered otherwise, or the run ended first"
-            )
-        }
-        (None, None) => {}
-    }
-    if r.stepped_away > 0 {
-        println!(
-            "stepped away:              {} people; {} turns passed while someone was away (those who gave up \
-             included)",
-            r.stepped_away, r.missed_turns
-        );
-        println!(
-            "came back:                 {} within the window ({} let in: median {:.0} s, longest {} s from \
-             their return to the door), {} after it",
-            r.returned_in_time,
-            r.returned_let_in,
-            r.return_wait_median_seconds,
-            r.return_wait_max_seconds,
-            r.returned_late
-        );
-    }
-    if let Some((est, actual)) = r.reach_halfway {
-        println!(
-            "reach estimated halfway:   line number {est}; the last buyer's number was {actual}"
-        );
-    }
+    println!("{}", r.summary());
+    println!("{}", r.table());
     std::fs::create_dir_all(&a.out)?;
     let path = a.out.join("rehearsal.svg");
     chart(&r, &path)?;
-    println!("chart:                     {}", path.display());
-    println!("wall time:                 {:.1} s", wall.as_secs_f64());
+    println!("The chart: {}", path.display());
+    println!("(the rehearsal took {:.1} s)", wall.as_secs_f64());
     Ok(())
 }
 

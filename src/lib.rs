@@ -5,6 +5,9 @@
 pub use waitroom_layer as layer;
 pub use waitroom_verify as verify;
 
+#[cfg(any(feature = "demo", feature = "rehearsal"))]
+mod numbers;
+
 #[cfg(feature = "rehearsal")]
 pub mod rehearsal;
 

@@ -519,3 +519,641 @@ async fn reach_sentence() {
     );
     assert_eq!(text_of(&dom, "wr-position").as_deref(), Some("1"));
 }
+
+// =================================================================================================================
+// The demo's seat map (issue 23): usable with the keyboard alone, on a 390 px phone, readable (contrast) and named
+// (every control has an accessible name), with a pending "Pay" and a confirmed "Leave". Driven over the DevTools
+// protocol (`waitroom_testkit::chromium`) with real key events (`Input.dispatchKeyEvent`), not scripted clicks.
+// =================================================================================================================
+mod seat_map {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use base64::Engine as _;
+    use serde_json::{Value, json};
+    use waitroom::demo::{Shop, room_layer};
+    use waitroom::layer::WaitingRoom;
+    use waitroom::verify::VerifyLayer;
+    use waitroom_testkit::chromium::Chromium;
+
+    /// The simulated payment's length (the shop's default is 1.5 s): the test waits for the shop's own count of
+    /// payments in progress to see it under way.
+    const PAYMENT: Duration = Duration::from_secs(3);
+    /// How long the room may take to let the browser in (the door ticks every 50 ms).
+    const ADMIT_LIMIT: Duration = Duration::from_secs(20);
+    /// A phone's viewport width, CSS pixels (an iPhone 12 to 15).
+    const PHONE_WIDTH: u64 = 390;
+
+    struct Demo {
+        url: String,
+        room: WaitingRoom,
+        shop: Shop,
+    }
+
+    /// The demo storefront with room to spare (capacity 10), the door every 50 ms, the holding page polling every
+    /// second, and a payment that takes [`PAYMENT`].
+    async fn demo() -> Demo {
+        let room = WaitingRoom::builder("tour-2026-stadium")
+            .display_name("The 2026 Stadium Tour")
+            .capacity(10)
+            .max_qty(4)
+            .poll_interval(Duration::from_secs(1))
+            .tick_interval(Duration::from_millis(50))
+            .secure_cookies(false)
+            .build()
+            .await
+            .unwrap();
+        let shop = Shop::builder(48_000)
+            .payment_latency(PAYMENT)
+            .room(room.clone())
+            .build();
+        shop.report_inventory().await;
+        let app = shop
+            .router(VerifyLayer::new(room.verifier().clone()))
+            .layer(room_layer(room.clone()).unwrap());
+        let url = waitroom_testkit::http::serve(app).await;
+        Demo { url, room, shop }
+    }
+
+    /// Takes the browser to the seat map: its first visit joins the line; once the room has let it in (the room's
+    /// own count), the next visit is the seat map. (If the room lets it straight in, the first visit is.)
+    fn enter(b: &mut Chromium, rt: &tokio::runtime::Handle, d: &Demo) {
+        let seats = format!("{}/seats", d.url);
+        b.navigate(&seats);
+        if b.eval("!!document.querySelector('[data-seat]')") == json!(true) {
+            return;
+        }
+        // Off the holding page, so its own script does not navigate meanwhile.
+        b.navigate("about:blank");
+        let room = d.room.clone();
+        rt.block_on(async move {
+            let deadline = tokio::time::Instant::now() + ADMIT_LIMIT;
+            let mut every = tokio::time::interval(Duration::from_millis(50));
+            while room.stats().counters.admitted == 0 {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the room did not let the browser in within {ADMIT_LIMIT:?}"
+                );
+                every.tick().await;
+            }
+        });
+        b.navigate(&seats);
+        let title =
+            b.eval("document.querySelector('h1') && document.querySelector('h1').textContent");
+        assert_eq!(title, "Choose your seats", "the browser is on the seat map");
+    }
+
+    /// One key pressed and released, as a person's keyboard sends it (`shift`: with Shift held).
+    fn press(b: &mut Chromium, key: &str, shift: bool) {
+        let (code, vk, text) = match key {
+            "Tab" => ("Tab", 9, None),
+            "Enter" => ("Enter", 13, Some("\r")),
+            " " => ("Space", 32, Some(" ")),
+            other => panic!("no key {other:?} in this test"),
+        };
+        let modifiers = if shift { 8 } else { 0 };
+        let mut down = json!({
+            "type": if text.is_some() { "keyDown" } else { "rawKeyDown" },
+            "key": key, "code": code, "windowsVirtualKeyCode": vk, "nativeVirtualKeyCode": vk,
+            "modifiers": modifiers,
+        });
+        if let Some(t) = text {
+            down["text"] = json!(t);
+            down["unmodifiedText"] = json!(t);
+        }
+        b.call("Input.dispatchKeyEvent", down);
+        b.call(
+            "Input.dispatchKeyEvent",
+            json!({ "type": "keyUp", "key": key, "code": code, "windowsVirtualKeyCode": vk,
+                    "nativeVirtualKeyCode": vk, "modifiers": modifiers }),
+        );
+    }
+
+    /// The focused element: its tag, id, type, whether it is checked, and its text (a seat's: its label's).
+    const FOCUSED: &str = "(() => { const e = document.activeElement; if (!e) return null; \
+        const l = e.closest('label'); return { tag: e.tagName, id: e.id, type: e.type || '', name: e.name || '', \
+        checked: !!e.checked, disabled: !!e.disabled, text: (l || e).textContent.trim() }; })()";
+
+    /// Presses Tab (with Shift: backwards) until `wanted` holds for the focused element, at most `limit` times;
+    /// returns how many presses it took.
+    fn tab_until(
+        b: &mut Chromium,
+        shift: bool,
+        limit: usize,
+        what: &str,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> usize {
+        for n in 1..=limit {
+            press(b, "Tab", shift);
+            if wanted(&b.eval(FOCUSED)) {
+                return n;
+            }
+        }
+        panic!(
+            "{what}: not focused within {limit} presses of Tab; focus is on {}",
+            b.eval(FOCUSED)
+        );
+    }
+
+    /// Presses `key` and waits for the page it leads to.
+    fn press_and_load(b: &mut Chromium, key: &str) {
+        b.forget_events();
+        press(b, key, false);
+        b.wait_event("Page.loadEventFired", Duration::from_secs(60));
+    }
+
+    fn is_free_seat(f: &Value) -> bool {
+        f["name"] == "seat" && f["type"] == "checkbox" && f["disabled"] == false
+    }
+
+    /// Writes `png` (base64, from Chromium) to `docs/<name>` when `WAITROOM_UPDATE_SCREENSHOT` is set; checks it is a
+    /// real PNG either way.
+    fn screenshot(b: &mut Chromium, name: &str) {
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(b.screenshot_base64())
+            .expect("a base64 screenshot");
+        assert!(
+            png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+            "a real PNG"
+        );
+        if std::env::var_os("WAITROOM_UPDATE_SCREENSHOT").is_some() {
+            let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+            std::fs::write(docs.join(name), png).unwrap();
+        }
+    }
+
+    /// Tab to a seat, select it (Space), one more, hold them (Enter on the hold button), pay (Enter on Pay) with no
+    /// mouse and no script of the test's: real key events only. On the way: the first seat is reached right after
+    /// the few controls above the map (not after 96 section links), the focused seat shows a focus ring, and "Pay"
+    /// says it is paying while the payment is under way.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_seat_map_can_be_used_with_the_keyboard_alone() {
+        let _ = waitroom_testkit::chromium::binary();
+        let d = demo().await;
+        let rt = tokio::runtime::Handle::current();
+        let mut payments = d.shop.payments_in_progress();
+        tokio::task::spawn_blocking(move || {
+            let mut b = Chromium::launch();
+            b.call("Emulation.setFocusEmulationEnabled", json!({ "enabled": true }));
+            enter(&mut b, &rt, &d);
+
+            // Above the map: "Leave without buying", the section picker and its button, "Hold the chosen seats".
+            // The fifth Tab is the first seat.
+            let tabs = tab_until(&mut b, false, 10, "the first free seat", is_free_seat);
+            assert_eq!(tabs, 5, "Leave, Section, Show section, Hold, then the first seat");
+            let first = b.eval(FOCUSED);
+            assert_eq!(first["text"], "1Row A, Seat 1, free", "{first}");
+            let ring = b.eval("getComputedStyle(document.activeElement.nextElementSibling).outlineStyle");
+            assert_ne!(ring, "none", "the focused seat shows a focus ring");
+            press(&mut b, " ", false);
+            assert_eq!(b.eval(FOCUSED)["checked"], true, "Space chose the seat");
+            assert_eq!(
+                b.eval("document.getElementById('chosen').textContent"),
+                "1 seat chosen, up to 4.",
+                "the count of chosen seats follows"
+            );
+            tab_until(&mut b, false, 1, "the next seat", is_free_seat);
+            press(&mut b, " ", false);
+            tab_until(&mut b, true, 3, "the hold button", |f| f["id"] == "hold-button");
+            press_and_load(&mut b, "Enter");
+
+            // Held: the hold is listed in words, and Pay is the first thing the keyboard reaches.
+            let hold = b.eval("document.getElementById('hold') && document.getElementById('hold').innerText");
+            let hold = hold.as_str().unwrap_or_default().to_owned();
+            assert!(
+                hold.contains("Section 1, Row A, Seat 1") && hold.contains("Section 1, Row A, Seat 2"),
+                "the hold lists both seats: {hold:?}"
+            );
+            tab_until(&mut b, false, 1, "the pay button", |f| f["id"] == "pay");
+            assert_eq!(b.eval(FOCUSED)["text"], "Pay for 2 seats");
+            // What the page shows once its own submit handler ran: read by a listener of the test's on the window
+            // (after the page's, on the document), kept in sessionStorage, which outlives the page. (DevTools
+            // answers nothing about the page while its form's navigation is under way.)
+            b.eval(
+                "window.addEventListener('submit', () => { const p = document.getElementById('pay'); \
+                   sessionStorage.setItem('pending', JSON.stringify({ button: p.textContent, \
+                     busy: p.closest('form').getAttribute('aria-busy'), disabled: p.getAttribute('aria-disabled'), \
+                     status: document.getElementById('pay-status').textContent })); }); true",
+            );
+            b.forget_events();
+            press(&mut b, "Enter", false);
+            rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(30), payments.wait_for(|&n| n == 1))
+                    .await
+                    .expect("the payment did not start within 30 s")
+                    .unwrap();
+            });
+            b.wait_event("Page.loadEventFired", Duration::from_secs(60));
+            let pending: Value = serde_json::from_str(
+                b.eval("sessionStorage.getItem('pending')").as_str().expect("the pending state was seen"),
+            )
+            .unwrap();
+            assert_eq!(pending["button"], "Paying\u{2026}", "{pending}");
+            assert_eq!(pending["busy"], "true", "{pending}");
+            assert_eq!(pending["disabled"], "true", "{pending}");
+            assert!(
+                pending["status"].as_str().unwrap_or("").contains("This takes a few seconds"),
+                "{pending}"
+            );
+            let order = b.eval("document.body.innerText");
+            let order = order.as_str().unwrap_or_default();
+            assert!(
+                order.contains("Your order is confirmed")
+                    && order.contains("Section 1, Row A, Seat 1")
+                    && order.contains("Section 1, Row A, Seat 2"),
+                "the order page: {order}"
+            );
+            assert_eq!(d.shop.inventory().counts().sold, 2);
+        })
+        .await
+        .unwrap();
+    }
+
+    /// At a phone's width (390 CSS px) the event page and the seat map fit: nothing makes the page scroll sideways
+    /// (the grid of 25 seats a row, 2 rem each, scrolls inside its own box instead), every control is within the
+    /// screen, and each seat is a target of at least 24 by 24 px (WCAG 2.2's minimum).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_seat_map_fits_a_phone_390_px_wide() {
+        let _ = waitroom_testkit::chromium::binary();
+        let d = demo().await;
+        let rt = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let mut b = Chromium::launch();
+            b.call(
+                "Emulation.setDeviceMetricsOverride",
+                json!({ "width": PHONE_WIDTH, "height": 844, "deviceScaleFactor": 2, "mobile": true }),
+            );
+            const FIT: &str = "(() => { const w = document.documentElement.clientWidth; \
+                const out = [...document.querySelectorAll('a[href], button, select, h1, p')] \
+                  .filter(e => e.getClientRects().length && !e.closest('.seats')) \
+                  .filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.right > w + 0.5; }) \
+                  .map(e => e.tagName + '#' + e.id + ' ' + e.textContent.slice(0, 40)); \
+                return { viewport: w, page: document.documentElement.scrollWidth, out }; })()";
+            b.navigate(&format!("{}/", d.url));
+            let fit = b.eval(FIT);
+            assert_eq!(fit["viewport"], PHONE_WIDTH, "{fit}");
+            assert!(fit["page"].as_u64() <= Some(PHONE_WIDTH), "the event page scrolls sideways: {fit}");
+            assert_eq!(fit["out"], json!([]), "controls off the screen: {fit}");
+
+            enter(&mut b, &rt, &d);
+            let fit = b.eval(FIT);
+            assert!(fit["page"].as_u64() <= Some(PHONE_WIDTH), "the seat map scrolls sideways: {fit}");
+            assert_eq!(fit["out"], json!([]), "controls off the screen: {fit}");
+            let grid = b.eval(
+                "(() => { const s = document.querySelector('.seats'); \
+                   const sizes = [...document.querySelectorAll('label.seat')].map(l => l.getBoundingClientRect()); \
+                   return { box: s.clientWidth, content: s.scrollWidth, overflow: getComputedStyle(s).overflowX, \
+                     seats: sizes.length, smallest: Math.min(...sizes.map(r => Math.min(r.width, r.height))) }; })()",
+            );
+            assert_eq!(grid["seats"], 500, "{grid}");
+            assert!(grid["box"].as_u64() <= Some(PHONE_WIDTH), "{grid}");
+            assert_eq!(grid["overflow"], "auto", "the grid scrolls in its own box: {grid}");
+            assert!(grid["content"].as_u64() > grid["box"].as_u64(), "{grid}");
+            assert!(grid["smallest"].as_f64() >= Some(24.0), "a seat smaller than 24 px: {grid}");
+            // Sections: one select (96 of them), not a list of links.
+            let sections = b.eval("document.querySelectorAll('#section option').length");
+            assert_eq!(sections, 96);
+            screenshot(&mut b, "seat-map-phone.png");
+        })
+        .await
+        .unwrap();
+    }
+
+    /// One run of text on the page: its colours, its size and weight, as the browser computed them.
+    #[derive(Debug, serde::Deserialize)]
+    struct TextRun {
+        text: String,
+        fg: String,
+        bg: String,
+        size: f64,
+        weight: u32,
+    }
+
+    /// Every visible run of text (including a seat's mark and the tick drawn by CSS) with its colour and the colour
+    /// under it (the nearest ancestor's non-transparent background; the page's own at the root).
+    const TEXT_RUNS: &str = "(() => { \
+        const visible = e => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e); \
+          return r.width > 1 && r.height > 1 && s.visibility !== 'hidden' && s.opacity !== '0' && !e.closest('.sr'); }; \
+        const under = e => { for (let a = e; a; a = a.parentElement) { const c = getComputedStyle(a).backgroundColor; \
+            if (!/rgba\\(.*, 0\\)$/.test(c) && c !== 'transparent') return c; } \
+          return getComputedStyle(document.documentElement).backgroundColor; }; \
+        const runs = []; \
+        for (const e of document.body.querySelectorAll('*')) { \
+          const own = [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim(); \
+          const before = getComputedStyle(e, '::before').content; \
+          const text = own || (before && before !== 'none' && before !== 'normal' ? before : ''); \
+          if (!text || !visible(e)) continue; const s = getComputedStyle(e); \
+          runs.push({ text: text.slice(0, 40), fg: s.color, bg: under(e), size: parseFloat(s.fontSize), \
+            weight: parseInt(s.fontWeight, 10) }); } \
+        return runs; })()";
+
+    /// `rgb(r, g, b)` or `rgba(r, g, b, a)` as four numbers.
+    fn rgba(css: &str) -> [f64; 4] {
+        let inner = css
+            .trim_start_matches("rgba(")
+            .trim_start_matches("rgb(")
+            .trim_end_matches(')');
+        let v: Vec<f64> = inner
+            .split(',')
+            .map(|x| x.trim().parse().unwrap_or(f64::NAN))
+            .collect();
+        assert!(
+            v.len() >= 3 && v.iter().all(|x| x.is_finite()),
+            "a colour the test cannot read: {css}"
+        );
+        [v[0], v[1], v[2], v.get(3).copied().unwrap_or(1.0)]
+    }
+
+    /// WCAG 2's relative luminance of an sRGB colour.
+    fn luminance([r, g, b, _]: [f64; 4]) -> f64 {
+        let lin = |c: f64| {
+            let c = c / 255.0;
+            if c <= 0.040_45 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+    }
+
+    /// WCAG 2's contrast ratio of text colour `fg` (blended over `bg` when translucent) on `bg`.
+    fn contrast(fg: &str, bg: &str) -> f64 {
+        let (f, b) = (rgba(fg), rgba(bg));
+        let a = f[3];
+        let blended = [0, 1, 2].map(|i| f[i] * a + b[i] * (1.0 - a));
+        let (l1, l2) = (
+            luminance([blended[0], blended[1], blended[2], 1.0]),
+            luminance(b),
+        );
+        (l1.max(l2) + 0.05) / (l1.min(l2) + 0.05)
+    }
+
+    #[test]
+    fn the_contrast_formula_gives_wcag_s_reference_figures() {
+        // Black on white is 21:1, a colour on itself 1:1, and #767676 on white the well-known 4.54:1.
+        assert!((contrast("rgb(0, 0, 0)", "rgb(255, 255, 255)") - 21.0).abs() < 1e-9);
+        assert!((contrast("rgb(10, 20, 30)", "rgb(10, 20, 30)") - 1.0).abs() < 1e-9);
+        assert!((contrast("rgb(118, 118, 118)", "rgb(255, 255, 255)") - 4.54).abs() < 0.01);
+        // Half-transparent black on white is a mid grey.
+        let half = contrast("rgba(0, 0, 0, 0.5)", "rgb(255, 255, 255)");
+        assert!(half > 3.5 && half < 4.5, "{half}");
+    }
+
+    /// Text runs below WCAG AA: 4.5:1, or 3:1 for large text (24 px, or 18.66 px bold).
+    fn low_contrast(runs: &[TextRun]) -> Vec<String> {
+        runs.iter()
+            .filter_map(|r| {
+                let large = r.size >= 24.0 || (r.size >= 18.66 && r.weight >= 700);
+                let need = if large { 3.0 } else { 4.5 };
+                let got = contrast(&r.fg, &r.bg);
+                (got < need).then(|| {
+                    format!(
+                        "{:?}: {} on {} = {got:.2}:1 (needs {need}:1)",
+                        r.text, r.fg, r.bg
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// How the test gets the browser to one of the pages it checks.
+    type Visit = Box<dyn Fn(&mut Chromium)>;
+
+    /// Interactive elements inside interactive elements (a button in a link, say): none.
+    const NESTED: &str = "[...document.querySelectorAll(':is(a[href], button, select, textarea, \
+        input:not([type=hidden]), [tabindex]) :is(a[href], button, select, textarea, input:not([type=hidden]), \
+        [tabindex])')].map(e => e.outerHTML.slice(0, 80))";
+
+    /// Controls in Chromium's accessibility tree (what a screen reader reads) without a name.
+    fn unnamed_controls(b: &mut Chromium) -> (Vec<String>, Vec<(String, String)>) {
+        let tree = b.call("Accessibility.getFullAXTree", json!({}));
+        let mut unnamed = Vec::new();
+        let mut named = Vec::new();
+        for n in tree["nodes"].as_array().into_iter().flatten() {
+            if n["ignored"] == true {
+                continue;
+            }
+            let role = n["role"]["value"].as_str().unwrap_or_default().to_owned();
+            if [
+                "button", "checkbox", "link", "combobox", "textbox", "radio", "ListBox", "listbox",
+            ]
+            .contains(&role.as_str())
+            {
+                let name = n["name"]["value"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned();
+                if name.is_empty() {
+                    unnamed.push(format!("{role} (node {})", n["backendDOMNodeId"]));
+                } else {
+                    named.push((role, name));
+                }
+            }
+        }
+        (unnamed, named)
+    }
+
+    /// Contrast and names, in light and in dark mode, on every demo page a buyer sees: the event page, the seat map
+    /// with seats in every state (free, held for the viewer, held by someone else, sold) and an error, the "Leave
+    /// without buying?" page and the order. Text is at WCAG AA contrast against what is under it; every control
+    /// has an accessible name (Chromium's own computation, from its accessibility tree); each seat is a checkbox
+    /// whose name says its row, number and state in words; no interactive element is nested in another.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_page_has_readable_text_and_named_controls_in_light_and_dark_mode() {
+        let _ = waitroom_testkit::chromium::binary();
+        let d = demo().await;
+        // Someone else holds two seats and bought two: the map shows every state.
+        let now = d.room.clock().now_ms();
+        let inv = d.shop.inventory();
+        let theirs = inv.hold("someone-else", &[5, 6], 4, now, 300_000).unwrap();
+        inv.hold("a-buyer", &[10, 11], 4, now, 300_000).unwrap();
+        let bought = inv.hold_of("a-buyer", now).unwrap();
+        inv.confirm(inv.purchase("a-buyer", &bought, now).unwrap());
+        assert_eq!(theirs.seats, vec![5, 6]);
+        let rt = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let mut b = Chromium::launch();
+            b.call("Accessibility.enable", json!({}));
+            enter(&mut b, &rt, &d);
+            // Hold two seats through the page's own form (what a person does), and ask for one already held, so
+            // the page shows an error too.
+            b.navigate_by(
+                "document.querySelector('input[name=seat][value=\"0\"]').checked = true; \
+                 document.querySelector('input[name=seat][value=\"1\"]').checked = true; \
+                 document.getElementById('hold-button').click(); true",
+            );
+            assert!(b.eval("!!document.getElementById('hold')") == json!(true), "the hold is shown");
+            let seat_map = format!("{}/seats", d.url);
+            let pages: [(&str, Visit); 4] = [
+                ("the event page", Box::new({ let u = format!("{}/", d.url); move |b: &mut Chromium| b.navigate(&u) })),
+                ("the seat map", Box::new({ let u = seat_map.clone(); move |b: &mut Chromium| b.navigate(&u) })),
+                (
+                    "the leave page",
+                    Box::new(move |b: &mut Chromium| {
+                        b.navigate(&seat_map);
+                        b.navigate_by("document.getElementById('leave').click(); true");
+                    }),
+                ),
+                ("the seat map with an error", Box::new(|b: &mut Chromium| {
+                    b.navigate_by(
+                        "document.getElementById('leave-cancel').click(); true",
+                    );
+                    b.navigate_by(
+                        "document.querySelectorAll('input[name=seat]').forEach(i => i.checked = false); \
+                         const f = document.querySelector('form[action=\"/holds\"]'); \
+                         const x = document.createElement('input'); x.type = 'hidden'; x.name = 'seat'; x.value = '5'; \
+                         f.appendChild(x); document.getElementById('hold-button').click(); true",
+                    );
+                })),
+            ];
+            for scheme in ["light", "dark"] {
+                b.call(
+                    "Emulation.setEmulatedMedia",
+                    json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+                );
+                for (what, go) in &pages {
+                    go(&mut b);
+                    let runs: Vec<TextRun> = serde_json::from_value(b.eval(TEXT_RUNS)).unwrap();
+                    assert!(runs.len() >= 3, "{what} ({scheme}): no text found");
+                    let low = low_contrast(&runs);
+                    assert!(low.is_empty(), "{what} ({scheme}): text below WCAG AA contrast:\n{}", low.join("\n"));
+                    let nested = b.eval(NESTED);
+                    assert_eq!(nested, json!([]), "{what}: interactive elements nested in others");
+                    let (unnamed, named) = unnamed_controls(&mut b);
+                    assert!(unnamed.is_empty(), "{what} ({scheme}): controls without a name: {unnamed:?}");
+                    assert!(!named.is_empty(), "{what}: no controls found in the accessibility tree");
+                    if what.starts_with("the seat map") {
+                        let seats: Vec<&String> =
+                            named.iter().filter(|(r, _)| r == "checkbox").map(|(_, n)| n).collect();
+                        assert_eq!(seats.len(), 500, "{what}: every seat is a checkbox");
+                        for (id, state) in [
+                            (0, "held for you"),
+                            (2, "free"),
+                            (5, "held by someone at checkout"),
+                            (10, "sold"),
+                        ] {
+                            let name = format!("Row A, Seat {}, {state}", id + 1);
+                            assert!(seats.contains(&&name), "{what}: no seat named {name:?} among {:?}", &seats[..12]);
+                        }
+                        assert!(
+                            named.iter().any(|(r, n)| r == "combobox" && n == "Section"),
+                            "{what}: the section picker is named: {named:?}"
+                        );
+                    }
+                    if what.ends_with("an error") {
+                        let error = b.eval("document.getElementById('error').textContent");
+                        assert!(error.as_str().unwrap_or("").contains("Someone else got there first"), "{error}");
+                    }
+                    if scheme == "light" && *what == "the seat map" {
+                        screenshot(&mut b, "seat-map.png");
+                    }
+                }
+            }
+            // The order page, after paying (no key events here: the keyboard test does that).
+            b.navigate(&format!("{}/seats", d.url));
+            b.navigate_by("document.getElementById('pay').click(); true");
+            for scheme in ["light", "dark"] {
+                b.call(
+                    "Emulation.setEmulatedMedia",
+                    json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+                );
+                let runs: Vec<TextRun> = serde_json::from_value(b.eval(TEXT_RUNS)).unwrap();
+                let low = low_contrast(&runs);
+                assert!(low.is_empty(), "the order page ({scheme}): {}", low.join("\n"));
+                let (unnamed, _) = unnamed_controls(&mut b);
+                assert!(unnamed.is_empty(), "the order page: {unnamed:?}");
+            }
+        })
+        .await
+        .unwrap();
+    }
+
+    /// "Leave without buying" asks first, with script turned off (the confirmation is a page of its own): the
+    /// keyboard's Enter on it shows what leaving gives up and changes nothing; "No" goes back to the seats with the
+    /// hold as it was; "Yes" releases the seats and gives the place to the next person.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn leaving_without_buying_is_confirmed_first_even_without_script() {
+        let _ = waitroom_testkit::chromium::binary();
+        let d = demo().await;
+        let rt = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let mut b = Chromium::launch();
+            b.call(
+                "Emulation.setFocusEmulationEnabled",
+                json!({ "enabled": true }),
+            );
+            enter(&mut b, &rt, &d);
+            b.call(
+                "Emulation.setScriptExecutionDisabled",
+                json!({ "value": true }),
+            );
+            // Hold a seat with the keyboard (the page's script is off: plain HTML).
+            tab_until(&mut b, false, 10, "the first free seat", is_free_seat);
+            press(&mut b, " ", false);
+            tab_until(&mut b, true, 2, "the hold button", |f| {
+                f["id"] == "hold-button"
+            });
+            press_and_load(&mut b, "Enter");
+            assert_eq!(d.shop.inventory().counts().held, 1);
+
+            tab_until(&mut b, false, 3, "the leave button", |f| f["id"] == "leave");
+            press_and_load(&mut b, "Enter");
+            let page = b.eval("document.body.innerText");
+            let page = page.as_str().unwrap_or_default().to_owned();
+            assert!(
+                page.contains("Leave without buying?") && page.contains("Section 1, Row A, Seat 1"),
+                "the confirmation names what goes: {page}"
+            );
+            assert_eq!(
+                d.shop.inventory().counts().held,
+                1,
+                "nothing released before the answer"
+            );
+            assert_eq!(
+                d.room.stats().active,
+                1,
+                "the place is kept before the answer"
+            );
+
+            tab_until(&mut b, false, 3, "No", |f| f["id"] == "leave-cancel");
+            press_and_load(&mut b, "Enter");
+            let back = b.eval(
+                "document.getElementById('hold') && document.getElementById('hold').innerText",
+            );
+            assert!(
+                back.as_str()
+                    .unwrap_or("")
+                    .contains("Section 1, Row A, Seat 1"),
+                "back on the seat map with the hold: {back}"
+            );
+
+            tab_until(&mut b, false, 3, "the leave button", |f| f["id"] == "leave");
+            press_and_load(&mut b, "Enter");
+            tab_until(&mut b, false, 3, "Yes", |f| f["id"] == "leave-confirm");
+            press_and_load(&mut b, "Enter");
+            let event = b.eval("document.querySelector('h1').textContent");
+            assert_eq!(event, "The 2026 Stadium Tour", "left for the event page");
+            assert_eq!(
+                d.shop.inventory().counts().held,
+                0,
+                "the seat is back on sale"
+            );
+            let room = d.room.clone();
+            rt.block_on(async move {
+                let deadline = tokio::time::Instant::now() + ADMIT_LIMIT;
+                let mut every = tokio::time::interval(Duration::from_millis(50));
+                while room.stats().active != 0 {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "the place was not given up"
+                    );
+                    every.tick().await;
+                }
+            });
+        })
+        .await
+        .unwrap();
+    }
+}

@@ -453,3 +453,209 @@ async fn drive(
         }
     }
 }
+
+/// The rehearsal's summary in words (issue 23), checked against the run's own arithmetic: its table, its counts
+/// and the sale's parameters. A twentieth of the seed's sale with the random draw: 30,000 people, 2,400 seats,
+/// capacity 400.
+///
+/// - **Who got tickets**: the orders over the people who joined; the table's orders per minute add up to the
+///   orders, its last "seats sold so far" is the seats sold, and an order is 1 to 4 seats.
+/// - **When the seats ran out / the last seat sold**: the first second with no seat left (sold or held) and with
+///   every seat sold; every table row before it shows seats left / seats unsold, every row after the last sale
+///   shows them all sold (sold never goes down).
+/// - **When the last person heard "sold out"**: the last seat plus the time the line took to hear it, at most one
+///   poll interval and a fifth plus the simulation's second (see `estimates_match_the_waits_people_had`).
+/// - **The buyers' wait**, median and 90th percentile, from the opening (every buyer was in the pre-queue: 25,000
+///   or so in line at the opening, 2,400 seats, and the draw puts later arrivals behind them). The `n`-th buyer
+///   cannot be let in before `n` people were: while the table's admissions so far are fewer than `n`, the wait is
+///   longer than the row's end. And of the `A` let in by a row's end, each buys with probability 0.9 when seats
+///   are left at their hold a minute later, less those who had given up within the grace before their turn
+///   (1% a minute, 3 minutes): at least `0.9 (1 - 0.03) A - 4 sqrt(0.09 A)` buyers (four standard deviations of
+///   the binomial). Once that reaches `n`, the wait is shorter than that row's end; if no row before the seats ran
+///   out gets there, the last seat sold bounds it.
+/// - **The wait of those told "sold out"**: a person from the pre-queue still in line at the last sale heard it
+///   between the last sale and the last person's hearing it, so waited that long from the opening; a later
+///   arrival waited less. Later arrivals are at most 15% of the crowd (plus four standard deviations), under half
+///   of those told, so the median and the 90th percentile lie in that span; and since each hears it at their own
+///   poll, the median is about half a poll interval into it (derivation at the assert).
+///
+/// An off-by-one row, a wait counted from arrival for the pre-queue (half an hour more), a share over the seats
+/// instead of the people, or a median taken over everyone let in, falls outside these bounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_says_in_words_what_the_run_counted() {
+    use waitroom::rehearsal::grouped;
+
+    let p = small_sale(true);
+    let r = run(&p).await.unwrap();
+    let summary = r.summary();
+    let table = r.table();
+    println!("{summary}\n{table}");
+
+    // Who got tickets.
+    assert!(r.joined > 0 && r.orders > 0);
+    assert_eq!(r.got_tickets_share(), r.orders as f64 / r.joined as f64);
+    assert_eq!(r.minutes.iter().map(|m| m.orders).sum::<u64>(), r.orders);
+    assert_eq!(r.minutes.last().unwrap().sold, r.sold);
+    assert_eq!(r.sold, r.seats, "the small sale sells out within its run");
+    assert!(r.orders <= r.sold && r.sold <= 4 * r.orders);
+    let share = r.orders as f64 * 100.0 / r.joined as f64;
+    let share = if share < 10.0 {
+        format!("{share:.1}%")
+    } else {
+        format!("{share:.0}%")
+    };
+    let first = summary.lines().nth(1).unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "- {share} of the crowd got tickets: {} of the {} people",
+            grouped(r.orders),
+            grouped(r.joined)
+        )),
+        "{first}"
+    );
+
+    // When the seats ran out, and when the last one sold: row k ends at second 60 k - 1 after the opening.
+    let out = r
+        .no_seat_available_after_seconds
+        .expect("the seats ran out");
+    let last_sale = r.sold_out_after_seconds.expect("the last seat sold");
+    assert!(out <= last_sale);
+    for m in r.minutes.iter().filter(|m| m.minute >= 1) {
+        let end = (m.minute * 60 - 1) as u64;
+        if end < out {
+            assert!(
+                m.available > 0,
+                "seats left at minute {} before they ran out at {out} s",
+                m.minute
+            );
+        }
+        if end < last_sale {
+            assert!(
+                m.sold < r.seats,
+                "minute {}: all sold before the last sale at {last_sale} s",
+                m.minute
+            );
+        } else {
+            assert_eq!(
+                m.sold, r.seats,
+                "minute {}: all sold after the last sale",
+                m.minute
+            );
+        }
+    }
+
+    // When the last person heard "sold out".
+    let within = r
+        .sold_out_told_within_seconds
+        .expect("everyone in line heard it");
+    assert_eq!(
+        r.last_heard_sold_out_after_seconds,
+        Some(last_sale + within)
+    );
+    assert!(
+        within <= p.poll_seconds + p.poll_seconds / 5 + 1,
+        "{within} s"
+    );
+
+    // The buyers' wait, median and 90th percentile, between bounds read off the table.
+    let at_opening = r.minutes.iter().find(|m| m.minute == 0).unwrap().waiting;
+    assert!(
+        at_opening > 4 * r.seats,
+        "every buyer comes from the pre-queue: {at_opening} in line"
+    );
+    let grace_give_ups = p.give_up_per_minute * 3.0;
+    let rows: Vec<(u64, f64)> = r
+        .minutes
+        .iter()
+        .filter(|m| m.minute >= 1)
+        .scan(0u64, |let_in, m| {
+            *let_in += m.admitted;
+            Some(((m.minute * 60 - 1) as u64, *let_in as f64))
+        })
+        .collect();
+    for (what, q, wait) in [
+        ("median", 0.5, r.buyer_wait_median_seconds),
+        ("90th percentile", 0.9, r.buyer_wait_p90_seconds),
+    ] {
+        let n = (q * r.orders as f64).ceil();
+        let lower = rows
+            .iter()
+            .filter(|(_, a)| *a < n)
+            .map(|(end, _)| end + 1)
+            .max()
+            .unwrap_or(0) as f64;
+        let upper = rows
+            .iter()
+            .filter(|(end, _)| end + p.hold_after_seconds <= out)
+            .find(|(_, a)| p.buy_share * (1.0 - grace_give_ups) * a - 4.0 * (a * 0.09).sqrt() >= n)
+            .map_or(last_sale as f64, |(end, _)| *end as f64);
+        println!(
+            "buyers' wait, {what}: {wait:.0} s, the table's bounds [{lower:.0}, {upper:.0}] s"
+        );
+        assert!(
+            lower <= wait && wait <= upper,
+            "the buyers' {what} wait {wait:.0} s is outside [{lower:.0}, {upper:.0}] s"
+        );
+    }
+    assert!(r.buyer_wait_median_seconds <= r.buyer_wait_p90_seconds);
+
+    // The wait of those told "sold out".
+    assert!(r.told_sold_out > 0);
+    let late = p.crowd as f64 * p.scale * (1.0 - p.early_share);
+    let late = late + 4.0 * (late * p.early_share).sqrt();
+    assert!(
+        late < 0.5 * r.told_sold_out as f64,
+        "later arrivals could be half of those told"
+    );
+    // Each hears it at their own next poll, a uniform phase within the poll interval: the median of those from the
+    // pre-queue is half an interval after the last sale. Later arrivals (a share `f` of those told, at most) may
+    // all be below it, so the overall median is at least the pre-queue's `(0.5 - f) / (1 - f)` quantile, less the
+    // simulation's one-second step.
+    let f = late / r.told_sold_out as f64;
+    let poll = p.poll_seconds as f64;
+    let median_from = last_sale as f64 + poll * (0.5 - f) / (1.0 - f) - 1.0;
+    assert!(
+        r.told_sold_out_wait_median_seconds >= median_from,
+        "those told sold out: median wait {:.0} s, below {median_from:.0} s (they hear it at their own poll)",
+        r.told_sold_out_wait_median_seconds
+    );
+    let (from, to) = (last_sale as f64, (last_sale + within) as f64);
+    for (what, wait) in [
+        ("median", r.told_sold_out_wait_median_seconds),
+        ("90th percentile", r.told_sold_out_wait_p90_seconds),
+    ] {
+        assert!(
+            from <= wait && wait <= to,
+            "those told sold out: {what} wait {wait:.0} s outside [{from:.0}, {to:.0}] s"
+        );
+    }
+
+    // The words: what each column counts, and no jargon.
+    for words in ["let in", "this minute", "so far", "at end"] {
+        assert!(
+            table.contains(words),
+            "the table names its columns: {words:?}"
+        );
+    }
+    assert!(
+        table.contains(&grouped(at_opening)),
+        "numbers grouped by threes"
+    );
+    for jargon in ["configured", "reach estimated", "measured, "] {
+        assert!(
+            !summary.contains(jargon),
+            "jargon in the summary: {jargon:?}"
+        );
+    }
+    for words in [
+        "seats ran out",
+        "heard \"sold out\"",
+        "People who bought waited",
+        "one in ten",
+    ] {
+        assert!(
+            summary.contains(words),
+            "the summary says {words:?}:\n{summary}"
+        );
+    }
+}

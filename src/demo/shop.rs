@@ -151,11 +151,14 @@ const HEADER_FINISH_GRACE: Duration = Duration::from_secs(2);
 /// - `POST /pay`: the simulated payment provider, then the order for exactly the hold the payment started from
 ///   (`409 hold_changed` if the hold changed meanwhile), and the session finishes
 ///   ([`Admission::finish_with_seats`]): `303` to the confirmation (JSON: the order);
-/// - `POST /leave`: release the hold and finish without buying;
+/// - `POST /leave`: release the hold and finish without buying. A page's form is asked first: without
+///   `confirm=yes` in the body, an HTML request gets the "Leave without buying?" page (whose button sends it);
+///   a JSON request (an app confirms in its own way) leaves at once;
 /// - `GET /api/me`: what the pass says (JSON; a light protected route for benchmarks);
 /// - `GET /api/ping`: `ok` behind both layers, the same handler as `/healthz` (whether the pass still holds; the
 ///   HTTP benchmark's measure of what the layers alone cost);
-/// - `GET /orders/{id}`: the confirmation; `GET /api/inventory`: the counts; `GET /healthz`: `ok`.
+/// - `GET /orders/{id}`: the confirmation; `GET /api/inventory`: the counts; `GET /healthz`: `ok`;
+/// - `GET /assets/seat-map.js`: the seat map's script (public; the pages work without it).
 ///
 /// The four order routes sit behind the [`VerifyLayer`] given to `router`; put the room in front of them with
 /// [`room_layer`](super::room_layer).
@@ -347,6 +350,7 @@ impl Shop {
             .route("/orders/{id}", get(order_page))
             .route("/api/inventory", get(inventory_json))
             .route("/healthz", get(|| async { "ok" }))
+            .route(pages::SEAT_MAP_SCRIPT_PATH, get(seat_map_script))
             .merge(orders)
             .with_state(self.clone())
     }
@@ -397,6 +401,7 @@ impl Shop {
             limit,
             available: counts.available(),
             error,
+            now_ms: now,
         };
         no_store((status, Html(pages::seat_map_page(&view))).into_response())
     }
@@ -592,11 +597,35 @@ async fn pay(
     no_store(Redirect::to(&url).into_response())
 }
 
+/// The seat map's script ([`pages::SEAT_MAP_SCRIPT`]): the same for everyone.
+async fn seat_map_script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        pages::SEAT_MAP_SCRIPT,
+    )
+        .into_response()
+}
+
+/// Whether a form body says `confirm=yes`.
+fn confirmed(body: &[u8]) -> bool {
+    std::str::from_utf8(body).is_ok_and(|b| b.split('&').any(|pair| pair == "confirm=yes"))
+}
+
 async fn leave(
     State(shop): State<Shop>,
     Extension(admission): Extension<Admission>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Response {
+    if !wants_json(&headers) && !confirmed(&body) {
+        let inv = &shop.inner.inventory;
+        let hold = inv.hold_of(admission.session_id(), shop.now_ms());
+        let html = pages::leave_page(&shop.inner.name, inv.layout(), hold.as_ref());
+        return no_store(Html(html).into_response());
+    }
     let released = shop.inner.inventory.release(admission.session_id());
     admission.finish();
     shop.report_inventory().await;

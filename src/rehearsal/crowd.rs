@@ -78,6 +78,8 @@ pub(super) struct Person {
     pub followed: Vec<Shown>,
     /// The first estimate a followed person was shown (at join, or at the first poll with a place in line).
     pub first_shown: Option<Shown>,
+    /// When their own poll told them "sold out", if it did.
+    pub told_sold_out_s: Option<u64>,
 }
 
 /// The crowd of `size` people for an on-sale opening `open_s` seconds after the first arrival.
@@ -139,6 +141,7 @@ pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, S
                 held: 0,
                 followed: Vec::new(),
                 first_shown: None,
+                told_sold_out_s: None,
             }
         })
         .collect())

@@ -34,6 +34,7 @@ use std::sync::Arc;
 use waitroom_layer::store::Store;
 use waitroom_layer::{MemoryStore, StoreError};
 
+pub use crate::numbers::grouped;
 pub use report::{Minute, Report};
 use simulation::Simulation;
 

@@ -1,6 +1,11 @@
-//! What the rehearsal found: the per-minute table and the figures made at the end from the followed people.
+//! What the rehearsal found: the per-minute table and the figures made at the end from the people, and the report
+//! in words for a planner ([`Report::summary`] first, then [`Report::table`]).
+
+use std::fmt::Write as _;
 
 use waitroom_layer::EtaBasis;
+
+use crate::numbers::grouped;
 
 use super::crowd::Person;
 use super::simulation::Simulation;
@@ -33,6 +38,26 @@ pub struct Report {
     pub minutes: Vec<Minute>,
     /// People who joined.
     pub joined: u64,
+    /// Seats on sale.
+    pub seats: u64,
+    /// Seats sold by the end of the run.
+    pub sold: u64,
+    /// Seconds between polls of the holding page.
+    pub poll_seconds: u64,
+    /// Seconds after the opening at which the last person still in line when the last seat sold heard "sold out"
+    /// at their own poll (the last seat sold plus [`sold_out_told_within_seconds`](Self::sold_out_told_within_seconds)).
+    pub last_heard_sold_out_after_seconds: Option<u64>,
+    /// The wait of people who bought, from the opening (or their arrival, if later) until the door let them in:
+    /// the median, in seconds.
+    pub buyer_wait_median_seconds: f64,
+    /// The same, the 90th percentile: one buyer in ten waited longer.
+    pub buyer_wait_p90_seconds: f64,
+    /// People still in line when the last seat sold who then heard "sold out" at their own poll.
+    pub told_sold_out: u64,
+    /// Their wait, from the opening (or their arrival, if later) until they heard it: the median, in seconds.
+    pub told_sold_out_wait_median_seconds: f64,
+    /// The same, the 90th percentile.
+    pub told_sold_out_wait_p90_seconds: f64,
     /// Seconds after the opening at which the last seat was sold, if it was.
     pub sold_out_after_seconds: Option<u64>,
     /// Seconds after the opening at which no seat was available any more (all sold or held) for the first time.
@@ -123,6 +148,20 @@ impl Simulation<'_> {
             .iter()
             .filter_map(|q| Some(q.admitted_s?.checked_sub(q.returned_s?)? as f64))
             .collect();
+        // Waits count from the opening, or from the arrival for people who came after it.
+        let since = |q: &Person| q.arrive_s.max(open_s);
+        let mut buyer_waits: Vec<f64> = self
+            .people
+            .iter()
+            .filter(|q| q.bought > 0)
+            .filter_map(|q| Some(q.admitted_s?.saturating_sub(since(q)) as f64))
+            .collect();
+        let mut told_waits: Vec<f64> = self
+            .people
+            .iter()
+            .filter_map(|q| Some(q.told_sold_out_s?.saturating_sub(since(q)) as f64))
+            .collect();
+        let sold_out_after_seconds = after_opening(m.sold_out_at);
         let stepped_away = self
             .people
             .iter()
@@ -137,7 +176,18 @@ impl Simulation<'_> {
             return_wait_max_seconds: return_waits.iter().fold(0.0f64, |a, &b| a.max(b)) as u64,
             return_wait_median_seconds: percentile(&mut return_waits, 0.5),
             joined: self.joined(),
-            sold_out_after_seconds: after_opening(m.sold_out_at),
+            seats: self.seats.total,
+            sold: self.seats.sold,
+            poll_seconds: self.p.poll_seconds,
+            last_heard_sold_out_after_seconds: sold_out_after_seconds
+                .zip(self.news.told_within)
+                .map(|(s, t)| s + t),
+            buyer_wait_median_seconds: percentile(&mut buyer_waits, 0.5),
+            buyer_wait_p90_seconds: percentile(&mut buyer_waits, 0.9),
+            told_sold_out: told_waits.len() as u64,
+            told_sold_out_wait_median_seconds: percentile(&mut told_waits, 0.5),
+            told_sold_out_wait_p90_seconds: percentile(&mut told_waits, 0.9),
+            sold_out_after_seconds,
             no_seat_available_after_seconds: after_opening(m.no_seat_at),
             most_sold_after_seconds: after_opening(m.most_sold_at),
             max_active: self.table.max_active,
@@ -276,4 +326,259 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// A span of time as a planner reads it: `45 seconds`, `7.2 minutes`, `2.5 hours`.
+fn span(seconds: f64) -> String {
+    if seconds < 90.0 {
+        let s = seconds.round() as u64;
+        format!("{s} second{}", if s == 1 { "" } else { "s" })
+    } else if seconds < 90.0 * 60.0 {
+        format!("{:.1} minutes", seconds / 60.0)
+    } else {
+        format!("{:.1} hours", seconds / 3600.0)
+    }
+}
+
+/// `7.9%`, `14%`: a share, with a decimal while it is small.
+fn percent(part: u64, whole: u64) -> String {
+    let p = if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    };
+    if p < 10.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+impl Report {
+    /// The share of the people who joined who got tickets (bought at least one seat), between 0 and 1.
+    pub fn got_tickets_share(&self) -> f64 {
+        if self.joined == 0 {
+            0.0
+        } else {
+            self.orders as f64 / self.joined as f64
+        }
+    }
+
+    /// What happened, in plain words, for the people who plan the on-sale: who got tickets, when the seats ran out,
+    /// when the last person heard "sold out", how long buyers and the others waited, the door's pace, how good the
+    /// wait estimates were, whether arriving early mattered. The figures are this report's own fields.
+    pub fn summary(&self) -> String {
+        let mut s = String::from("What happened\n");
+        let mut line = |text: String| {
+            let _ = writeln!(s, "- {text}");
+        };
+        line(format!(
+            "{} of the crowd got tickets: {} of the {} people who joined bought {} of the {} seats ({:.1} an \
+             order).",
+            percent(self.orders, self.joined),
+            grouped(self.orders),
+            grouped(self.joined),
+            grouped(self.sold),
+            grouped(self.seats),
+            self.sold as f64 / self.orders.max(1) as f64
+        ));
+        match (
+            self.no_seat_available_after_seconds,
+            self.sold_out_after_seconds,
+        ) {
+            (Some(out), Some(last)) => line(format!(
+                "The seats ran out {} after the opening (every seat sold or held by someone paying). Seats \
+                 held by people who then did not buy came back on sale, and the last one was sold {} after the \
+                 opening.",
+                span(out as f64),
+                span(last as f64)
+            )),
+            (Some(out), None) => line(format!(
+                "The seats ran out {} after the opening (every seat sold or held by someone paying), but {} \
+                 were still unsold when the run ended.",
+                span(out as f64),
+                grouped(self.seats - self.sold)
+            )),
+            _ => line(format!(
+                "The seats did not run out: {} were left when the run ended.",
+                grouped(self.seats - self.sold)
+            )),
+        }
+        match (
+            self.last_heard_sold_out_after_seconds,
+            self.sold_out_told_within_seconds,
+        ) {
+            (Some(at), Some(within)) => line(format!(
+                "The last person still in line heard \"sold out\" {} after the opening, {} after the last seat \
+                 sold (each page asks every {}).",
+                span(at as f64),
+                span(within as f64),
+                span(self.poll_seconds as f64)
+            )),
+            _ if self.sold_out_after_seconds.is_some() => line(
+                "NOT everyone still in line heard \"sold out\": a poll was answered otherwise, or the run ended \
+                 first."
+                    .into(),
+            ),
+            _ => {}
+        }
+        if self.orders > 0 {
+            line(format!(
+                "People who bought waited {} (the median) from the opening, or from their arrival if later, until \
+                 they could choose seats; one in ten waited more than {}.",
+                span(self.buyer_wait_median_seconds),
+                span(self.buyer_wait_p90_seconds)
+            ));
+        }
+        if self.told_sold_out > 0 {
+            line(format!(
+                "The {} people still in line when the last seat sold waited {} (the median; one in ten more than \
+                 {}) before hearing \"sold out\".",
+                grouped(self.told_sold_out),
+                span(self.told_sold_out_wait_median_seconds),
+                span(self.told_sold_out_wait_p90_seconds)
+            ));
+        }
+        line(format!(
+            "The checkout: at most {} people inside at once (the capacity is {}); while seats lasted the door let \
+             in {} people a minute and {} orders a minute were completed.",
+            grouped(self.max_active),
+            grouped(self.capacity),
+            grouped(self.steady_admissions_per_minute.round() as u64),
+            grouped(self.steady_orders_per_minute.round() as u64)
+        ));
+        if self.eta_join_checked > 0 {
+            let measured = (self.eta_join_measured_share * 100.0).round();
+            let basis = if measured >= 100.0 {
+                "All of them came from the pace the room measured at the front of the line."
+                    .to_owned()
+            } else if measured <= 0.0 {
+                "All of them came from the settings (the capacity over the expected visit), because nobody had \
+                 left the checkout yet when they were shown."
+                    .to_owned()
+            } else {
+                format!(
+                    "{measured:.0}% of them came from the pace the room measured at the front of the line; the \
+                     rest, shown before anyone had left the checkout, from the settings (the capacity over the \
+                     expected visit)."
+                )
+            };
+            line(format!(
+                "Wait estimates: the first estimate people saw was within {} of the wait they then had for half \
+                 of them, and within {} for nine in ten ({} people followed). {basis} Counting the new estimates \
+                 their pages showed every 2 minutes as well: within {} for half, {} for nine in ten.",
+                span(self.eta_join_median_abs_error_seconds),
+                span(self.eta_join_p90_abs_error_seconds),
+                grouped(self.eta_join_checked),
+                span(self.eta_median_abs_error_seconds),
+                span(self.eta_p90_abs_error_seconds)
+            ));
+        }
+        let r = self.fairness_arrival_vs_ticket;
+        line(format!(
+            "Arriving early in the pre-queue {}: the correlation between arrival time and getting a ticket is \
+             {r:+.2} (0: no link; -1: the earliest always win).",
+            if r.abs() < 0.1 {
+                "did not help"
+            } else {
+                "mattered"
+            }
+        ));
+        if let Some((est, last)) = self.reach_halfway {
+            line(format!(
+                "Halfway through the seats, the room expected them to last as far as place {} in line (what it \
+                 warns people behind that place about); the last buyer had place {}.",
+                grouped(est),
+                grouped(last)
+            ));
+        }
+        if self.stepped_away > 0 {
+            line(format!(
+                "{} people stepped away for a while; {} turns came while someone was away. {} came back in time \
+                 ({} let in: {} from their return to the door for half of them, {} at most) and {} too late.",
+                grouped(self.stepped_away),
+                grouped(self.missed_turns),
+                grouped(self.returned_in_time),
+                grouped(self.returned_let_in),
+                span(self.return_wait_median_seconds),
+                span(self.return_wait_max_seconds as f64),
+                grouped(self.returned_late)
+            ));
+        }
+        s
+    }
+
+    /// The per-minute table, its columns named by what they count: a minute's arrivals at the door and orders
+    /// happened during that minute; the line, the checkout and the seats are as they stood at its end (seats sold:
+    /// so far). From the minute before the opening.
+    pub fn table(&self) -> String {
+        const HEAD: [&str; 8] = [
+            "minute",
+            "in line",
+            "inside",
+            "let in",
+            "orders",
+            "seats sold",
+            "seats held",
+            "seats left",
+        ];
+        const UNDER: [&str; 8] = [
+            "",
+            "at end",
+            "at end",
+            "this minute",
+            "this minute",
+            "so far",
+            "at end",
+            "at end",
+        ];
+        let mut rows: Vec<[String; 8]> = vec![HEAD.map(String::from), UNDER.map(String::from)];
+        for m in self.minutes.iter().filter(|m| m.minute >= 0) {
+            rows.push([
+                m.minute.to_string(),
+                grouped(m.waiting),
+                grouped(m.active),
+                grouped(m.admitted),
+                grouped(m.orders),
+                grouped(m.sold),
+                grouped(m.held),
+                grouped(m.available),
+            ]);
+        }
+        let widths: Vec<usize> = (0..8)
+            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .collect();
+        let mut s = String::from(
+            "Minute by minute (minute 1 is the first after the opening; \"this minute\" counts what happened \
+             during it, \"at end\" is how things stood when it ended; the run stops once the line has heard \
+             \"sold out\", so its last minute may be cut short)\n",
+        );
+        for r in &rows {
+            let cells: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .map(|(cell, w)| format!("{cell:>w$}"))
+                .collect();
+            let _ = writeln!(s, "{}", cells.join("  ").trim_end());
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{percent, span};
+
+    #[test]
+    fn spans_and_shares_read_as_words() {
+        assert_eq!(span(0.0), "0 seconds");
+        assert_eq!(span(1.0), "1 second");
+        assert_eq!(span(89.4), "89 seconds");
+        assert_eq!(span(90.0), "1.5 minutes");
+        assert_eq!(span(432.0), "7.2 minutes");
+        assert_eq!(span(5400.0), "1.5 hours");
+        assert_eq!(percent(2_371, 30_000), "7.9%");
+        assert_eq!(percent(4_200, 30_000), "14%");
+        assert_eq!(percent(1, 0), "0.0%");
+    }
 }

@@ -221,7 +221,13 @@ impl<'p> Simulation<'p> {
     /// Runs every second until the line has heard "sold out" and the checkout is empty, or the time is up.
     pub async fn run(&mut self) -> Result<(), StoreError> {
         for t in 0..=self.end_s {
-            if self.second(t).await? {
+            let over = self.second(t).await?;
+            if over || t == self.end_s {
+                // The last minute may be cut short: its row too, so the table adds up to the run.
+                if t % 60 != 59 {
+                    let snap = self.room.snapshot();
+                    self.minute_row(t, &snap);
+                }
                 break;
             }
         }
@@ -394,8 +400,12 @@ impl<'p> Simulation<'p> {
                 .room
                 .locate(&q.sid, (q.number > 0).then_some(q.number))
                 .await?;
-            self.news.everyone_told &= self.room.status(pl.as_ref()).state == ViewState::SoldOut;
+            let told = self.room.status(pl.as_ref()).state == ViewState::SoldOut;
+            self.news.everyone_told &= told;
             self.news.last_told = t;
+            if told {
+                self.people[i].told_sold_out_s = Some(t);
+            }
         }
         if still.is_empty() {
             self.news.told_within = self
@@ -602,11 +612,13 @@ impl<'p> Simulation<'p> {
         self.news.line = Some(line);
     }
 
-    /// The row of the minute ending at second `t`.
+    /// The row of the minute ending at second `t` (or cut short at `t`, the run's last second).
     fn minute_row(&mut self, t: u64, snap: &Snapshot) {
         let admitted = snap.counters.admitted;
+        // The minute `t` is in, counted from 1 for the first after the opening (0 the one before).
+        let since_open = t as i64 + 1 - self.open_s as i64;
         self.table.minutes.push(Minute {
-            minute: (t as i64 + 1 - self.open_s as i64) / 60,
+            minute: -((-since_open).div_euclid(60)),
             waiting: snap.waiting(),
             active: snap.active,
             admitted: admitted - self.table.admitted_before,
