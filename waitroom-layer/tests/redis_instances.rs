@@ -717,3 +717,57 @@ async fn redis_down_mid_run_holds_the_line_and_it_resumes_in_order() {
         (40, 40, 0, 0)
     );
 }
+
+/// Forty newcomers at once on three instances of an empty room of four places: those who find a place go straight
+/// in (their first request passes), the admission ticks they set off on each instance run at the same time in one
+/// Redis, and the room never lets in more than its four.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn newcomers_going_straight_in_on_three_instances_never_exceed_the_capacity() {
+    const PLACES: u64 = 4;
+    let server = RedisServer::from_env_or_start();
+    let ev = event("straight");
+    let keys = Keys::new();
+    let setup = Setup {
+        target: server.url().into(),
+        event: &ev,
+        keys: &keys,
+        capacity: PLACES,
+        background: false,
+    };
+    let sites = Arc::new(instances(&setup, 3).await);
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let sites = sites.clone();
+            tokio::spawn(async move {
+                let res = browser()
+                    .get(sites[i % 3].at("/checkout"))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(res.status(), 200);
+                res.text().await.unwrap() == "seat map"
+            })
+        })
+        .collect();
+    let mut passed = 0;
+    for t in tasks {
+        let went_in = tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .expect("a newcomer was answered within 60 s")
+            .unwrap();
+        passed += u64::from(went_in);
+    }
+    let probe = RedisStore::connect(server.url()).await.unwrap();
+    let snap = probe.snapshot(&ev).await.unwrap();
+    assert!(
+        (1..=PLACES).contains(&passed),
+        "{passed} went straight in, of {PLACES} places"
+    );
+    assert!(snap.active <= PLACES, "{} active", snap.active);
+    // Everyone else waits in line, and the door lets in no more at its next ticks.
+    assert_eq!(snap.last_number, 40);
+    for site in sites.iter() {
+        site.room.tick_now().await.unwrap();
+    }
+    assert_eq!(probe.snapshot(&ev).await.unwrap().active, PLACES);
+}

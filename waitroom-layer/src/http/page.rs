@@ -122,7 +122,7 @@ function now(){if(document.visibilityState!=="hidden")poll()}
 document.addEventListener("visibilitychange",now);
 addEventListener("pageshow",function(e){if(e.persisted)poll()});
 addEventListener("online",now);
-again();
+again(1.5);
 })();
 "#;
 

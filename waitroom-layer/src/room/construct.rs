@@ -122,6 +122,7 @@ impl WaitingRoom {
             last_flush_ms: AtomicU64::new(0),
             flush_failed: AtomicBool::new(false),
             hold_ticks_until_ms: AtomicU64::new(0),
+            early_tick: AtomicBool::new(false),
             meter: Mutex::new(HeadMeter::default()),
             pace: ArcSwap::from_pointee((None, estimate::FirstWave::Ahead)),
             pending: (0..PENDING_SHARDS)
