@@ -207,7 +207,7 @@ pub use room::key_files::{
 };
 pub use room::lifecycle::{RoomEvent, RoomEventKind};
 pub use room::metrics::METRICS_CONTENT_TYPE;
-pub use room::{Door, RoomStats, Status, ViewState, WaitingRoom};
+pub use room::{Door, RoomStats, Status, Stopped, ViewState, WaitingRoom};
 /// The old name of [`RoomStats`] (it read too much like [`Status`]).
 #[deprecated(note = "renamed `RoomStats`")]
 pub type Stats = RoomStats;

@@ -1028,3 +1028,76 @@ async fn one_leaves_one_enters(
         inside.push_back(id);
     }
 }
+
+/// The case: a room of one with 4-minute visits. A has been inside for 100 s when B joins: B is next, and
+/// its wait is the time until A's visit reaches 4 minutes, 140 s (a quarter shorter or longer: 80 to 200 s), not
+/// "no wait" and not a whole visit. A stopped door says why and gives no wait.
+#[tokio::test]
+async fn place_one_behind_a_full_room_waits_until_the_first_place_is_expected_to_free() {
+    let c = clock();
+    let room = WaitingRoom::builder("front")
+        .capacity(1)
+        .expected_visit(Duration::from_secs(240))
+        .idle_timeout(Duration::from_secs(600))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    room.refresh().await.unwrap();
+    let a = WaitingRoom::new_session_id();
+    room.join(&a, None).await.unwrap();
+    assert_eq!(room.tick_now().await.unwrap().admitted, vec![a.clone()]);
+    room.claim(&a).await.unwrap();
+    c.advance(Duration::from_secs(100));
+    room.refresh().await.unwrap();
+    let b = room.join(&WaitingRoom::new_session_id(), None).await.unwrap();
+    let st = room.status(Some(&b));
+    assert_eq!((st.state, st.position, st.stopped), (ViewState::Waiting, Some(1), None));
+    assert_eq!(
+        (st.eta_seconds, st.eta_low_seconds, st.eta_high_seconds),
+        (Some(140), Some(80), Some(200))
+    );
+    assert_eq!(waitroom_layer::eta_words(80, 200), "about 2 to 4 minutes");
+    // A minute later the first place is a minute closer.
+    c.advance(Duration::from_secs(60));
+    assert_eq!(room.status(Some(&b)).eta_seconds, Some(80));
+
+    // Paused: B keeps its place, hears why, and is given no wait.
+    room.pause().await.unwrap();
+    let st = room.status(Some(&b));
+    assert_eq!(st.state, ViewState::Paused);
+    assert_eq!(st.stopped, Some(waitroom_layer::Stopped::Paused));
+    assert_eq!(st.position, Some(1));
+    assert_eq!((st.eta_seconds, st.eta_low_seconds, st.eta_high_seconds), (None, None, None));
+    // Every seat held at checkout: the same, with that reason.
+    room.resume().await.unwrap();
+    room.set_inventory(Inventory { total: 5, sold: 2, held: 3 }).await.unwrap();
+    let st = room.status(Some(&b));
+    assert_eq!(st.stopped, Some(waitroom_layer::Stopped::SeatsHeld));
+    assert_eq!((st.eta_seconds, st.eta_high_seconds), (None, None));
+    // A seat comes back: the door moves again and the wait is back.
+    room.set_inventory(Inventory { total: 5, sold: 2, held: 2 }).await.unwrap();
+    let st = room.status(Some(&b));
+    assert_eq!((st.stopped, st.eta_seconds), (None, Some(80)));
+}
+
+/// Before the opening the door is stopped for a known time: the reason is `not_open`, and the wait given starts
+/// at the opening.
+#[tokio::test]
+async fn before_the_opening_the_reason_is_not_open_and_the_wait_starts_then() {
+    let c = clock();
+    let room = WaitingRoom::builder("front-open")
+        .capacity(10)
+        .opens_at(UNIX_EPOCH + Duration::from_millis(T0 + 600_000))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let p = room.join(&WaitingRoom::new_session_id(), None).await.unwrap();
+    let st = room.status(Some(&p));
+    assert_eq!(st.stopped, Some(waitroom_layer::Stopped::NotOpen));
+    // Tenth of ten places: it goes in at the opening, 600 s from now.
+    assert_eq!(st.eta_seconds, Some(600));
+}

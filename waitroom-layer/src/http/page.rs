@@ -521,6 +521,7 @@ mod tests {
             in_line: 5,
             refresh_seconds: 20,
             opens_at: Some("2026-03-01T10:00:00Z".into()),
+            stopped: None,
             store_ok: true,
             updated_at: "2026-03-01T09:00:00Z".into(),
         }

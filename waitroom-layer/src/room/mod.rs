@@ -49,7 +49,7 @@ use liveness::Pending;
 use metrics::RoomMetrics;
 use tokens::Tokens;
 
-pub use status::{Door, RoomStats, Status, ViewState};
+pub use status::{Door, RoomStats, Status, Stopped, ViewState};
 
 /// A waiting room for one on-sale. Cheap to clone: one `Arc` inside, so every clone (every route, every layer) shares
 /// one line.
