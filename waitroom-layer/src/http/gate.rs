@@ -336,6 +336,7 @@ fn held_reply(
         join_url: format!("{base}/join?return_to={enc}"),
         script_url: format!("{base}/holding.js"),
         idle_timeout_minutes: shared.room.config().idle_timeout.as_secs().div_ceil(60),
+        text: shared.texts.pick(&parts.headers),
         status,
     };
     let page = shared.page.render(&ctx);
