@@ -21,8 +21,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use waitroom::demo::{Shop, room_layer};
 use waitroom::layer::{Fairness, Inventory, STATE_HEADER, WaitingRoom};
-use waitroom_testkit::chromium::Chromium;
 use waitroom::verify::VerifyLayer;
+use waitroom_testkit::chromium::Chromium;
 use waitroom_testkit::http::browser as client;
 
 /// The longest one Chromium run may take (its virtual time runs ahead of the wall clock; a run takes a few seconds
@@ -408,13 +408,19 @@ async fn the_holding_page_polls_at_once_when_it_wakes_up() {
     // Left alone, the page asks once soon after it loads (a place may be freeing), then not again within ten
     // seconds: its interval is ten minutes.
     let (polls, _) = s.visit("").await;
-    assert_eq!(polls, 1, "one early poll, then none of its own within the budget");
+    assert_eq!(
+        polls, 1,
+        "one early poll, then none of its own within the budget"
+    );
     // The tab becomes visible again (Chromium fires `visibilitychange`; headless never hides a page, so the
     // script fires it itself, three seconds in).
     let (polls, _) = s
         .visit("setTimeout(function(){document.dispatchEvent(new Event('visibilitychange'))},3000)")
         .await;
-    assert_eq!(polls, 2, "the early poll and one, at once, on visibilitychange");
+    assert_eq!(
+        polls, 2,
+        "the early poll and one, at once, on visibilitychange"
+    );
     // Restored from the back-forward cache (a `pageshow` that says so); a `pageshow` that is a first load is not.
     let (polls, _) = s
         .visit(
@@ -430,7 +436,10 @@ async fn the_holding_page_polls_at_once_when_it_wakes_up() {
     let (polls, _) = s
         .visit("setTimeout(function(){window.dispatchEvent(new Event('online'))},3000)")
         .await;
-    assert_eq!(polls, 2, "the early poll and one when the network comes back");
+    assert_eq!(
+        polls, 2,
+        "the early poll and one when the network comes back"
+    );
     // The early poll fails: the page tries again (after about two seconds), and the retry succeeds.
     s.fail_polls.store(1, Ordering::SeqCst);
     let (polls, dom) = s.visit("").await;
@@ -539,7 +548,9 @@ async fn reach_sentence() {
 
 /// Runs `f` with a fresh headless Chromium (DevTools over a pipe; every call bounded by the driver) on a blocking
 /// thread, within [`TEST_LIMIT`].
-async fn with_chromium<T: Send + 'static>(f: impl FnOnce(&mut Chromium) -> T + Send + 'static) -> T {
+async fn with_chromium<T: Send + 'static>(
+    f: impl FnOnce(&mut Chromium) -> T + Send + 'static,
+) -> T {
     let _ = chromium();
     let run = tokio::task::spawn_blocking(move || {
         let mut b = Chromium::launch();
@@ -564,8 +575,18 @@ async fn a_lone_visitor_in_an_empty_room_reaches_the_page_without_seeing_the_hol
     .await;
     assert_eq!(shown["path"], "/seats", "{shown}");
     assert_eq!(shown["holding"], false, "{shown}");
-    assert!(shown["text"].as_str().unwrap().contains("Choose your seats"), "{shown}");
-    assert_eq!(s.held.load(Ordering::SeqCst), 0, "the room served a holding page");
+    assert!(
+        shown["text"]
+            .as_str()
+            .unwrap()
+            .contains("Choose your seats"),
+        "{shown}"
+    );
+    assert_eq!(
+        s.held.load(Ordering::SeqCst),
+        0,
+        "the room served a holding page"
+    );
     assert_eq!(s.polls.0.load(Ordering::SeqCst), 0, "a status poll came");
     assert_eq!(s.room.stats().active, 1);
 }
@@ -595,13 +616,23 @@ async fn the_holding_page_shows_no_row_that_does_not_apply() {
     assert_eq!(paused["state"], "paused", "{paused}");
     assert_eq!(paused["bad"], serde_json::json!([]), "{paused}");
     let text = paused["text"].as_str().unwrap();
-    assert!(text.contains("Your place") && text.contains("the line is paused"), "{text}");
-    assert!(!text.contains("Estimated wait") && !text.contains('–'), "{text}");
+    assert!(
+        text.contains("Your place") && text.contains("the line is paused"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Estimated wait") && !text.contains('–'),
+        "{text}"
+    );
 
     // Sold out: nothing but the news.
     s.room.resume().await.unwrap();
     s.room
-        .set_inventory(Inventory { total: 10, sold: 10, held: 0 })
+        .set_inventory(Inventory {
+            total: 10,
+            sold: 10,
+            held: 0,
+        })
         .await
         .unwrap();
     s.room.refresh().await.unwrap();
@@ -615,7 +646,10 @@ async fn the_holding_page_shows_no_row_that_does_not_apply() {
     assert_eq!(sold["bad"], serde_json::json!([]), "{sold}");
     let text = sold["text"].as_str().unwrap();
     assert!(text.contains("Every ticket has been sold"), "{text}");
-    assert!(!text.contains("Your place") && !text.contains("Estimated wait") && !text.contains('–'), "{text}");
+    assert!(
+        !text.contains("Your place") && !text.contains("Estimated wait") && !text.contains('–'),
+        "{text}"
+    );
 
     // The pre-queue: the draw's time and its countdown, no place and no wait yet.
     let (url, _room) = prequeue_room().await;
@@ -633,8 +667,14 @@ async fn the_holding_page_shows_no_row_that_does_not_apply() {
     assert_eq!(pre["state"], "prequeue", "{pre}");
     assert_eq!(pre["bad"], serde_json::json!([]), "{pre}");
     let text = pre["text"].as_str().unwrap();
-    assert!(text.contains("The draw happens at") && text.contains("Opens at"), "{text}");
-    assert!(!text.contains("Your place") && !text.contains("Estimated wait") && !text.contains('–'), "{text}");
+    assert!(
+        text.contains("The draw happens at") && text.contains("Opens at"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Your place") && !text.contains("Estimated wait") && !text.contains('–'),
+        "{text}"
+    );
 }
 
 /// A room whose draw is ten minutes away (the real clock), `/seats` behind it. Returns its address and the room.
@@ -690,12 +730,24 @@ async fn the_countdown_shows_the_readers_local_time() {
     let h12 = if h % 12 == 0 { 12 } else { h % 12 };
     let local = format!("{h12:02}:{m:02}:{sec:02}");
     let opens = shown["opens"].as_str().unwrap();
-    assert!(opens.contains(&local) && !opens.contains("UTC"), "{local} in India, shown {opens:?}");
+    assert!(
+        opens.contains(&local) && !opens.contains("UTC"),
+        "{local} in India, shown {opens:?}"
+    );
     let message = shown["message"].as_str().unwrap();
-    assert!(message.contains(&format!("The draw happens at {opens}.")), "{message}");
+    assert!(
+        message.contains(&format!("The draw happens at {opens}.")),
+        "{message}"
+    );
     // Ten minutes away, minus the time the page took: "in 9:5x" or so, then less.
-    let (first, later) = (shown["first"].as_str().unwrap(), shown["later"].as_str().unwrap());
-    assert!(first.starts_with("in 9:") || first.starts_with("in 10:"), "{first}");
+    let (first, later) = (
+        shown["first"].as_str().unwrap(),
+        shown["later"].as_str().unwrap(),
+    );
+    assert!(
+        first.starts_with("in 9:") || first.starts_with("in 10:"),
+        "{first}"
+    );
     assert!(later < first, "{first} then {later}");
 }
 
@@ -708,7 +760,11 @@ async fn the_holding_page_has_labels_and_enough_contrast() {
     occupy(&s.url, "/seats", &client(), "Choose your seats").await;
     // Three ahead, so the page shows its progress bar (from place 4).
     for _ in 0..3 {
-        client().get(format!("{}/seats", s.url)).send().await.unwrap();
+        client()
+            .get(format!("{}/seats", s.url))
+            .send()
+            .await
+            .unwrap();
     }
     const CHECK: &str = "(() => { \
       const rgb = c => { const m = c.match(/[\\d.]+/g).map(Number); return { r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1 }; }; \
@@ -743,11 +799,18 @@ async fn the_holding_page_has_labels_and_enough_contrast() {
     for (mode, r) in [("light", &light), ("dark", &dark)] {
         assert_eq!(r["shown"], 1, "{mode}: the progress bar shows: {r}");
         assert_eq!(r["unlabelled"], serde_json::json!([]), "{mode}: {r}");
-        assert_eq!((r["lang"].as_str(), r["h1"].as_u64(), r["live"].as_bool()), (Some("en"), Some(1), Some(true)), "{r}");
+        assert_eq!(
+            (r["lang"].as_str(), r["h1"].as_u64(), r["live"].as_bool()),
+            (Some("en"), Some(1), Some(true)),
+            "{r}"
+        );
         let texts = r["texts"].as_array().unwrap();
         assert!(texts.len() >= 6, "{mode}: the texts were read: {r}");
         for t in texts {
-            assert!(t["ratio"].as_f64().unwrap() >= 4.5, "{mode}: {t} is below AA contrast");
+            assert!(
+                t["ratio"].as_f64().unwrap() >= 4.5,
+                "{mode}: {t} is below AA contrast"
+            );
         }
     }
     // The two modes differ (the dark one was applied).

@@ -1231,7 +1231,10 @@ async fn a_lone_visitor_in_an_empty_room_goes_straight_in() {
     let res = a.get(s.at("/checkout")).send().await.unwrap();
     assert_eq!(res.status(), 200);
     let cookies = set_cookies(&res);
-    assert!(cookie_value(&cookies, "waitroom_token").is_some(), "{cookies:?}");
+    assert!(
+        cookie_value(&cookies, "waitroom_token").is_some(),
+        "{cookies:?}"
+    );
     assert_eq!(res.text().await.unwrap(), "seat map");
     // The pass works on the next request as well, checked by the verifier further in.
     let res = a.get(s.at("/checkout/mine")).send().await.unwrap();
@@ -1262,7 +1265,16 @@ async fn a_lone_visitor_in_an_empty_room_goes_straight_in() {
 async fn a_newcomer_does_not_pass_anyone_ahead_of_it() {
     let s = straight_site(1, |b| b).await;
     let a = browser();
-    assert_eq!(a.get(s.at("/checkout")).send().await.unwrap().text().await.unwrap(), "seat map");
+    assert_eq!(
+        a.get(s.at("/checkout"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "seat map"
+    );
     // B waits behind the full room.
     let b = browser();
     assert_eq!(state(&get_json(&b, s.at("/checkout")).await), "waiting");
@@ -1288,35 +1300,71 @@ async fn going_straight_in_keeps_every_rule_of_the_door() {
     // Paused by an operator: held, and told so.
     let s = straight_site(5, |b| b).await;
     s.room.pause().await.unwrap();
-    assert_eq!(state(&get_json(&browser(), s.at("/checkout")).await), "paused");
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "paused"
+    );
     assert_eq!(s.room.stats().active, 0);
 
     // A cap of one admission a minute: the first goes in, the second waits although four places are free.
     let s = straight_site(5, |b| b.admit_per_minute(1)).await;
-    assert_eq!(browser().get(s.at("/checkout")).send().await.unwrap().text().await.unwrap(), "seat map");
-    assert_eq!(state(&get_json(&browser(), s.at("/checkout")).await), "waiting");
+    assert_eq!(
+        browser()
+            .get(s.at("/checkout"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "seat map"
+    );
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "waiting"
+    );
     assert_eq!(s.room.stats().active, 1);
 
     // Not open yet: everyone waits for the opening.
     let opens_at = SystemTime::now() + Duration::from_secs(600);
     let s = straight_site(5, |b| b.opens_at(opens_at)).await;
-    assert_eq!(state(&get_json(&browser(), s.at("/checkout")).await), "waiting");
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "waiting"
+    );
     assert_eq!(s.room.stats().active, 0);
 
     // Every seat held at checkout: nobody goes in; every seat sold: sold out.
     let s = straight_site(5, |b| b).await;
-    let held = Inventory { total: 10, sold: 0, held: 10 };
+    let held = Inventory {
+        total: 10,
+        sold: 0,
+        held: 10,
+    };
     s.room.set_inventory(held).await.unwrap();
-    assert_eq!(state(&get_json(&browser(), s.at("/checkout")).await), "paused");
-    let sold = Inventory { total: 10, sold: 10, held: 0 };
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "paused"
+    );
+    let sold = Inventory {
+        total: 10,
+        sold: 10,
+        held: 0,
+    };
     s.room.set_inventory(sold).await.unwrap();
-    assert_eq!(state(&get_json(&browser(), s.at("/checkout")).await), "sold_out");
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "sold_out"
+    );
     assert_eq!(s.room.stats().active, 0);
 
     // Closed.
     let s = straight_site(5, |b| b).await;
     s.room.close().await.unwrap();
-    assert_eq!(state(&get_json(&browser(), s.at("/checkout")).await), "closed");
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "closed"
+    );
     assert_eq!(s.room.stats().active, 0);
 }
 
@@ -1347,7 +1395,13 @@ async fn the_holding_page_speaks_the_language_the_browser_asks_for_among_those_r
     assert!(de.contains("<html lang=\"de\">"), "{de}");
     assert!(de.contains("Sie sind in der Warteschlange"), "{de}");
     let en = page("fr-FR,en;q=0.5,de;q=0.1").await;
-    assert!(en.contains("<html lang=\"en\">") && en.contains("You are in line"), "{en}");
+    assert!(
+        en.contains("<html lang=\"en\">") && en.contains("You are in line"),
+        "{en}"
+    );
     let none = page("").await;
-    assert!(none.contains("<html lang=\"en\">"), "the first set without a header");
+    assert!(
+        none.contains("<html lang=\"en\">"),
+        "the first set without a header"
+    );
 }

@@ -1051,9 +1051,15 @@ async fn place_one_behind_a_full_room_waits_until_the_first_place_is_expected_to
     room.claim(&a).await.unwrap();
     c.advance(Duration::from_secs(100));
     room.refresh().await.unwrap();
-    let b = room.join(&WaitingRoom::new_session_id(), None).await.unwrap();
+    let b = room
+        .join(&WaitingRoom::new_session_id(), None)
+        .await
+        .unwrap();
     let st = room.status(Some(&b));
-    assert_eq!((st.state, st.position, st.stopped), (ViewState::Waiting, Some(1), None));
+    assert_eq!(
+        (st.state, st.position, st.stopped),
+        (ViewState::Waiting, Some(1), None)
+    );
     assert_eq!(
         (st.eta_seconds, st.eta_low_seconds, st.eta_high_seconds),
         (Some(140), Some(80), Some(200))
@@ -1069,15 +1075,30 @@ async fn place_one_behind_a_full_room_waits_until_the_first_place_is_expected_to
     assert_eq!(st.state, ViewState::Paused);
     assert_eq!(st.stopped, Some(waitroom_layer::Stopped::Paused));
     assert_eq!(st.position, Some(1));
-    assert_eq!((st.eta_seconds, st.eta_low_seconds, st.eta_high_seconds), (None, None, None));
+    assert_eq!(
+        (st.eta_seconds, st.eta_low_seconds, st.eta_high_seconds),
+        (None, None, None)
+    );
     // Every seat held at checkout: the same, with that reason.
     room.resume().await.unwrap();
-    room.set_inventory(Inventory { total: 5, sold: 2, held: 3 }).await.unwrap();
+    room.set_inventory(Inventory {
+        total: 5,
+        sold: 2,
+        held: 3,
+    })
+    .await
+    .unwrap();
     let st = room.status(Some(&b));
     assert_eq!(st.stopped, Some(waitroom_layer::Stopped::SeatsHeld));
     assert_eq!((st.eta_seconds, st.eta_high_seconds), (None, None));
     // A seat comes back: the door moves again and the wait is back.
-    room.set_inventory(Inventory { total: 5, sold: 2, held: 2 }).await.unwrap();
+    room.set_inventory(Inventory {
+        total: 5,
+        sold: 2,
+        held: 2,
+    })
+    .await
+    .unwrap();
     let st = room.status(Some(&b));
     assert_eq!((st.stopped, st.eta_seconds), (None, Some(80)));
 }
@@ -1095,7 +1116,10 @@ async fn before_the_opening_the_reason_is_not_open_and_the_wait_starts_then() {
         .build()
         .await
         .unwrap();
-    let p = room.join(&WaitingRoom::new_session_id(), None).await.unwrap();
+    let p = room
+        .join(&WaitingRoom::new_session_id(), None)
+        .await
+        .unwrap();
     let st = room.status(Some(&p));
     assert_eq!(st.stopped, Some(waitroom_layer::Stopped::NotOpen));
     // Tenth of ten places: it goes in at the opening, 600 s from now.

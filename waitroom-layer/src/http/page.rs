@@ -381,7 +381,13 @@ impl<'a> Values<'a> {
     fn get(&self, name: &str) -> String {
         let s = &self.ctx.status;
         let t = &*self.ctx.text;
-        let hidden = |shown: bool| if shown { String::new() } else { "hidden".into() };
+        let hidden = |shown: bool| {
+            if shown {
+                String::new()
+            } else {
+                "hidden".into()
+            }
+        };
         match name {
             "name" => s.name.clone(),
             "state" => s.state.as_str().into(),
@@ -440,7 +446,10 @@ impl<'a> Values<'a> {
 
 /// Whether the opening time is news in this state (someone in line or about to join).
 fn opening_matters(state: ViewState) -> bool {
-    matches!(state, ViewState::Prequeue | ViewState::Waiting | ViewState::Paused)
+    matches!(
+        state,
+        ViewState::Prequeue | ViewState::Waiting | ViewState::Paused
+    )
 }
 
 fn headline<'t>(t: &'t PageText, s: &Status) -> &'t str {
@@ -620,9 +629,19 @@ mod tests {
         assert!(hidden(&html, "wr-note") && hidden(&html, "wr-next"));
         for state in [ViewState::SoldOut, ViewState::Closed, ViewState::NotInLine] {
             let mut c = ctx(state);
-            (c.status.position, c.status.eta_low_seconds, c.status.eta_high_seconds) = (None, None, None);
+            (
+                c.status.position,
+                c.status.eta_low_seconds,
+                c.status.eta_high_seconds,
+            ) = (None, None, None);
             let html = t.render(&c);
-            for id in ["wr-place-row", "wr-wait-row", "wr-opens-row", "wr-progress", "wr-note"] {
+            for id in [
+                "wr-place-row",
+                "wr-wait-row",
+                "wr-opens-row",
+                "wr-progress",
+                "wr-note",
+            ] {
                 assert!(hidden(&html, id), "{state:?}: {id} shows");
             }
         }
@@ -635,7 +654,10 @@ mod tests {
         assert!(html.contains("the line is paused"));
         c.status.stopped = Some(Stopped::SeatsHeld);
         let html = t.render(&c);
-        assert!(html.contains("Every seat left is held by people at checkout"), "{html}");
+        assert!(
+            html.contains("Every seat left is held by people at checkout"),
+            "{html}"
+        );
         assert!(html.contains("every seat is held right now"));
     }
 
@@ -645,7 +667,9 @@ mod tests {
         let html = t.render(&ctx(ViewState::Prequeue));
         // Without the script: the time in UTC, with seconds.
         assert!(html.contains("The draw happens at 10:00:00 UTC"));
-        assert!(html.contains(r#"<time id="wr-opens" datetime="2026-03-01T10:00:00Z">10:00:00 UTC</time>"#));
+        assert!(html.contains(
+            r#"<time id="wr-opens" datetime="2026-03-01T10:00:00Z">10:00:00 UTC</time>"#
+        ));
         assert!(html.contains("arriving earlier or later before then makes no difference"));
         assert!(t.render(&ctx(ViewState::SoldOut)).contains("Sold out"));
         assert!(t.render(&ctx(ViewState::Closed)).contains("closed"));
@@ -675,7 +699,10 @@ mod tests {
         assert!(html.contains("There are 48,000 people ahead of you."));
         assert!(html.contains(r#"id="wr-position">48,001<"#));
         c.idle_timeout_minutes = 1;
-        assert!(t.render(&c).contains("You then have 1 minute of inactivity"));
+        assert!(
+            t.render(&c)
+                .contains("You then have 1 minute of inactivity")
+        );
     }
 
     #[test]
@@ -697,7 +724,10 @@ mod tests {
         let t = PageTemplate::default();
         let mut c = ctx(ViewState::Waiting);
         let reach = &c.text.reach.clone();
-        assert!(t.render(&c).contains(r#"id="wr-message">There are 2 people ahead of you.</p>"#));
+        assert!(
+            t.render(&c)
+                .contains(r#"id="wr-message">There are 2 people ahead of you.</p>"#)
+        );
         c.status.beyond_reach = true;
         assert!(t.render(&c).contains(&format!(
             r#"id="wr-message">There are 2 people ahead of you. {reach}</p>"#
@@ -747,7 +777,9 @@ mod tests {
 
     /// One line of the page's script: the one that starts with `prefix`.
     fn script_line(prefix: &str) -> &'static str {
-        let start = HOLDING_SCRIPT.find(prefix).unwrap_or_else(|| panic!("the script has {prefix}"));
+        let start = HOLDING_SCRIPT
+            .find(prefix)
+            .unwrap_or_else(|| panic!("the script has {prefix}"));
         let len = HOLDING_SCRIPT[start..].find('\n').expect("one line");
         &HOLDING_SCRIPT[start..start + len]
     }
@@ -781,7 +813,8 @@ mod tests {
         ];
         let mut statuses = Vec::new();
         for position in [1, 2, 3, 1_001, 48_001] {
-            for (stopped, beyond) in [(None, false), (None, true), (Some(Stopped::NotOpen), false)] {
+            for (stopped, beyond) in [(None, false), (None, true), (Some(Stopped::NotOpen), false)]
+            {
                 let mut s = status(ViewState::Waiting);
                 // Within the day, so both sides write a time alone (the script's is local: UTC under Node here).
                 s.opens_at = Some("2026-03-01T10:00:00Z".into());
@@ -795,10 +828,16 @@ mod tests {
             statuses.push(s);
         }
         for text in [PageText::english(), PageText::german()] {
-            let functions: Vec<&str> = ["function num(", "function fill(", "function eta(", "function ahead(", "function message("]
-                .into_iter()
-                .map(script_line)
-                .collect();
+            let functions: Vec<&str> = [
+                "function num(",
+                "function fill(",
+                "function eta(",
+                "function ahead(",
+                "function message(",
+            ]
+            .into_iter()
+            .map(script_line)
+            .collect();
             let table: Vec<String> = waits.iter().map(|(l, h)| format!("[{l},{h}]")).collect();
             // The script's clock, pinned: the time as the server writes it (the words around it are compared).
             let program = format!(
@@ -816,13 +855,27 @@ mod tests {
                 .env("TZ", "UTC")
                 .output()
                 .expect("Node.js runs the page's script in this test: apt-get install nodejs");
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let printed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
             for ((low, high), words) in waits.iter().zip(printed["etas"].as_array().unwrap()) {
-                assert_eq!(text.eta_words(*low, *high), words.as_str().unwrap(), "{} {low}..{high}", text.lang);
+                assert_eq!(
+                    text.eta_words(*low, *high),
+                    words.as_str().unwrap(),
+                    "{} {low}..{high}",
+                    text.lang
+                );
             }
             for (s, words) in statuses.iter().zip(printed["messages"].as_array().unwrap()) {
-                assert_eq!(message(&text, s), words.as_str().unwrap(), "{} {s:?}", text.lang);
+                assert_eq!(
+                    message(&text, s),
+                    words.as_str().unwrap(),
+                    "{} {s:?}",
+                    text.lang
+                );
             }
         }
     }

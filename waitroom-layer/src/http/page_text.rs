@@ -168,38 +168,54 @@ impl PageText {
             headline_not_in_line: s("You are not in line yet"),
             headline_returning: s("Welcome back: your turn is kept"),
             headline_missed: s("Your turn passed while you were away"),
-            prequeue: s("The draw happens at {time}. Everyone who arrives before then gets a place in line by \
-                         random draw; arriving earlier or later before then makes no difference."),
+            prequeue: s(
+                "The draw happens at {time}. Everyone who arrives before then gets a place in line by \
+                         random draw; arriving earlier or later before then makes no difference.",
+            ),
             not_open: s("The line opens at {time}; the wait below starts then."),
             next_in_line: s("You are next."),
             ahead_one: s("There is 1 person ahead of you."),
             ahead_many: s("There are {n} people ahead of you."),
             in_line: s("You have a place in line."),
             reach: s("The tickets left may run out before your turn."),
-            paused: s("Nobody is being let in at the moment: the line is paused. You keep your place, and the \
-                       line moves again by itself."),
-            seats_held: s("Every seat left is held by people at checkout, so nobody is being let in. Some seats \
+            paused: s(
+                "Nobody is being let in at the moment: the line is paused. You keep your place, and the \
+                       line moves again by itself.",
+            ),
+            seats_held: s(
+                "Every seat left is held by people at checkout, so nobody is being let in. Some seats \
                            may come back if a hold lapses. You keep your place, and the line moves again by \
-                           itself."),
+                           itself.",
+            ),
             admitted: s("Taking you there now."),
             sold_out: s("Every ticket has been sold. Thank you for waiting."),
             closed: s("Nobody new is being let in."),
-            not_in_line: s("We could not put you in line just now; this page tries again by itself."),
-            returning: s("Your turn came while you were away, and we kept it: you go in at the next free place, \
-                          ahead of the line."),
-            missed: s("Your turn came while this page was not open. We kept it for you for a while, but that \
+            not_in_line: s(
+                "We could not put you in line just now; this page tries again by itself.",
+            ),
+            returning: s(
+                "Your turn came while you were away, and we kept it: you go in at the next free place, \
+                          ahead of the line.",
+            ),
+            missed: s(
+                "Your turn came while this page was not open. We kept it for you for a while, but that \
                        time has passed, so your place in line is gone. You can join the line again, at the \
-                       back."),
-            steps_wait: s("Keep this page open; there is no need to refresh. When it is your turn, it takes you \
+                       back.",
+            ),
+            steps_wait: s(
+                "Keep this page open; there is no need to refresh. When it is your turn, it takes you \
                            on by itself. You then have {minutes} of inactivity before your place is given to the \
-                           next person."),
+                           next person.",
+            ),
             steps_done: s("You can close this page."),
             steps_missed: s("Follow the link below to join the line again."),
             steps_admitted: s("If nothing happens, follow the link below."),
             minutes_one: s("1 minute"),
             minutes_many: s("{n} minutes"),
-            store_note: s("Status temporarily unknown: we cannot reach the line right now, so these figures are \
-                           the last known ones. You keep your place; this page keeps trying."),
+            store_note: s(
+                "Status temporarily unknown: we cannot reach the line right now, so these figures are \
+                           the last known ones. You keep your place; this page keeps trying.",
+            ),
             store_note_retrying: s("Status temporarily unknown: this page keeps trying."),
             label_place: s("Your place"),
             label_wait: s("Estimated wait"),
@@ -228,48 +244,70 @@ impl PageText {
             headline_prequeue: s("Sie sind in der Vorwarteschlange"),
             headline_waiting: s("Sie sind in der Warteschlange"),
             headline_paused: s("Sie sind in der Warteschlange; sie ist angehalten"),
-            headline_seats_held: s("Sie sind in der Warteschlange; alle Plätze sind gerade reserviert"),
+            headline_seats_held: s(
+                "Sie sind in der Warteschlange; alle Plätze sind gerade reserviert",
+            ),
             headline_admitted: s("Sie sind an der Reihe"),
             headline_sold_out: s("Ausverkauft"),
             headline_closed: s("Der Verkauf ist beendet"),
             headline_not_in_line: s("Sie sind noch nicht in der Warteschlange"),
             headline_returning: s("Willkommen zurück: Ihr Platz ist reserviert"),
             headline_missed: s("Ihr Platz ist verfallen, während Sie weg waren"),
-            prequeue: s("Die Auslosung findet um {time} statt. Wer vorher kommt, erhält per Los einen Platz in \
-                         der Warteschlange; ob Sie früher oder später vorher kommen, macht keinen Unterschied."),
+            prequeue: s(
+                "Die Auslosung findet um {time} statt. Wer vorher kommt, erhält per Los einen Platz in \
+                         der Warteschlange; ob Sie früher oder später vorher kommen, macht keinen Unterschied.",
+            ),
             not_open: s("Die Warteschlange öffnet um {time}; die Wartezeit unten beginnt dann."),
             next_in_line: s("Sie sind als Nächstes an der Reihe."),
             ahead_one: s("1 Person ist vor Ihnen."),
             ahead_many: s("{n} Personen sind vor Ihnen."),
             in_line: s("Sie haben einen Platz in der Warteschlange."),
-            reach: s("Die restlichen Tickets könnten ausverkauft sein, bevor Sie an der Reihe sind."),
-            paused: s("Im Moment wird niemand eingelassen: Die Warteschlange ist angehalten. Sie behalten Ihren \
-                       Platz, und es geht von selbst weiter."),
-            seats_held: s("Alle übrigen Plätze sind von Personen an der Kasse reserviert, daher wird niemand \
+            reach: s(
+                "Die restlichen Tickets könnten ausverkauft sein, bevor Sie an der Reihe sind.",
+            ),
+            paused: s(
+                "Im Moment wird niemand eingelassen: Die Warteschlange ist angehalten. Sie behalten Ihren \
+                       Platz, und es geht von selbst weiter.",
+            ),
+            seats_held: s(
+                "Alle übrigen Plätze sind von Personen an der Kasse reserviert, daher wird niemand \
                            eingelassen. Einige Plätze können frei werden, wenn eine Reservierung abläuft. Sie \
-                           behalten Ihren Platz, und es geht von selbst weiter."),
+                           behalten Ihren Platz, und es geht von selbst weiter.",
+            ),
             admitted: s("Sie werden jetzt weitergeleitet."),
             sold_out: s("Alle Tickets sind verkauft. Danke fürs Warten."),
             closed: s("Es wird niemand mehr eingelassen."),
-            not_in_line: s("Wir konnten Sie gerade nicht in die Warteschlange aufnehmen; diese Seite versucht es \
-                            von selbst erneut."),
-            returning: s("Sie waren an der Reihe, während Sie weg waren, und wir haben Ihren Platz behalten: Sie \
-                          kommen beim nächsten freien Platz hinein, vor der Warteschlange."),
-            missed: s("Sie waren an der Reihe, während diese Seite nicht offen war. Wir haben Ihren Platz eine \
+            not_in_line: s(
+                "Wir konnten Sie gerade nicht in die Warteschlange aufnehmen; diese Seite versucht es \
+                            von selbst erneut.",
+            ),
+            returning: s(
+                "Sie waren an der Reihe, während Sie weg waren, und wir haben Ihren Platz behalten: Sie \
+                          kommen beim nächsten freien Platz hinein, vor der Warteschlange.",
+            ),
+            missed: s(
+                "Sie waren an der Reihe, während diese Seite nicht offen war. Wir haben Ihren Platz eine \
                        Weile behalten, aber diese Zeit ist vorbei. Sie können sich erneut anstellen, am Ende der \
-                       Warteschlange."),
-            steps_wait: s("Lassen Sie diese Seite offen; Sie müssen nicht neu laden. Wenn Sie an der Reihe sind, \
+                       Warteschlange.",
+            ),
+            steps_wait: s(
+                "Lassen Sie diese Seite offen; Sie müssen nicht neu laden. Wenn Sie an der Reihe sind, \
                            leitet sie Sie von selbst weiter. Danach haben Sie {minutes} ohne Aktivität, bevor Ihr \
-                           Platz an die nächste Person geht."),
+                           Platz an die nächste Person geht.",
+            ),
             steps_done: s("Sie können diese Seite schließen."),
             steps_missed: s("Folgen Sie dem Link unten, um sich erneut anzustellen."),
             steps_admitted: s("Falls nichts passiert, folgen Sie dem Link unten."),
             minutes_one: s("1 Minute"),
             minutes_many: s("{n} Minuten"),
-            store_note: s("Status vorübergehend unbekannt: Wir erreichen die Warteschlange gerade nicht, die \
+            store_note: s(
+                "Status vorübergehend unbekannt: Wir erreichen die Warteschlange gerade nicht, die \
                            Angaben sind die zuletzt bekannten. Sie behalten Ihren Platz; diese Seite versucht es \
-                           weiter."),
-            store_note_retrying: s("Status vorübergehend unbekannt: Diese Seite versucht es weiter."),
+                           weiter.",
+            ),
+            store_note_retrying: s(
+                "Status vorübergehend unbekannt: Diese Seite versucht es weiter.",
+            ),
             label_place: s("Ihr Platz"),
             label_wait: s("Geschätzte Wartezeit"),
             label_opens: s("Öffnet um"),
@@ -293,7 +331,7 @@ impl PageText {
         let digits = n.to_string();
         let mut out = String::with_capacity(digits.len() + digits.len() / 3);
         for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 out.push_str(&self.thousands_separator);
             }
             out.push(c);
@@ -421,7 +459,11 @@ mod tests {
     #[test]
     fn the_language_is_the_first_asked_for_that_is_registered() {
         let mut texts = PageTexts::default();
-        assert_eq!(texts.pick(&asking("de")).lang, "en", "only English registered");
+        assert_eq!(
+            texts.pick(&asking("de")).lang,
+            "en",
+            "only English registered"
+        );
         texts.add(PageText::german());
         assert_eq!(texts.pick(&asking("de-AT, de;q=0.9, en;q=0.5")).lang, "de");
         assert_eq!(texts.pick(&asking("fr, en;q=0.8, de;q=0.5")).lang, "en");

@@ -361,7 +361,11 @@ pub(crate) fn place_frees(
 ) -> Option<Eta> {
     let at = *admitted_ms.get(usize::try_from(k.checked_sub(1)?).ok()?)?;
     let v = visit.as_millis() as f64;
-    let left = |share: f64| ((at as f64 + v * share - now_ms as f64) / 1000.0).max(0.0).ceil() as u64;
+    let left = |share: f64| {
+        ((at as f64 + v * share - now_ms as f64) / 1000.0)
+            .max(0.0)
+            .ceil() as u64
+    };
     let (low, point, high) = (left(0.75), left(1.0), left(1.25));
     let overdue = high == 0;
     Some(Eta {
@@ -461,11 +465,17 @@ mod tests {
         assert_eq!((e.seconds, e.low_seconds, e.high_seconds), (140, 80, 200));
         let e = place_frees(2, &front, 100_000, visit, idle, EtaBasis::Configured).unwrap();
         assert_eq!((e.seconds, e.low_seconds, e.high_seconds), (200, 140, 260));
-        assert_eq!(place_frees(3, &front, 100_000, visit, idle, EtaBasis::Configured), None);
+        assert_eq!(
+            place_frees(3, &front, 100_000, visit, idle, EtaBasis::Configured),
+            None
+        );
         // At 301 s the first visit has outlasted the long end: it frees within the idle timeout at the latest.
         let e = place_frees(1, &front, 301_000, visit, idle, EtaBasis::Configured).unwrap();
         assert_eq!((e.low_seconds, e.high_seconds), (0, 600));
-        assert_eq!(crate::http::page::eta_words(e.low_seconds, e.high_seconds), "about 1 to 10 minutes");
+        assert_eq!(
+            crate::http::page::eta_words(e.low_seconds, e.high_seconds),
+            "about 1 to 10 minutes"
+        );
     }
 
     #[test]

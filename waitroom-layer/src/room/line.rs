@@ -109,7 +109,7 @@ impl WaitingRoom {
         }
         let _running = Running(&self.inner.early_tick);
         let report = self.run_once(false).await;
-        let admitted = report.ok()?.admitted.iter().any(|s| *s == p.session);
+        let admitted = report.ok()?.admitted.contains(&p.session);
         admitted.then(|| Placement {
             session: p.session.clone(),
             state: SessionState::Admitted,

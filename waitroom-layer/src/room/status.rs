@@ -288,8 +288,12 @@ impl WaitingRoom {
             st.eta_basis = Some(eta.basis);
             if matches!(st.stopped, Some(Stopped::Paused | Stopped::SeatsHeld)) {
                 // Nobody knows when the door moves again: no wait it cannot keep.
-                (st.eta_seconds, st.eta_low_seconds, st.eta_high_seconds, st.eta_basis) =
-                    (None, None, None, None);
+                (
+                    st.eta_seconds,
+                    st.eta_low_seconds,
+                    st.eta_high_seconds,
+                    st.eta_basis,
+                ) = (None, None, None, None);
             }
             if let Some(reach) = estimate::reach(&snap) {
                 let reach_pos = reach.saturating_sub(snap.served);
@@ -397,7 +401,9 @@ impl WaitingRoom {
             measured => measured,
         };
         let front = meter.front(&snap).into();
-        self.inner.pace.store(Arc::new((pace, meter.first_wave(), front)));
+        self.inner
+            .pace
+            .store(Arc::new((pace, meter.first_wave(), front)));
     }
 
     /// This instance's counters and the room's figures in the OpenMetrics text format (content type
