@@ -40,8 +40,9 @@
 //!   with its place in line. The cookie is `<session>.<mark>.<hmac>`,
 //!   signed with the room's cookie secret (HMAC-SHA256, checked in constant time); a forged or garbled one is no
 //!   cookie at all. It carries the line number (or `p` while in the pre-queue), so a poll is answered from memory.
-//! - The page polls `GET {base}/status` (JSON) every `refresh_seconds` with jitter; without JavaScript it
-//!   refreshes itself. When the session is let in, the poll claims the place, sets the admission token cookie
+//! - A newcomer who finds a free place and nobody ahead goes straight in on that first request (the door's tick
+//!   runs at once; [`RoomBuilder::straight_in`]). Otherwise the page polls `GET {base}/status` (JSON) a second or
+//!   two after it loads, then every `refresh_seconds` with jitter; without JavaScript it refreshes itself. When the session is let in, the poll claims the place, sets the admission token cookie
 //!   (`__Host-waitroom_token`, a JWT signed by the room, lifetime = the idle timeout) and the page goes on to `next`.
 //! - With a valid token for its own session a request passes to the inner service. The room counts it as
 //!   activity (batched) and re-issues the token once more than half its life is gone.
