@@ -20,8 +20,9 @@ use axum::middleware::{self, Next};
 use serde_json::Value;
 use tokio::sync::Notify;
 use waitroom::demo::{Shop, room_layer};
-use waitroom::layer::{Inventory, WaitingRoom};
+use waitroom::layer::{Fairness, Inventory, STATE_HEADER, WaitingRoom};
 use waitroom::verify::VerifyLayer;
+use waitroom_testkit::chromium::Chromium;
 use waitroom_testkit::http::browser as client;
 
 /// The longest one Chromium run may take (its virtual time runs ahead of the wall clock; a run takes a few seconds
@@ -59,6 +60,8 @@ struct Store {
     room: WaitingRoom,
     /// Status polls seen, and a signal on each.
     polls: Arc<(AtomicUsize, Notify)>,
+    /// Pages of the room served (an HTML answer that says where the session stands: the holding page).
+    held: Arc<AtomicUsize>,
 }
 
 /// The demo storefront on an ephemeral port: capacity 1, the real clock and background door (every 50 ms), the
@@ -80,12 +83,13 @@ async fn storefront() -> Store {
         .build();
     shop.report_inventory().await;
     let polls = Arc::new((AtomicUsize::new(0), Notify::new()));
-    let seen = polls.clone();
+    let held = Arc::new(AtomicUsize::new(0));
+    let (seen, pages) = (polls.clone(), held.clone());
     let app = shop
         .router(VerifyLayer::new(room.verifier().clone()))
         .layer(room_layer(room.clone()).unwrap())
         .layer(middleware::from_fn(move |req: Request, next: Next| {
-            let seen = seen.clone();
+            let (seen, pages) = (seen.clone(), pages.clone());
             async move {
                 let poll = req.uri().path() == "/waitroom/status";
                 let res = next.run(req).await;
@@ -93,13 +97,25 @@ async fn storefront() -> Store {
                     seen.0.fetch_add(1, Ordering::SeqCst);
                     seen.1.notify_waiters();
                 }
+                let html = res
+                    .headers()
+                    .get("content-type")
+                    .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
+                if html && res.headers().contains_key(STATE_HEADER) {
+                    pages.fetch_add(1, Ordering::SeqCst);
+                }
                 res
             }
         }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Store { url, room, polls }
+    Store {
+        url,
+        room,
+        polls,
+        held,
+    }
 }
 
 /// Joins with `c` at `url` + `path` and waits until the door lets it in (it then holds the only place, and the page
@@ -389,15 +405,22 @@ impl Sleeper {
 async fn the_holding_page_polls_at_once_when_it_wakes_up() {
     let _ = chromium();
     let s = sleeper().await;
-    // Left alone, the page does not poll within ten seconds: its interval is ten minutes.
+    // Left alone, the page asks once soon after it loads (a place may be freeing), then not again within ten
+    // seconds: its interval is ten minutes.
     let (polls, _) = s.visit("").await;
-    assert_eq!(polls, 0, "no poll of its own within the budget");
+    assert_eq!(
+        polls, 1,
+        "one early poll, then none of its own within the budget"
+    );
     // The tab becomes visible again (Chromium fires `visibilitychange`; headless never hides a page, so the
     // script fires it itself, three seconds in).
     let (polls, _) = s
         .visit("setTimeout(function(){document.dispatchEvent(new Event('visibilitychange'))},3000)")
         .await;
-    assert_eq!(polls, 1, "one poll, at once, on visibilitychange");
+    assert_eq!(
+        polls, 2,
+        "the early poll and one, at once, on visibilitychange"
+    );
     // Restored from the back-forward cache (a `pageshow` that says so); a `pageshow` that is a first load is not.
     let (polls, _) = s
         .visit(
@@ -406,22 +429,25 @@ async fn the_holding_page_polls_at_once_when_it_wakes_up() {
         )
         .await;
     assert_eq!(
-        polls, 1,
-        "one poll on a pageshow from the back-forward cache"
+        polls, 2,
+        "the early poll and one on a pageshow from the back-forward cache"
     );
     // The network comes back.
     let (polls, _) = s
         .visit("setTimeout(function(){window.dispatchEvent(new Event('online'))},3000)")
         .await;
-    assert_eq!(polls, 1, "one poll when the network comes back");
-    // The wake-up's poll fails: the page tries again (after about two seconds), and says it keeps trying.
+    assert_eq!(
+        polls, 2,
+        "the early poll and one when the network comes back"
+    );
+    // The early poll fails: the page tries again (after about two seconds), and the retry succeeds.
     s.fail_polls.store(1, Ordering::SeqCst);
-    let (polls, dom) = s
-        .visit("setTimeout(function(){document.dispatchEvent(new Event('visibilitychange'))},3000)")
-        .await;
+    let (polls, dom) = s.visit("").await;
     assert_eq!(polls, 2, "a failed poll is tried again");
-    assert!(
-        !dom.contains("this page keeps trying"),
+    // The retry succeeded: the note the failure wrote ("this page keeps trying") is gone.
+    assert_eq!(
+        text_of(&dom, "wr-note").as_deref(),
+        Some(""),
         "the retry succeeded: {dom}"
     );
 }
@@ -518,6 +544,277 @@ async fn reach_sentence() {
         "the page did not say the seats may run out: {message:?}"
     );
     assert_eq!(text_of(&dom, "wr-position").as_deref(), Some("1"));
+}
+
+/// Runs `f` with a fresh headless Chromium (DevTools over a pipe; every call bounded by the driver) on a blocking
+/// thread, within [`TEST_LIMIT`].
+async fn with_chromium<T: Send + 'static>(
+    f: impl FnOnce(&mut Chromium) -> T + Send + 'static,
+) -> T {
+    let _ = chromium();
+    let run = tokio::task::spawn_blocking(move || {
+        let mut b = Chromium::launch();
+        f(&mut b)
+    });
+    tokio::time::timeout(TEST_LIMIT, run)
+        .await
+        .unwrap_or_else(|_| panic!("the browser's part did not end within {TEST_LIMIT:?}"))
+        .unwrap()
+}
+
+/// A lone visitor on an empty room: the first page the browser shows is the one asked for. The room served no
+/// holding page and no status poll came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_visitor_in_an_empty_room_reaches_the_page_without_seeing_the_holding_page() {
+    let s = storefront().await;
+    let url = s.url.clone();
+    let shown = with_chromium(move |b| {
+        b.navigate(&format!("{url}/seats"));
+        b.eval("({ path: location.pathname, text: document.body.innerText, holding: !!document.getElementById('wr-data') })")
+    })
+    .await;
+    assert_eq!(shown["path"], "/seats", "{shown}");
+    assert_eq!(shown["holding"], false, "{shown}");
+    assert!(
+        shown["text"]
+            .as_str()
+            .unwrap()
+            .contains("Choose your seats"),
+        "{shown}"
+    );
+    assert_eq!(
+        s.held.load(Ordering::SeqCst),
+        0,
+        "the room served a holding page"
+    );
+    assert_eq!(s.polls.0.load(Ordering::SeqCst), 0, "a status poll came");
+    assert_eq!(s.room.stats().active, 1);
+}
+
+/// What the page renders, read from the DOM: the elements with `hidden` that still take space or are displayed
+/// (none may), and the text a reader sees (`innerText` leaves out what is not rendered).
+const RENDERED: &str = "(() => { const bad = []; \
+    document.querySelectorAll('main [hidden]').forEach(e => { \
+      if (e.getClientRects().length > 0 || getComputedStyle(e).display !== 'none') bad.push(e.id || e.tagName); }); \
+    const main = document.querySelector('main'); \
+    return { bad, state: main.dataset.state, text: main.innerText }; })()";
+
+/// The sold-out, pre-queue and paused screens show no row that does not apply: no "Your place –", no "Estimated
+/// wait –" (a stylesheet `display` once overrode the `hidden` attribute).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holding_page_shows_no_row_that_does_not_apply() {
+    // Paused, with someone inside: the place shows, the wait does not (nobody knows when the door moves).
+    let s = storefront().await;
+    occupy(&s.url, "/seats", &client(), "Choose your seats").await;
+    s.room.pause().await.unwrap();
+    let url = s.url.clone();
+    let paused = with_chromium(move |b| {
+        b.navigate(&format!("{url}/seats"));
+        b.eval(RENDERED)
+    })
+    .await;
+    assert_eq!(paused["state"], "paused", "{paused}");
+    assert_eq!(paused["bad"], serde_json::json!([]), "{paused}");
+    let text = paused["text"].as_str().unwrap();
+    assert!(
+        text.contains("Your place") && text.contains("the line is paused"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Estimated wait") && !text.contains('–'),
+        "{text}"
+    );
+
+    // Sold out: nothing but the news.
+    s.room.resume().await.unwrap();
+    s.room
+        .set_inventory(Inventory {
+            total: 10,
+            sold: 10,
+            held: 0,
+        })
+        .await
+        .unwrap();
+    s.room.refresh().await.unwrap();
+    let url = s.url.clone();
+    let sold = with_chromium(move |b| {
+        b.navigate(&format!("{url}/seats"));
+        b.eval(RENDERED)
+    })
+    .await;
+    assert_eq!(sold["state"], "sold_out", "{sold}");
+    assert_eq!(sold["bad"], serde_json::json!([]), "{sold}");
+    let text = sold["text"].as_str().unwrap();
+    assert!(text.contains("Every ticket has been sold"), "{text}");
+    assert!(
+        !text.contains("Your place") && !text.contains("Estimated wait") && !text.contains('–'),
+        "{text}"
+    );
+
+    // The pre-queue: the draw's time and its countdown, no place and no wait yet.
+    let (url, _room) = prequeue_room().await;
+    let pre = with_chromium(move |b| {
+        b.navigate(&format!("{url}/seats"));
+        b.wait_for(
+            "document.getElementById('wr-countdown').textContent !== ''",
+            "0",
+            Duration::from_secs(10),
+            "the countdown is written",
+        );
+        b.eval(RENDERED)
+    })
+    .await;
+    assert_eq!(pre["state"], "prequeue", "{pre}");
+    assert_eq!(pre["bad"], serde_json::json!([]), "{pre}");
+    let text = pre["text"].as_str().unwrap();
+    assert!(
+        text.contains("The draw happens at") && text.contains("Opens at"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Your place") && !text.contains("Estimated wait") && !text.contains('–'),
+        "{text}"
+    );
+}
+
+/// A room whose draw is ten minutes away (the real clock), `/seats` behind it. Returns its address and the room.
+async fn prequeue_room() -> (String, WaitingRoom) {
+    let opens_at = std::time::SystemTime::now() + Duration::from_secs(600);
+    let room = WaitingRoom::builder("draw-page")
+        .capacity(10)
+        .fairness(Fairness::RandomAtOpen { opens_at })
+        .poll_interval(Duration::from_secs(5))
+        .secure_cookies(false)
+        .build()
+        .await
+        .unwrap();
+    let app = axum::Router::new()
+        .route("/seats", axum::routing::get(|| async { "seat map" }))
+        .layer(room_layer(room.clone()).unwrap());
+    (waitroom_testkit::http::serve(app).await, room)
+}
+
+/// Under another time zone (India, UTC+5:30: no whole-hour offset can pass for it) the page writes the draw's
+/// time in local time, not UTC, and its countdown moves by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_countdown_shows_the_readers_local_time() {
+    let (url, room) = prequeue_room().await;
+    let shown = with_chromium(move |b| {
+        b.call(
+            "Emulation.setTimezoneOverride",
+            serde_json::json!({ "timezoneId": "Asia/Kolkata" }),
+        );
+        b.navigate(&format!("{url}/seats"));
+        let cd = "document.getElementById('wr-countdown').textContent";
+        let first = b.wait_for(&format!("/^in \\d+:\\d\\d$/.test({cd})"), cd, Duration::from_secs(10), "a countdown");
+        // It moves: a second later it says less (wait bounded; the page's own timer writes it).
+        let later = b.wait_for(
+            &format!("{cd} !== {first}"),
+            cd,
+            Duration::from_secs(10),
+            "the countdown moves",
+        );
+        b.eval(&format!(
+            "({{ opens: document.getElementById('wr-opens').textContent, \
+              at: document.getElementById('wr-opens').getAttribute('datetime'), \
+              message: document.getElementById('wr-message').textContent, first: {first}, later: {later} }})"
+        ))
+    })
+    .await;
+    drop(room);
+    // The opening in UTC (`2026-12-02T10:43:07Z`), moved to India's time of day.
+    let at = shown["at"].as_str().unwrap();
+    let part = |r: std::ops::Range<usize>| at[r].parse::<u64>().expect("an RFC 3339 time");
+    let secs = (part(11..13) * 3600 + part(14..16) * 60 + part(17..19) + 5 * 3600 + 1800) % 86_400;
+    let (h, m, sec) = (secs / 3600, (secs / 60) % 60, secs % 60);
+    let h12 = if h % 12 == 0 { 12 } else { h % 12 };
+    let local = format!("{h12:02}:{m:02}:{sec:02}");
+    let opens = shown["opens"].as_str().unwrap();
+    assert!(
+        opens.contains(&local) && !opens.contains("UTC"),
+        "{local} in India, shown {opens:?}"
+    );
+    let message = shown["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("The draw happens at {opens}.")),
+        "{message}"
+    );
+    // Ten minutes away, minus the time the page took: "in 9:5x" or so, then less.
+    let (first, later) = (
+        shown["first"].as_str().unwrap(),
+        shown["later"].as_str().unwrap(),
+    );
+    assert!(
+        first.starts_with("in 9:") || first.starts_with("in 10:"),
+        "{first}"
+    );
+    assert!(later < first, "{first} then {later}");
+}
+
+/// The holding page's own accessibility checks, in light and dark mode: every text it shows has at least WCAG AA
+/// contrast (4.5:1) against what is behind it, the progress bar has a label, the page says its language, has one
+/// `h1` and a live region.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holding_page_has_labels_and_enough_contrast() {
+    let s = storefront().await;
+    occupy(&s.url, "/seats", &client(), "Choose your seats").await;
+    // Three ahead, so the page shows its progress bar (from place 4).
+    for _ in 0..3 {
+        client()
+            .get(format!("{}/seats", s.url))
+            .send()
+            .await
+            .unwrap();
+    }
+    const CHECK: &str = "(() => { \
+      const rgb = c => { const m = c.match(/[\\d.]+/g).map(Number); return { r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1 }; }; \
+      const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }; \
+        return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); }; \
+      const behind = e => { for (; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.a > 0) return c; } \
+        return { r: 255, g: 255, b: 255, a: 1 }; }; \
+      const texts = []; \
+      document.querySelectorAll('body *').forEach(e => { \
+        if (!e.getClientRects().length) return; \
+        if (![...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) return; \
+        const a = lum(rgb(getComputedStyle(e).color)), b = lum(behind(e)); \
+        texts.push({ what: e.id || e.tagName, ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05) }); }); \
+      const unlabelled = [...document.querySelectorAll('progress, input, select, textarea, button')] \
+        .filter(e => e.getClientRects().length && !(e.labels && e.labels.length) && !e.getAttribute('aria-label')) \
+        .map(e => e.id || e.tagName); \
+      return { texts, unlabelled, shown: [...document.querySelectorAll('progress')].filter(e => e.getClientRects().length).length, \
+        lang: document.documentElement.lang, h1: document.querySelectorAll('h1').length, \
+        live: !!document.querySelector('[aria-live]') }; })()";
+    let url = s.url.clone();
+    let (light, dark) = with_chromium(move |b| {
+        b.navigate(&format!("{url}/seats"));
+        let light = b.eval(CHECK);
+        b.call(
+            "Emulation.setEmulatedMedia",
+            serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] }),
+        );
+        let dark = b.eval(CHECK);
+        (light, dark)
+    })
+    .await;
+    for (mode, r) in [("light", &light), ("dark", &dark)] {
+        assert_eq!(r["shown"], 1, "{mode}: the progress bar shows: {r}");
+        assert_eq!(r["unlabelled"], serde_json::json!([]), "{mode}: {r}");
+        assert_eq!(
+            (r["lang"].as_str(), r["h1"].as_u64(), r["live"].as_bool()),
+            (Some("en"), Some(1), Some(true)),
+            "{r}"
+        );
+        let texts = r["texts"].as_array().unwrap();
+        assert!(texts.len() >= 6, "{mode}: the texts were read: {r}");
+        for t in texts {
+            assert!(
+                t["ratio"].as_f64().unwrap() >= 4.5,
+                "{mode}: {t} is below AA contrast"
+            );
+        }
+    }
+    // The two modes differ (the dark one was applied).
+    assert_ne!(light["texts"], dark["texts"]);
 }
 
 // =================================================================================================================

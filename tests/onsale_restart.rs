@@ -45,6 +45,8 @@ fn demo_child_serves_until_killed() {
             capacity: 3,
             tick_interval: Duration::from_millis(50),
             data_dir: Some(PathBuf::from(dir)),
+            // The sale follows buyers through the line; going straight in has its own tests.
+            straight_in: false,
             ..Default::default()
         };
         let shop = waitroom::demo::Shop::builder(40)

@@ -196,6 +196,9 @@ pub struct RoomOptions {
     /// key and cookie secret, and on the embedded store the line (durable: a restart resumes the sale). `None`
     /// keeps nothing (fresh keys and an empty line at every start).
     pub data_dir: Option<PathBuf>,
+    /// A newcomer with a free place and nobody ahead goes straight in (default `true`; see
+    /// [`RoomBuilder::straight_in`](waitroom_layer::RoomBuilder::straight_in)).
+    pub straight_in: bool,
 }
 
 /// Where the shared store's Redis is: one server, a Redis Cluster, or a primary under Sentinel (at most one of
@@ -292,6 +295,7 @@ impl Default for RoomOptions {
             return_window: waitroom_layer::DEFAULT_RETURN_WINDOW,
             redis: RedisOptions::default(),
             data_dir: None,
+            straight_in: true,
         }
     }
 }
@@ -360,6 +364,7 @@ pub async fn build_room(
         .poll_interval(o.refresh)
         .tick_interval(o.tick_interval)
         .return_window(o.return_window)
+        .straight_in(o.straight_in)
         .secure_cookies(false);
     b = match (o.random_draw, opens_at) {
         (true, Some(at)) => b.fairness(Fairness::RandomAtOpen { opens_at: at }),

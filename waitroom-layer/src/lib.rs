@@ -40,8 +40,9 @@
 //!   with its place in line. The cookie is `<session>.<mark>.<hmac>`,
 //!   signed with the room's cookie secret (HMAC-SHA256, checked in constant time); a forged or garbled one is no
 //!   cookie at all. It carries the line number (or `p` while in the pre-queue), so a poll is answered from memory.
-//! - The page polls `GET {base}/status` (JSON) every `refresh_seconds` with jitter; without JavaScript it
-//!   refreshes itself. When the session is let in, the poll claims the place, sets the admission token cookie
+//! - A newcomer who finds a free place and nobody ahead goes straight in on that first request (the door's tick
+//!   runs at once; [`RoomBuilder::straight_in`]). Otherwise the page polls `GET {base}/status` (JSON) a second or
+//!   two after it loads, then every `refresh_seconds` with jitter; without JavaScript it refreshes itself. When the session is let in, the poll claims the place, sets the admission token cookie
 //!   (`__Host-waitroom_token`, a JWT signed by the room, lifetime = the idle timeout) and the page goes on to `next`.
 //! - With a valid token for its own session a request passes to the inner service. The room counts it as
 //!   activity (batched) and re-issues the token once more than half its life is gone.
@@ -194,6 +195,7 @@ pub use http::layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBu
 pub use http::page::{
     DEFAULT_CSP, DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words,
 };
+pub use http::page_text::PageText;
 pub use http::respond::STATE_HEADER;
 pub use http::service::WaitingRoomService;
 pub use room::builder::{
@@ -207,7 +209,7 @@ pub use room::key_files::{
 };
 pub use room::lifecycle::{RoomEvent, RoomEventKind};
 pub use room::metrics::METRICS_CONTENT_TYPE;
-pub use room::{Door, RoomStats, Status, ViewState, WaitingRoom};
+pub use room::{Door, RoomStats, Status, Stopped, ViewState, WaitingRoom};
 /// The old name of [`RoomStats`] (it read too much like [`Status`]).
 #[deprecated(note = "renamed `RoomStats`")]
 pub type Stats = RoomStats;

@@ -45,6 +45,8 @@ async fn site(capacity: u64, cors: bool) -> Site {
         .capacity(capacity)
         .idle_timeout(IDLE)
         .poll_interval(Duration::from_secs(5))
+        // These tests follow an app through the line; going straight in has its own tests.
+        .straight_in(false)
         .clock(Arc::new(clock.clone()))
         .background(false)
         .secure_cookies(false)

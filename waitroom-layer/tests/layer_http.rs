@@ -38,6 +38,8 @@ async fn room_with(clock: &ManualClock, capacity: u64, fairness: Fairness) -> Wa
         .idle_timeout(IDLE)
         .poll_interval(Duration::from_secs(5))
         .fairness(fairness)
+        // These tests follow a session through the holding page; going straight in has its own tests.
+        .straight_in(false)
         .clock(Arc::new(clock.clone()))
         .background(false)
         .secure_cookies(false)
@@ -56,6 +58,11 @@ async fn buy(Extension(admission): Extension<Admission>) -> String {
 async fn site_with(capacity: u64, fairness: Fairness) -> Site {
     let clock = ManualClock::starting_now();
     let room = room_with(&clock, capacity, fairness).await;
+    site_on(room, clock).await
+}
+
+/// [`site_with`] around a room of one's own.
+async fn site_on(room: WaitingRoom, clock: ManualClock) -> Site {
     let jwks = String::from_utf8(room.jwks_json().to_vec()).unwrap();
     let order_verifier = Verifier::builder()
         .keys(KeySet::from_jwks_json(&jwks).unwrap())
@@ -1175,7 +1182,11 @@ async fn far_back_in_a_sale_hears_the_seats_may_run_out_first_and_the_front_does
     };
     let (near_page, far_page) = (page(near.clone()).await, page(far.clone()).await);
     assert!(near_page.contains("You are next."), "{near_page}");
-    assert!(!near_page.contains(sentence), "{near_page}");
+    // (The page's words travel in its JSON island for its script: the sentence is looked for in the message.)
+    assert!(
+        near_page.contains("id=\"wr-message\">You are next.</p>"),
+        "{near_page}"
+    );
     assert!(
         far_page.contains(&format!("There are 31 people ahead of you. {sentence}")),
         "{far_page}"
@@ -1189,5 +1200,208 @@ async fn far_back_in_a_sale_hears_the_seats_may_run_out_first_and_the_front_does
         .text()
         .await
         .unwrap();
-    assert!(script.contains("j.beyond_reach") && script.contains(sentence));
+    assert!(script.contains("j.beyond_reach") && script.contains("T.reach"));
+    assert!(far_page.contains(&format!("\"reach\":\"{sentence}\"")));
+}
+
+/// A room of `capacity` with the defaults the tests above turn off: a newcomer with a free place and nobody ahead
+/// goes straight in. `configure` sets the rest.
+async fn straight_site(
+    capacity: u64,
+    configure: impl FnOnce(waitroom_layer::RoomBuilder) -> waitroom_layer::RoomBuilder,
+) -> Site {
+    let clock = ManualClock::starting_now();
+    let builder = WaitingRoom::builder("tour-2026")
+        .display_name("The 2026 Tour")
+        .capacity(capacity)
+        .idle_timeout(IDLE)
+        .poll_interval(Duration::from_secs(5))
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .secure_cookies(false);
+    let room = configure(builder).build().await.unwrap();
+    site_on(room, clock).await
+}
+
+#[tokio::test]
+async fn a_lone_visitor_in_an_empty_room_goes_straight_in() {
+    let s = straight_site(2, |b| b).await;
+    // The first request is the protected page itself, with its pass: no holding page, no tick by hand.
+    let a = browser();
+    let res = a.get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let cookies = set_cookies(&res);
+    assert!(
+        cookie_value(&cookies, "waitroom_token").is_some(),
+        "{cookies:?}"
+    );
+    assert_eq!(res.text().await.unwrap(), "seat map");
+    // The pass works on the next request as well, checked by the verifier further in.
+    let res = a.get(s.at("/checkout/mine")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    // The second of two places: straight in too, through the join endpoint (a redirect to the page asked for).
+    let b = browser();
+    let res = b
+        .get(s.at("/waitroom/join?return_to=%2Fcheckout%2Fseats%2F7"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()["location"], "/checkout/seats/7");
+    let res = b.get(s.at("/checkout/seats/7")).send().await.unwrap();
+    assert_eq!(res.text().await.unwrap(), "a seat");
+    assert_eq!(s.room.stats().active, 2);
+    // The room is full: the third waits, at place 1, and goes in when a place frees.
+    let c = browser();
+    let res = get_json(&c, s.at("/checkout")).await;
+    assert_eq!(state(&res), "waiting");
+    let st: Value = res.json().await.unwrap();
+    assert_eq!(st["position"], 1);
+    assert_eq!(s.room.stats().active, 2, "never more than the capacity");
+}
+
+#[tokio::test]
+async fn a_newcomer_does_not_pass_anyone_ahead_of_it() {
+    let s = straight_site(1, |b| b).await;
+    let a = browser();
+    assert_eq!(
+        a.get(s.at("/checkout"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "seat map"
+    );
+    // B waits behind the full room.
+    let b = browser();
+    assert_eq!(state(&get_json(&b, s.at("/checkout")).await), "waiting");
+    // A buys and leaves: a place is free, and B is ahead of anyone who comes now.
+    let res = a.post(s.at("/checkout/buy")).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    s.room.refresh().await.unwrap();
+    assert_eq!(s.room.stats().active, 0);
+    let c = browser();
+    let res = get_json(&c, s.at("/checkout")).await;
+    assert_eq!(state(&res), "waiting", "C does not take B's place");
+    let st: Value = res.json().await.unwrap();
+    assert_eq!(st["position"], 2);
+    // The door's next tick lets B in, not C.
+    s.clock.advance(Duration::from_millis(250));
+    s.room.tick_now().await.unwrap();
+    assert_eq!(poll(&b, &s).await["state"], "admitted");
+    assert_eq!(poll(&c, &s).await["state"], "waiting");
+}
+
+#[tokio::test]
+async fn going_straight_in_keeps_every_rule_of_the_door() {
+    // Paused by an operator: held, and told so.
+    let s = straight_site(5, |b| b).await;
+    s.room.pause().await.unwrap();
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "paused"
+    );
+    assert_eq!(s.room.stats().active, 0);
+
+    // A cap of one admission a minute: the first goes in, the second waits although four places are free.
+    let s = straight_site(5, |b| b.admit_per_minute(1)).await;
+    assert_eq!(
+        browser()
+            .get(s.at("/checkout"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "seat map"
+    );
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "waiting"
+    );
+    assert_eq!(s.room.stats().active, 1);
+
+    // Not open yet: everyone waits for the opening.
+    let opens_at = SystemTime::now() + Duration::from_secs(600);
+    let s = straight_site(5, |b| b.opens_at(opens_at)).await;
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "waiting"
+    );
+    assert_eq!(s.room.stats().active, 0);
+
+    // Every seat held at checkout: nobody goes in; every seat sold: sold out.
+    let s = straight_site(5, |b| b).await;
+    let held = Inventory {
+        total: 10,
+        sold: 0,
+        held: 10,
+    };
+    s.room.set_inventory(held).await.unwrap();
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "paused"
+    );
+    let sold = Inventory {
+        total: 10,
+        sold: 10,
+        held: 0,
+    };
+    s.room.set_inventory(sold).await.unwrap();
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "sold_out"
+    );
+    assert_eq!(s.room.stats().active, 0);
+
+    // Closed.
+    let s = straight_site(5, |b| b).await;
+    s.room.close().await.unwrap();
+    assert_eq!(
+        state(&get_json(&browser(), s.at("/checkout")).await),
+        "closed"
+    );
+    assert_eq!(s.room.stats().active, 0);
+}
+
+#[tokio::test]
+async fn the_holding_page_speaks_the_language_the_browser_asks_for_among_those_registered() {
+    let clock = ManualClock::starting_now();
+    let room = room_with(&clock, 1, Fairness::Fifo).await;
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/checkout")
+        .page_text(waitroom_layer::PageText::german())
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/checkout", get(|| async { "seat map" }))
+        .layer(layer);
+    let url = serve(app).await;
+    let page = |lang: &'static str| {
+        let url = format!("{url}/checkout");
+        async move {
+            let mut req = browser().get(url).header("accept", "text/html");
+            if !lang.is_empty() {
+                req = req.header("accept-language", lang);
+            }
+            req.send().await.unwrap().text().await.unwrap()
+        }
+    };
+    let de = page("de-AT,de;q=0.9,en;q=0.5").await;
+    assert!(de.contains("<html lang=\"de\">"), "{de}");
+    assert!(de.contains("Sie sind in der Warteschlange"), "{de}");
+    let en = page("fr-FR,en;q=0.5,de;q=0.1").await;
+    assert!(
+        en.contains("<html lang=\"en\">") && en.contains("You are in line"),
+        "{en}"
+    );
+    let none = page("").await;
+    assert!(
+        none.contains("<html lang=\"en\">"),
+        "the first set without a header"
+    );
 }

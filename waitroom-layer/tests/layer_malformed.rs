@@ -314,6 +314,8 @@ async fn the_session_header_passes_only_in_its_one_good_form() {
     let clock = ManualClock::starting_now();
     let room = WaitingRoom::builder("ev")
         .capacity(1)
+        // This test follows sessions through the line; going straight in has its own tests (layer_http).
+        .straight_in(false)
         .clock(Arc::new(clock.clone()))
         .background(false)
         .secure_cookies(false)

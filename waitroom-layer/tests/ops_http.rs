@@ -52,6 +52,8 @@ async fn site_with(
 ) -> Site {
     let mut builder = WaitingRoom::builder("tour-2026")
         .capacity(capacity)
+        // This test follows sessions through the line; going straight in has its own tests (layer_http).
+        .straight_in(false)
         .idle_timeout(Duration::from_secs(60))
         .poll_interval(Duration::from_secs(5))
         // A short grace, so a minute of the sale shows a missed turn (the default is at least 3 minutes).

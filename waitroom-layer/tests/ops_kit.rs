@@ -42,6 +42,8 @@ async fn instance(
 ) -> Instance {
     let mut b = WaitingRoom::builder(event)
         .capacity(2)
+        // This test follows sessions through the line; going straight in has its own tests (layer_http).
+        .straight_in(false)
         .idle_timeout(Duration::from_secs(60))
         .clock(Arc::new(clock.clone()))
         .background(false)

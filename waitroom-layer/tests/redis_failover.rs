@@ -125,7 +125,8 @@ async fn failover_mid_sale(mut topology: Topology, replicas: &str) {
         event: &ev,
         keys: &keys,
         capacity: CAPACITY,
-        background: false, // the door moves when the test ticks it
+        background: false,  // the door moves when the test ticks it
+        straight_in: false, // it follows sessions through the line
     };
     let sites = instances(&setup, 2).await;
     let mut rng = Rng::new(11);
@@ -368,6 +369,7 @@ async fn lost_writes(mut topology: Topology) {
         keys: &keys,
         capacity: CAPACITY,
         background: false,
+        straight_in: false, // it follows sessions through the line
     };
     let sites = instances(&setup, 2).await;
     let join = |i: usize| {

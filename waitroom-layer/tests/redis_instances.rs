@@ -143,7 +143,8 @@ async fn an_instance_started_mid_sale_refuses_the_tokens_of_sessions_finished_be
         event: &ev,
         keys: &keys,
         capacity: 5,
-        background: false, // the door moves when the test ticks it
+        background: false,  // the door moves when the test ticks it
+        straight_in: false, // it follows sessions through the line
     };
     let first = instance(&setup).await;
 
@@ -405,6 +406,7 @@ async fn three_instances_one_line_thousands_of_sessions() {
         keys: &keys,
         capacity: CAPACITY,
         background: true,
+        straight_in: false, // it follows sessions through the line
     };
     let crowd = Arc::new(Crowd {
         sites: instances(&setup, 3).await,
@@ -553,7 +555,8 @@ async fn redis_down_mid_run_holds_the_line_and_it_resumes_in_order() {
         event: &ev,
         keys: &keys,
         capacity: 5,
-        background: false, // the door moves when the test ticks it
+        background: false,  // the door moves when the test ticks it
+        straight_in: false, // it follows sessions through the line
     };
     let sites = instances(&setup, 3).await;
     let mut rng = Rng::new(7);
@@ -633,7 +636,8 @@ async fn redis_down_mid_run_holds_the_line_and_it_resumes_in_order() {
         (200, "waiting")
     );
     let html = res.text().await.unwrap();
-    assert!(html.contains("Status temporarily unknown"), "{html:.300}");
+    // The page's note, rendered (its words also travel in the page's JSON island, for its script).
+    assert!(html.contains(">Status temporarily unknown"), "{html:.300}");
     // The admitted keep passing on their tokens, on every instance.
     for p in &people[3..7] {
         for site in &sites {
@@ -648,7 +652,7 @@ async fn redis_down_mid_run_holds_the_line_and_it_resumes_in_order() {
         res.text()
             .await
             .unwrap()
-            .contains("Status temporarily unknown")
+            .contains(">Status temporarily unknown")
     );
     let res = newcomer
         .get(sites[0].at("/checkout"))
@@ -734,4 +738,59 @@ async fn redis_down_mid_run_holds_the_line_and_it_resumes_in_order() {
         ),
         (40, 40, 0, 0)
     );
+}
+
+/// Forty newcomers at once on three instances of an empty room of four places: those who find a place go straight
+/// in (their first request passes), the admission ticks they set off on each instance run at the same time in one
+/// Redis, and the room never lets in more than its four.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn newcomers_going_straight_in_on_three_instances_never_exceed_the_capacity() {
+    const PLACES: u64 = 4;
+    let server = RedisServer::from_env_or_start();
+    let ev = event("straight");
+    let keys = Keys::new();
+    let setup = Setup {
+        target: server.url().into(),
+        event: &ev,
+        keys: &keys,
+        capacity: PLACES,
+        background: false,
+        straight_in: true,
+    };
+    let sites = Arc::new(instances(&setup, 3).await);
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let sites = sites.clone();
+            tokio::spawn(async move {
+                let res = browser()
+                    .get(sites[i % 3].at("/checkout"))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(res.status(), 200);
+                res.text().await.unwrap() == "seat map"
+            })
+        })
+        .collect();
+    let mut passed = 0;
+    for t in tasks {
+        let went_in = tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .expect("a newcomer was answered within 60 s")
+            .unwrap();
+        passed += u64::from(went_in);
+    }
+    let probe = RedisStore::connect(server.url()).await.unwrap();
+    let snap = probe.snapshot(&ev).await.unwrap();
+    assert!(
+        (1..=PLACES).contains(&passed),
+        "{passed} went straight in, of {PLACES} places"
+    );
+    assert!(snap.active <= PLACES, "{} active", snap.active);
+    // Everyone else waits in line, and the door lets in no more at its next ticks.
+    assert_eq!(snap.last_number, 40);
+    for site in sites.iter() {
+        site.room.tick_now().await.unwrap();
+    }
+    assert_eq!(probe.snapshot(&ev).await.unwrap().active, PLACES);
 }

@@ -43,6 +43,8 @@ struct Instance {
 async fn instance(event: &str, store: Arc<dyn Store>, clock: &ManualClock, pem: &str) -> Instance {
     let room = WaitingRoom::builder(event)
         .capacity(CAPACITY)
+        // This test follows sessions through the line; going straight in has its own tests (layer_http).
+        .straight_in(false)
         .idle_timeout(Duration::from_secs(300))
         .poll_interval(POLL)
         .abandon_after(GRACE)

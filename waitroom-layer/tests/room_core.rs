@@ -821,8 +821,8 @@ async fn a_rotated_room_accepts_and_publishes_the_old_key_until_its_passes_expir
 /// (`estimate` module docs): capacity `C` = 100 over an expected visit `V` = 240 s is a pace of `r` = 25 places a
 /// minute, one every 2.4 s; someone who needs `k` places to free waits `k / r` plus what is left of the first
 /// wave's lag, `3/8 V` = 90 s from the opening, less the time since. Before the door opens the first `C` go in at
-/// once and position `p` needs `p - C` places; once the room is full, position 1 goes in with the next place to
-/// free and position `p` needs `p - 1` more after it. Tolerance: the estimate is rounded up to the second (< 1 s)
+/// once and position `p` needs `p - C` places; once the room is full, position `p` needs `p` places to free
+/// (position 1 the next one). Tolerance: the estimate is rounded up to the second (< 1 s)
 /// and counts places, not their time of freeing within the interval (at most one interval, 60 / r = 2.4 s), so
 /// 3.4 s. An estimate scaled by any factor off by more than about 2% at position 200 is outside it.
 #[tokio::test]
@@ -866,22 +866,22 @@ async fn the_estimate_is_places_over_the_configured_pace_plus_the_first_wave_lag
     // Before the opening: 50 and 300 places beyond the first wave.
     check(&placed[149], 50.0, lag, "before the door opens");
     check(&placed[399], 300.0, lag, "before the door opens");
-    // The door opens: the first wave goes in; number 150 is 50th in line, 49 places after the next.
+    // The door opens: the first wave goes in; number 150 is 50th in line, its turn comes with the 50th place to free.
     let admitted = room.tick_now().await.unwrap().admitted;
     assert_eq!(admitted.len(), 100);
     for id in &admitted {
         room.claim(id).await.unwrap();
     }
     room.refresh().await.unwrap();
-    check(&placed[149], 49.0, lag, "at the opening");
-    check(&placed[399], 299.0, lag, "at the opening");
+    check(&placed[149], 50.0, lag, "at the opening");
+    check(&placed[399], 300.0, lag, "at the opening");
     // A minute later, nobody has left yet: 30 s of the lag are left.
     c.advance(Duration::from_secs(60));
     room.refresh().await.unwrap();
-    check(&placed[149], 49.0, lag - 60.0, "a minute after the opening");
+    check(&placed[149], 50.0, lag - 60.0, "a minute after the opening");
     check(
         &placed[399],
-        299.0,
+        300.0,
         lag - 60.0,
         "a minute after the opening",
     );
@@ -890,10 +890,10 @@ async fn the_estimate_is_places_over_the_configured_pace_plus_the_first_wave_lag
 /// The wait a person is shown from a measured pace, in absolute terms, and the wait they then have. A room of
 /// capacity 100 (visits configured at 4 minutes: 25 a minute) where one person leaves every second, so the head
 /// moves at `r` = 60 a minute, more than twice the configured pace; after six minutes (both of the meter's windows,
-/// one and five minutes, full of that pace) the estimate is measured and position `p` is told `(p - 1) / r`: the
-/// place of the person ahead frees with the next departure. Tolerance: the meter counts whole departures over a
+/// one and five minutes, full of that pace) the estimate is measured and position `p` is told `p / r`: the `p`-th
+/// departure from now lets it in (position 1 goes in with the next one). Tolerance: the meter counts whole departures over a
 /// window of 60 s, one departure off is 1/60 of the pace; the estimate is rounded up to the second; the first
-/// place frees within a second (one departure interval): `(p - 1) s / 60 + 2 s`, 10.3 s at position 500. Then the
+/// place frees within a second (one departure interval): `p s / 60 + 2 s`, 10.3 s at position 500. Then the
 /// room keeps going at that pace until the person at position 500 is let in, and the wait they had is the
 /// estimate within the same tolerance.
 #[tokio::test]
@@ -931,11 +931,11 @@ async fn the_estimate_is_places_over_the_measured_pace_and_the_wait_that_follows
     assert_eq!(st.position, Some(p));
     assert_eq!(st.eta_basis, Some(waitroom_layer::EtaBasis::Measured));
     let eta = st.eta_seconds.unwrap() as f64;
-    let expected = (p - 1) as f64;
+    let expected = p as f64;
     let tolerance = expected / 60.0 + 2.0;
     assert!(
         (eta - expected).abs() <= tolerance,
-        "position {p} is told {eta} s; {p} - 1 places at 60 a minute is {expected} s (± {tolerance:.1} s)"
+        "position {p} is told {eta} s; {p} places at 60 a minute is {expected} s (± {tolerance:.1} s)"
     );
     // The wait that follows, at the same pace.
     let mut waited = 0u64;
@@ -1027,4 +1027,101 @@ async fn one_leaves_one_enters(
         room.claim(&id).await.unwrap();
         inside.push_back(id);
     }
+}
+
+/// The case: a room of one with 4-minute visits. A has been inside for 100 s when B joins: B is next, and
+/// its wait is the time until A's visit reaches 4 minutes, 140 s (a quarter shorter or longer: 80 to 200 s), not
+/// "no wait" and not a whole visit. A stopped door says why and gives no wait.
+#[tokio::test]
+async fn place_one_behind_a_full_room_waits_until_the_first_place_is_expected_to_free() {
+    let c = clock();
+    let room = WaitingRoom::builder("front")
+        .capacity(1)
+        .expected_visit(Duration::from_secs(240))
+        .idle_timeout(Duration::from_secs(600))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    room.refresh().await.unwrap();
+    let a = WaitingRoom::new_session_id();
+    room.join(&a, None).await.unwrap();
+    assert_eq!(room.tick_now().await.unwrap().admitted, vec![a.clone()]);
+    room.claim(&a).await.unwrap();
+    c.advance(Duration::from_secs(100));
+    room.refresh().await.unwrap();
+    let b = room
+        .join(&WaitingRoom::new_session_id(), None)
+        .await
+        .unwrap();
+    let st = room.status(Some(&b));
+    assert_eq!(
+        (st.state, st.position, st.stopped),
+        (ViewState::Waiting, Some(1), None)
+    );
+    assert_eq!(
+        (st.eta_seconds, st.eta_low_seconds, st.eta_high_seconds),
+        (Some(140), Some(80), Some(200))
+    );
+    assert_eq!(waitroom_layer::eta_words(80, 200), "about 2 to 4 minutes");
+    // A minute later the first place is a minute closer.
+    c.advance(Duration::from_secs(60));
+    assert_eq!(room.status(Some(&b)).eta_seconds, Some(80));
+
+    // Paused: B keeps its place, hears why, and is given no wait.
+    room.pause().await.unwrap();
+    let st = room.status(Some(&b));
+    assert_eq!(st.state, ViewState::Paused);
+    assert_eq!(st.stopped, Some(waitroom_layer::Stopped::Paused));
+    assert_eq!(st.position, Some(1));
+    assert_eq!(
+        (st.eta_seconds, st.eta_low_seconds, st.eta_high_seconds),
+        (None, None, None)
+    );
+    // Every seat held at checkout: the same, with that reason.
+    room.resume().await.unwrap();
+    room.set_inventory(Inventory {
+        total: 5,
+        sold: 2,
+        held: 3,
+    })
+    .await
+    .unwrap();
+    let st = room.status(Some(&b));
+    assert_eq!(st.stopped, Some(waitroom_layer::Stopped::SeatsHeld));
+    assert_eq!((st.eta_seconds, st.eta_high_seconds), (None, None));
+    // A seat comes back: the door moves again and the wait is back.
+    room.set_inventory(Inventory {
+        total: 5,
+        sold: 2,
+        held: 2,
+    })
+    .await
+    .unwrap();
+    let st = room.status(Some(&b));
+    assert_eq!((st.stopped, st.eta_seconds), (None, Some(80)));
+}
+
+/// Before the opening the door is stopped for a known time: the reason is `not_open`, and the wait given starts
+/// at the opening.
+#[tokio::test]
+async fn before_the_opening_the_reason_is_not_open_and_the_wait_starts_then() {
+    let c = clock();
+    let room = WaitingRoom::builder("front-open")
+        .capacity(10)
+        .opens_at(UNIX_EPOCH + Duration::from_millis(T0 + 600_000))
+        .clock(Arc::new(c.clone()))
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let p = room
+        .join(&WaitingRoom::new_session_id(), None)
+        .await
+        .unwrap();
+    let st = room.status(Some(&p));
+    assert_eq!(st.stopped, Some(waitroom_layer::Stopped::NotOpen));
+    // Tenth of ten places: it goes in at the opening, 600 s from now.
+    assert_eq!(st.eta_seconds, Some(600));
 }

@@ -214,6 +214,9 @@ async fn place(
             Ok(p) => {
                 // With an account key, the account's place may belong to another browser's session: adopt it.
                 session.clone_from(&p.session);
+                // Straight through when there is room: a newcomer with a free place and nobody ahead goes in on
+                // this request (the admission tick runs now instead of at its interval).
+                let p = room.let_in_at_once(&p).await.unwrap_or(p);
                 placed.placement = Some(p);
                 joined = true;
             }
@@ -333,6 +336,7 @@ fn held_reply(
         join_url: format!("{base}/join?return_to={enc}"),
         script_url: format!("{base}/holding.js"),
         idle_timeout_minutes: shared.room.config().idle_timeout.as_secs().div_ceil(60),
+        text: shared.texts.pick(&parts.headers),
         status,
     };
     let page = shared.page.render(&ctx);

@@ -10,6 +10,7 @@ use crate::http::admin::{AdminTokens, BearerGuard};
 use crate::http::endpoints::RoomEndpoints;
 use crate::http::hooks::{AccountKeyFn, BypassFn, JoinGuard};
 use crate::http::page::PageTemplate;
+use crate::http::page_text::{PageText, PageTexts};
 use crate::http::paths::Paths;
 use crate::http::service::WaitingRoomService;
 use crate::room::WaitingRoom;
@@ -20,6 +21,8 @@ pub(crate) struct Shared {
     pub(crate) room: WaitingRoom,
     pub(crate) paths: Paths,
     pub(crate) page: PageTemplate,
+    /// The page's words, one set per language.
+    pub(crate) texts: PageTexts,
     pub(crate) bypass: Option<BypassFn>,
     pub(crate) account_key: Option<AccountKeyFn>,
     pub(crate) join_guard: Option<Arc<dyn JoinGuard>>,
@@ -106,6 +109,7 @@ impl WaitingRoomLayer {
             prefixes: Vec::new(),
             patterns: Vec::new(),
             page: None,
+            texts: PageTexts::default(),
             bypass: None,
             account_key: None,
             join_guard: None,
@@ -166,6 +170,7 @@ pub struct WaitingRoomLayerBuilder {
     prefixes: Vec<String>,
     patterns: Vec<String>,
     page: Option<PageTemplate>,
+    texts: PageTexts,
     bypass: Option<BypassFn>,
     account_key: Option<AccountKeyFn>,
     join_guard: Option<Arc<dyn JoinGuard>>,
@@ -267,6 +272,23 @@ impl WaitingRoomLayerBuilder {
         self
     }
 
+    /// Adds a language for the holding page's words (the default template's, and a custom template's
+    /// placeholders): each request reads the set its `Accept-Language` asks for first (by its tag, or the primary
+    /// tag: `de-AT` reads `de`), else the first set. English is there from the start; a set tagged `en` replaces
+    /// it (and stays first).
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), waitroom_layer::BuildError> {
+    /// use waitroom_layer::{PageText, WaitingRoom, WaitingRoomLayer};
+    /// let room = WaitingRoom::builder("tour-2026").build().await?;
+    /// let layer = WaitingRoomLayer::builder(room).page_text(PageText::german()).build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn page_text(mut self, text: PageText) -> Self {
+        self.texts.add(text);
+        self
+    }
+
     /// The holding page (default: [`PageTemplate::default`]).
     pub fn page(mut self, page: PageTemplate) -> Self {
         self.page = Some(page);
@@ -346,6 +368,7 @@ impl WaitingRoomLayerBuilder {
                 room: self.room,
                 paths,
                 page: self.page.unwrap_or_default(),
+                texts: self.texts,
                 bypass: self.bypass,
                 account_key: self.account_key,
                 join_guard: self.join_guard,

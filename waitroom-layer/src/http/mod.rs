@@ -7,7 +7,7 @@
 //! - [`paths`]: which paths are protected, bypassed or the room's own (normalised before matching).
 //! - [`gate`]: what the room decides for one request: pass, hold, admit, answer an endpoint.
 //! - [`respond`]: the responses the room writes (`Cache-Control: no-store`, `Waitroom-State`).
-//! - [`page`]: the holding page template. [`hooks`]: the join guard, bypass and account-key hooks.
+//! - [`page`]: the holding page template; [`page_text`]: its words, per language. [`hooks`]: the join guard, bypass and account-key hooks.
 //! - [`admin`]: the operator API.
 
 pub mod admin;
@@ -18,6 +18,7 @@ pub(crate) mod gate;
 pub(crate) mod hooks;
 pub(crate) mod layer;
 pub(crate) mod page;
+pub(crate) mod page_text;
 pub(crate) mod paths;
 pub(crate) mod respond;
 pub(crate) mod service;

@@ -8,7 +8,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
 use crate::http::gate::Handover;
 use crate::room::estimate::EtaBasis;
-use crate::room::{Status, ViewState};
+use crate::room::{Status, Stopped, ViewState};
 
 /// The header naming the room's state on every response the room makes.
 pub const STATE_HEADER: HeaderName = HeaderName::from_static("waitroom-state");
@@ -101,6 +101,8 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>, handover: &Ha
     num(out, Some(s.refresh_seconds));
     out.extend_from_slice(b",\"opens_at\":");
     text(out, s.opens_at.as_deref());
+    out.extend_from_slice(b",\"stopped\":");
+    text(out, s.stopped.map(Stopped::as_str));
     out.extend_from_slice(b",\"store_ok\":");
     flag(out, s.store_ok);
     out.extend_from_slice(b",\"updated_at\":");
@@ -327,6 +329,7 @@ mod tests {
             in_line: 580_000,
             refresh_seconds: 20,
             opens_at: Some("2026-11-30T10:00:00Z".into()),
+            stopped: Some(Stopped::SeatsHeld),
             store_ok: false,
             updated_at: "2026-11-30T09:59:58Z".into(),
         };
@@ -342,6 +345,7 @@ mod tests {
             beyond_reach: false,
             in_line: 0,
             opens_at: None,
+            stopped: None,
             store_ok: true,
             ..full.clone()
         };

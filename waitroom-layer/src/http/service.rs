@@ -235,6 +235,8 @@ mod tests {
         WaitingRoom::builder("ev")
             .capacity(capacity)
             .idle_timeout(Duration::from_secs(60))
+            // These tests follow a session through the holding page; going straight in is tested in layer_http.
+            .straight_in(false)
             .clock(std::sync::Arc::new(clock.clone()))
             .background(false)
             .secure_cookies(false)

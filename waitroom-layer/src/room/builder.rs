@@ -80,6 +80,9 @@ pub struct RoomConfig {
     pub event_buffer: usize,
     /// What protected paths do while the store cannot be reached.
     pub store_outage: StoreOutage,
+    /// A newcomer with a free place and nobody ahead goes in on its first request, without the holding page
+    /// (see [`RoomBuilder::straight_in`]).
+    pub straight_in: bool,
 }
 
 /// Builds a [`WaitingRoom`]. Start from [`WaitingRoom::builder`].
@@ -196,6 +199,7 @@ impl RoomBuilder {
                 session_cache_capacity: 1_000_000,
                 event_buffer: crate::room::lifecycle::DEFAULT_EVENT_BUFFER,
                 store_outage: StoreOutage::FailClosed,
+                straight_in: true,
             },
             capacity: 8_000,
             admit_per_minute: None,
@@ -323,6 +327,16 @@ impl RoomBuilder {
     /// How long an active session may idle before its place frees (default 10 minutes). Also the token lifetime.
     pub fn idle_timeout(mut self, d: Duration) -> Self {
         self.config.idle_timeout = d;
+        self
+    }
+
+    /// Whether a newcomer who finds a free place and nobody ahead goes straight in (default `true`): its first
+    /// request joins, the admission tick runs at once instead of at its interval, and the request passes with its
+    /// pass, within every rule of the door (capacity, per-minute cap, seats, pause, the opening, closed or sold
+    /// out). On a quiet day nobody sees the holding page. With `false` every newcomer gets the holding page and
+    /// goes in at the door's next tick (what a site wants that shows a notice on the holding page first).
+    pub fn straight_in(mut self, yes: bool) -> Self {
+        self.config.straight_in = yes;
         self
     }
 

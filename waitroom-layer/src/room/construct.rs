@@ -122,8 +122,9 @@ impl WaitingRoom {
             last_flush_ms: AtomicU64::new(0),
             flush_failed: AtomicBool::new(false),
             hold_ticks_until_ms: AtomicU64::new(0),
+            early_tick: AtomicBool::new(false),
             meter: Mutex::new(HeadMeter::default()),
-            pace: ArcSwap::from_pointee((None, estimate::FirstWave::Ahead)),
+            pace: ArcSwap::from_pointee((None, estimate::FirstWave::Ahead, Arc::from([]))),
             pending: (0..PENDING_SHARDS)
                 .map(|_| CachePadded::new(Mutex::new(Pending::default())))
                 .collect(),

@@ -28,6 +28,7 @@
 //! cannot measure `cv` before anyone has left, which is the only time the lag matters.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -112,9 +113,9 @@ impl FirstWave {
     }
 }
 
-/// The head as the estimates read it: the pace they use (point, slow, fast per minute; `None`: the configured one)
-/// and where the line stands with the first wave.
-pub(crate) type Head = (Option<(f64, f64, f64)>, FirstWave);
+/// The head as the estimates read it: the pace they use (point, slow, fast per minute; `None`: the configured one),
+/// where the line stands with the first wave, and when the sessions inside now were let in ([`HeadMeter::front`]).
+pub(crate) type Head = (Option<(f64, f64, f64)>, FirstWave, Arc<[u64]>);
 
 /// Measures the head's pace from snapshots.
 #[derive(Debug, Default)]
@@ -123,7 +124,17 @@ pub(crate) struct HeadMeter {
     /// When the head first moved (this instance's first sample with more served than its first sample).
     moving_since_ms: Option<u64>,
     first_wave: FirstWave,
+    /// `(when, admitted so far)` each time the admitted count rose (one entry a second at most): when each of the
+    /// sessions inside now was let in. Entries whose admissions have all left are dropped.
+    admits: VecDeque<(u64, u64)>,
+    /// Admissions up to this count were before this instance's first sample: when is not known.
+    admits_known_after: Option<u64>,
 }
+
+/// Most admission times the meter keeps (one a second at most: over two hours of a room that never empties).
+const MAX_ADMITS: usize = 8_192;
+/// How many of the sessions inside, oldest first, the estimates date ([`HeadMeter::front`]).
+pub(crate) const FRONT: usize = 64;
 
 const KEEP_MS: u64 = 10 * 60_000;
 const SHORT_MS: u64 = 60_000;
@@ -155,6 +166,7 @@ impl HeadMeter {
                 _ => {}
             }
         }
+        self.record_admits(now_ms, snap);
         if self
             .samples
             .back()
@@ -175,6 +187,47 @@ impl HeadMeter {
         {
             self.samples.pop_front();
         }
+    }
+
+    fn record_admits(&mut self, now_ms: u64, snap: &Snapshot) {
+        let admitted = snap.counters.admitted;
+        let known = *self.admits_known_after.get_or_insert(admitted);
+        match self.admits.back_mut() {
+            Some(b) if admitted <= b.1 => {}
+            Some(b) if now_ms < b.0 + 1_000 => b.1 = admitted,
+            _ if admitted > known => self.admits.push_back((now_ms, admitted)),
+            _ => {}
+        }
+        // Under first in, first out the sessions inside are the last `active` let in: older entries are gone.
+        let oldest = admitted.saturating_sub(snap.active) + 1;
+        while self.admits.front().is_some_and(|f| f.1 < oldest) || self.admits.len() > MAX_ADMITS {
+            self.admits.pop_front();
+        }
+    }
+
+    /// When the sessions inside now were let in, oldest first, as far as this instance saw it (at most [`FRONT`]):
+    /// the places they hold are the next to free. The room counts admissions and departures, not who left, so the
+    /// sessions inside are taken to be the last `active` let in (first in, first out: the oldest visits end first);
+    /// an admission this instance did not see (it started later) ends the list.
+    pub(crate) fn front(&self, snap: &Snapshot) -> Vec<u64> {
+        let admitted = snap.counters.admitted;
+        let first = admitted.saturating_sub(snap.active) + 1;
+        let known_after = self.admits_known_after.unwrap_or(admitted);
+        let mut out = Vec::new();
+        let mut entries = self.admits.iter().peekable();
+        for idx in first..=admitted {
+            if out.len() >= FRONT || idx <= known_after {
+                break;
+            }
+            while entries.peek().is_some_and(|e| e.1 < idx) {
+                entries.next();
+            }
+            match entries.peek() {
+                Some(e) => out.push(e.0),
+                None => break,
+            }
+        }
+        out
     }
 
     /// When the head first moved, if it has.
@@ -262,7 +315,9 @@ pub(crate) fn eta(
     first_wave_lag: (f64, f64),
 ) -> Eta {
     let free = snap.settings.capacity.saturating_sub(snap.active);
-    let ahead = position.saturating_sub(free.max(1)) as f64;
+    // Places that must free before this position's turn: none within the free places; behind a full room the
+    // next (position 1) waits for one place to free.
+    let ahead = position.saturating_sub(free) as f64;
     let cap = snap.settings.admit_per_minute.map(|a| (a as f64).max(1.0));
     // With a cap, the free places ahead are not filled at once but at the cap.
     let filling = cap.map_or(0.0, |a| position.min(free) as f64 / a * 60.0);
@@ -288,6 +343,37 @@ pub(crate) fn eta(
         high_seconds: secs(slow, lag_high),
         basis,
     }
+}
+
+/// The wait for the `k`-th place to free (1 = the next), from when the session holding it was let in
+/// (`admitted_ms`: the sessions inside, oldest first, [`HeadMeter::front`]) and how long a visit lasts (`visit`,
+/// measured or configured): it is expected to free when that visit has lasted `visit` (the range: a quarter
+/// shorter or longer). A visit that has already lasted longer than the range's long end frees its place within the
+/// idle timeout at the latest once the person stops (`idle`: the long end then; the short end is the next tick).
+/// `None` when `k` is beyond the dated sessions.
+pub(crate) fn place_frees(
+    k: u64,
+    admitted_ms: &[u64],
+    now_ms: u64,
+    visit: Duration,
+    idle: Duration,
+    basis: EtaBasis,
+) -> Option<Eta> {
+    let at = *admitted_ms.get(usize::try_from(k.checked_sub(1)?).ok()?)?;
+    let v = visit.as_millis() as f64;
+    let left = |share: f64| {
+        ((at as f64 + v * share - now_ms as f64) / 1000.0)
+            .max(0.0)
+            .ceil() as u64
+    };
+    let (low, point, high) = (left(0.75), left(1.0), left(1.25));
+    let overdue = high == 0;
+    Some(Eta {
+        seconds: if overdue { idle.as_secs() / 2 } else { point },
+        low_seconds: low,
+        high_seconds: if overdue { idle.as_secs() } else { high },
+        basis,
+    })
 }
 
 /// How far down the line (as a line number) the remaining seats are likely to reach, from the measured share of
@@ -351,12 +437,68 @@ mod tests {
 
     #[test]
     fn configured_rate_below_one_a_minute_is_taken_as_it_is() {
-        // Capacity 1, visits of 4 minutes: one admission every 4 minutes. 41st in line, room full: 40 ahead, 160
+        // Capacity 1, visits of 4 minutes: one admission every 4 minutes. 40th in line, room full: its turn comes
+        // when the 40th place frees (the one inside now leaves first), 160
         // minutes (128 at a quarter faster, 213 at a quarter slower).
-        let e = eta(41, &snap(1, 1, 0, 0), None, 0.25, (0.0, 0.0));
+        let e = eta(40, &snap(1, 1, 0, 0), None, 0.25, (0.0, 0.0));
         assert_eq!(e.basis, EtaBasis::Configured);
         assert_eq!(e.seconds, 160 * 60);
         assert_eq!((e.low_seconds, e.high_seconds), (128 * 60, 12_800));
+    }
+
+    #[test]
+    fn the_next_behind_a_full_room_waits_for_a_place_to_free() {
+        // Capacity 1, 4-minute visits (0.25 a minute): place 1 waits for the one inside to leave, 4 minutes (3.2 at
+        // a quarter faster, 5.33 at a quarter slower), not "no wait".
+        let e = eta(1, &snap(1, 1, 0, 0), None, 0.25, (0.0, 0.0));
+        assert_eq!((e.seconds, e.low_seconds, e.high_seconds), (240, 192, 320));
+    }
+
+    #[test]
+    fn a_place_frees_when_its_visit_has_lasted_the_visit_length() {
+        let visit = Duration::from_secs(240);
+        let idle = Duration::from_secs(600);
+        // Let in at 0 and 60 s; now 100 s: the first place frees at 240 s (a quarter either way: 180..300 s), the
+        // second a minute later.
+        let front = [0, 60_000];
+        let e = place_frees(1, &front, 100_000, visit, idle, EtaBasis::Configured).unwrap();
+        assert_eq!((e.seconds, e.low_seconds, e.high_seconds), (140, 80, 200));
+        let e = place_frees(2, &front, 100_000, visit, idle, EtaBasis::Configured).unwrap();
+        assert_eq!((e.seconds, e.low_seconds, e.high_seconds), (200, 140, 260));
+        assert_eq!(
+            place_frees(3, &front, 100_000, visit, idle, EtaBasis::Configured),
+            None
+        );
+        // At 301 s the first visit has outlasted the long end: it frees within the idle timeout at the latest.
+        let e = place_frees(1, &front, 301_000, visit, idle, EtaBasis::Configured).unwrap();
+        assert_eq!((e.low_seconds, e.high_seconds), (0, 600));
+        assert_eq!(
+            crate::http::page::eta_words(e.low_seconds, e.high_seconds),
+            "about 1 to 10 minutes"
+        );
+    }
+
+    #[test]
+    fn the_meter_dates_the_sessions_inside_oldest_first() {
+        let mut m = HeadMeter::default();
+        let mut s = snap(3, 0, 0, 0);
+        m.record(0, &s);
+        // One let in at 10 s, two at 20 s; the first leaves at 30 s.
+        s.counters.admitted = 1;
+        s.active = 1;
+        m.record(10_000, &s);
+        s.counters.admitted = 3;
+        s.active = 3;
+        m.record(20_000, &s);
+        assert_eq!(m.front(&s), vec![10_000, 20_000, 20_000]);
+        s.active = 2;
+        s.counters.finished = 1;
+        m.record(30_000, &s);
+        assert_eq!(m.front(&s), vec![20_000, 20_000]);
+        // An instance that starts with sessions inside does not know when they came in.
+        let mut late = HeadMeter::default();
+        late.record(40_000, &s);
+        assert_eq!(late.front(&s), Vec::<u64>::new());
     }
 
     #[test]
@@ -409,8 +551,8 @@ mod tests {
     fn before_the_opening_the_whole_first_wave_lag_is_added() {
         let lag = FirstWave::Ahead.lag_seconds(1_000_000, VISIT);
         assert_eq!(lag, (90.0, 120.0));
-        // Room full, 51st in line: 50 places to free first, 2 minutes at 25 a minute, plus 90 s.
-        let e = eta(51, &snap(100, 100, 0, 0), None, 25.0, lag);
+        // Room full, 50th in line: its turn when the 50th place frees, 2 minutes at 25 a minute, plus 90 s.
+        let e = eta(50, &snap(100, 100, 0, 0), None, 25.0, lag);
         assert_eq!(e.basis, EtaBasis::Configured);
         assert_eq!(e.seconds, 120 + 90);
         // Short end: a quarter faster and no lag (96 s); long end: a quarter slower and half a visit (160 + 120 s).
@@ -428,7 +570,7 @@ mod tests {
         // A minute after the opening: 30 s of the lag are left (60 s at the long end).
         assert_eq!(wave.lag_seconds(opened + 60_000, VISIT), (30.0, 60.0));
         let e = eta(
-            51,
+            50,
             &snap(100, 100, 100, 0),
             None,
             25.0,
@@ -447,7 +589,7 @@ mod tests {
         let lag = (90.0, 120.0);
         // Measured: the departures are in the pace already.
         let e = eta(
-            51,
+            50,
             &snap(100, 100, 0, 0),
             Some((25.0, 25.0, 25.0)),
             25.0,
@@ -457,10 +599,10 @@ mod tests {
         // A cap of 10 a minute, below the 25 places freeing a minute: the door sets the pace, not departures.
         let mut s = snap(100, 100, 0, 0);
         s.settings.admit_per_minute = Some(10);
-        assert_eq!(eta(51, &s, None, 25.0, lag).seconds, 300);
+        assert_eq!(eta(50, &s, None, 25.0, lag).seconds, 300);
         // A cap above it: the lag is added.
         s.settings.admit_per_minute = Some(50);
-        assert_eq!(eta(51, &s, None, 25.0, lag).seconds, 120 + 90);
+        assert_eq!(eta(50, &s, None, 25.0, lag).seconds, 120 + 90);
     }
 
     #[test]

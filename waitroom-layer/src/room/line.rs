@@ -70,6 +70,53 @@ impl WaitingRoom {
         .await
     }
 
+    /// Lets a session that just joined in at once when the door would let it in now: the room has a free place
+    /// for its position, nobody waits in the returning queue, the door is open (not paused, opened, seats
+    /// available) and the on-sale is neither closed nor sold out, as the last snapshot tells. Then it runs the
+    /// admission tick now rather than at the next interval; the tick decides, in the store, within every rule of
+    /// the door (capacity, per-minute cap, seats, the hold after a restore, whoever is ahead: the front lane, the
+    /// reclaimed, the returning queue and the line go first), so many instances doing this at once never let in
+    /// more than the capacity. Returns the placement, admitted, when the tick let this session in.
+    ///
+    /// A crowd never takes this path: with people ahead beyond the free places the snapshot says no. At most one
+    /// such tick runs at a time on an instance; a newcomer arriving while one runs waits for the next tick (its
+    /// page asks again within a second or two).
+    pub(crate) async fn let_in_at_once(&self, p: &Placement) -> Option<Placement> {
+        use std::sync::atomic::Ordering;
+        let (SessionState::Waiting, Some(number), true) =
+            (p.state, p.number, self.inner.config.straight_in)
+        else {
+            return None;
+        };
+        let snap = self.inner.snap.load();
+        let s = &snap.settings;
+        let free = s.capacity.saturating_sub(snap.active);
+        let may = s.door_open(self.now_ms())
+            && !s.turning_away()
+            && snap.drawn
+            && snap.returning == 0
+            && free > 0
+            && number <= snap.served.saturating_add(free);
+        if !may || self.inner.early_tick.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        // Cleared however this ends (a request dropped mid-tick included).
+        struct Running<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _running = Running(&self.inner.early_tick);
+        let report = self.run_once(false).await;
+        let admitted = report.ok()?.admitted.contains(&p.session);
+        admitted.then(|| Placement {
+            session: p.session.clone(),
+            state: SessionState::Admitted,
+            number: p.number,
+        })
+    }
+
     /// Where a session stands. The hot path: a waiting session whose line number is known (from its signed cookie,
     /// `number_hint`, or from the local cache) is answered from local memory with no store call; its liveness is
     /// recorded for the next batch. Others are looked up once in the store. While the on-sale is closed or sold

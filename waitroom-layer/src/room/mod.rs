@@ -49,7 +49,7 @@ use liveness::Pending;
 use metrics::RoomMetrics;
 use tokens::Tokens;
 
-pub use status::{Door, RoomStats, Status, ViewState};
+pub use status::{Door, RoomStats, Status, Stopped, ViewState};
 
 /// A waiting room for one on-sale. Cheap to clone: one `Arc` inside, so every clone (every route, every layer) shares
 /// one line.
@@ -93,6 +93,9 @@ pub(crate) struct Inner {
     /// No admission tick before this time (ms): set when the store comes back, so every instance has flushed the
     /// liveness marks it held during the outage before anyone is skipped as away.
     hold_ticks_until_ms: AtomicU64,
+    /// An early admission tick for a newcomer who may go straight in is running on this instance (at most one at
+    /// a time: see `WaitingRoom::let_in_at_once`).
+    early_tick: AtomicBool,
     meter: Mutex<HeadMeter>,
     /// The head's pace as last measured (point, slow, fast per minute) and where the line stands with the first
     /// wave, kept beside the meter so a poll reads them without a lock.

@@ -54,6 +54,30 @@ impl ViewState {
     }
 }
 
+/// Why the door lets nobody in now ([`Status::stopped`]): the page says so instead of a wait it cannot promise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stopped {
+    /// An operator paused the door; it moves again when they resume it. No wait is given.
+    Paused,
+    /// Every seat left is held by people at checkout; some may come back when a hold lapses or a payment fails.
+    /// No wait is given.
+    SeatsHeld,
+    /// The door opens at [`Status::opens_at`]; the wait given starts then.
+    NotOpen,
+}
+
+impl Stopped {
+    /// The reason's wire name (JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Paused => "paused",
+            Self::SeatsHeld => "seats_held",
+            Self::NotOpen => "not_open",
+        }
+    }
+}
+
 /// The status of one session, answered from local memory.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Status {
@@ -85,6 +109,8 @@ pub struct Status {
     pub refresh_seconds: u64,
     /// When the door opens (and the draw happens), RFC 3339, if in the future.
     pub opens_at: Option<String>,
+    /// Why the door lets nobody in now, for a person in line (or in the pre-queue); `None` while it moves.
+    pub stopped: Option<Stopped>,
     /// False when the shared store could not be reached lately: the figures are the last known ones.
     pub store_ok: bool,
     /// When these figures were taken, RFC 3339.
@@ -195,6 +221,7 @@ impl WaitingRoom {
             in_line: snap.waiting(),
             refresh_seconds: self.inner.config.poll_interval.as_secs().max(1),
             opens_at: s.opens_at_ms.filter(|&t| t > now).map(rfc3339),
+            stopped: None,
             store_ok: self.store_ok(),
             updated_at: rfc3339(now),
         };
@@ -228,6 +255,20 @@ impl WaitingRoom {
                 .as_secs()
                 .clamp(1, st.refresh_seconds);
         }
+        if matches!(
+            st.state,
+            ViewState::Waiting | ViewState::Paused | ViewState::Returning | ViewState::Prequeue
+        ) {
+            st.stopped = if s.paused {
+                Some(Stopped::Paused)
+            } else if s.inventory.is_some_and(|i| i.available() == 0) {
+                Some(Stopped::SeatsHeld)
+            } else if st.opens_at.is_some() {
+                Some(Stopped::NotOpen)
+            } else {
+                None
+            };
+        }
         // A place and a wait mean something while the line can still move: not once the on-sale is sold out or
         // closed (the page then says so, and nothing else).
         if let (Some(SessionState::Waiting), Some(n)) = (state, placement.and_then(|p| p.number))
@@ -245,6 +286,15 @@ impl WaitingRoom {
             st.eta_low_seconds = Some(eta.low_seconds + until_open);
             st.eta_high_seconds = Some(eta.high_seconds + until_open);
             st.eta_basis = Some(eta.basis);
+            if matches!(st.stopped, Some(Stopped::Paused | Stopped::SeatsHeld)) {
+                // Nobody knows when the door moves again: no wait it cannot keep.
+                (
+                    st.eta_seconds,
+                    st.eta_low_seconds,
+                    st.eta_high_seconds,
+                    st.eta_basis,
+                ) = (None, None, None, None);
+            }
             if let Some(reach) = estimate::reach(&snap) {
                 let reach_pos = reach.saturating_sub(snap.served);
                 st.reach_position = Some(reach_pos);
@@ -258,10 +308,38 @@ impl WaitingRoom {
         snap.settings.capacity as f64 / (self.inner.config.expected_visit.as_secs_f64() / 60.0)
     }
 
+    /// The wait at `position`. Behind a full room (the position is past the free places) it waits for places to
+    /// free: at the pace the head moves ([`estimate::eta`], which knows that visits vary), or, for the first places,
+    /// when the visits of the sessions inside reach the visit length (measured: the sessions inside over the pace
+    /// they leave at; else configured), from their ages ([`estimate::place_frees`]), whichever comes first: the
+    /// pace does not know that the one person inside a room of one has been there for three of their four
+    /// minutes, the ages do not know that of a hundred people let in together some leave early.
     fn eta_for(&self, position: u64, snap: &Snapshot, now_ms: u64) -> Eta {
-        let (pace, wave) = **self.inner.pace.load();
-        let lag = wave.lag_seconds(now_ms, self.inner.config.expected_visit);
-        estimate::eta(position, snap, pace, self.configured_rate(snap), lag)
+        let head = self.inner.pace.load();
+        let (pace, wave, front) = (head.0, head.1, &head.2);
+        let cfg = &self.inner.config;
+        let lag = wave.lag_seconds(now_ms, cfg.expected_visit);
+        let by_pace = estimate::eta(position, snap, pace, self.configured_rate(snap), lag);
+        let free = snap.settings.capacity.saturating_sub(snap.active);
+        let Some(k) = position.checked_sub(free).filter(|&k| k > 0) else {
+            return by_pace;
+        };
+        let (visit, basis) = match pace {
+            Some((per_minute, _, _)) if per_minute > 0.0 && snap.active > 0 => (
+                Duration::from_secs_f64((snap.active as f64 * 60.0 / per_minute).min(86_400.0)),
+                estimate::EtaBasis::Measured,
+            ),
+            _ => (cfg.expected_visit, estimate::EtaBasis::Configured),
+        };
+        match estimate::place_frees(k, front, now_ms, visit, cfg.idle_timeout, basis) {
+            Some(by_age) if by_age.seconds < by_pace.seconds => Eta {
+                seconds: by_age.seconds,
+                low_seconds: by_age.low_seconds.min(by_pace.low_seconds),
+                high_seconds: by_age.high_seconds.min(by_pace.high_seconds),
+                basis: by_age.basis,
+            },
+            _ => by_pace,
+        }
     }
 
     /// A snapshot of the room for operators and dashboards.
@@ -322,7 +400,10 @@ impl WaitingRoom {
             Some(p) if warming && p.0 < self.configured_rate(&snap) => None,
             measured => measured,
         };
-        self.inner.pace.store(Arc::new((pace, meter.first_wave())));
+        let front = meter.front(&snap).into();
+        self.inner
+            .pace
+            .store(Arc::new((pace, meter.first_wave(), front)));
     }
 
     /// This instance's counters and the room's figures in the OpenMetrics text format (content type

@@ -55,6 +55,9 @@ pub struct Setup<'a> {
     pub keys: &'a Keys,
     pub capacity: u64,
     pub background: bool,
+    /// Newcomers with a free place and nobody ahead go straight in (`RoomBuilder::straight_in`); the tests that
+    /// follow sessions through the line turn it off.
+    pub straight_in: bool,
 }
 
 pub async fn buy(Extension(admission): Extension<Admission>) -> String {
@@ -88,6 +91,7 @@ pub async fn instance(s: &Setup<'_>) -> Instance {
         .cookie_secret(SECRET)
         .secure_cookies(false)
         .background(s.background)
+        .straight_in(s.straight_in)
         .store(store)
         .build()
         .await
