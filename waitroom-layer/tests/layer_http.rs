@@ -807,6 +807,8 @@ async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join()
     let late: Vec<_> = (0..2).map(|_| browser()).collect();
     for b in &late {
         let _ = b.get(s.at("/checkout")).send().await.unwrap();
+        // The holding page's first poll: the ticket takes its place.
+        assert_eq!(poll(b, &s).await["state"], "waiting");
     }
     s.room.tick_now().await.unwrap();
     let joined = s.room.stats().counters.joined;

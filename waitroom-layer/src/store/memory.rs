@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim, Redeem,
     Restore, Return, SessionDetail, SessionState, Settings, SettingsChange, Snapshot, Store,
-    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    TURN_AWAY_PER_TICK, Tick, TickReport, Ticket, Touches,
 };
 use crate::error::StoreError;
 
@@ -201,8 +201,10 @@ struct Event {
     sessions: HashMap<Arc<str>, Rec>,
     accounts: HashMap<Box<str>, Arc<str>>,
     prequeue: Vec<(u64, Arc<str>)>,
-    /// Sessions with numbers `served + 1 ..= last_number`, front first; an empty id is a number kept free for
-    /// an owner the store forgot (see [`Store::reclaim`]).
+    /// Sessions with numbers `served + 1 ..= served + line.len()`, front first; an empty id is a number kept free
+    /// for an owner the store forgot (see [`Store::reclaim`]) or a ticket not redeemed (yet). Numbers after the
+    /// line up to `last_number` were given out as tickets and not redeemed: the line reaches them when a later
+    /// number is written ([`Event::slot`]).
     line: VecDeque<Arc<str>>,
     /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
     returning: VecDeque<Arc<str>>,
@@ -392,14 +394,12 @@ impl Event {
                 if gap > MAX_RECLAIM_GAP {
                     return None;
                 }
-                let hole: Arc<str> = Arc::from(HOLE);
-                self.line.extend((0..gap).map(|_| hole.clone()));
-                self.line.push_back(sid.clone());
                 self.last_number = n;
+                *self.slot(n)? = sid.clone();
                 (SessionState::Waiting, n)
             }
             Some(n) if n > self.served => {
-                let slot = self.line.get_mut((n - self.served - 1) as usize)?;
+                let slot = self.slot(n)?;
                 if !slot.is_empty() {
                     return None;
                 }
@@ -426,6 +426,98 @@ impl Event {
         self.sessions.insert(sid.clone(), rec);
         self.dirty(&sid);
         self.placement(&c.session)
+    }
+
+    /// The line's entry for number `n` (after the head, at most `last_number`), the line first reaching it with
+    /// empty places for the tickets given out before it that were not redeemed. `None` for a number the head
+    /// passed or not given out.
+    fn slot(&mut self, n: u64) -> Option<&mut Arc<str>> {
+        if n <= self.served || n > self.last_number {
+            return None;
+        }
+        let idx = (n - self.served - 1) as usize;
+        if idx >= self.line.len() {
+            let hole: Arc<str> = Arc::from(HOLE);
+            self.line.resize(idx + 1, hole);
+        }
+        self.line.get_mut(idx)
+    }
+
+    /// [`Store::ticket`]: the next number (or a pre-queue ticket), nothing recorded.
+    fn ticket(&mut self, now_ms: u64) -> Ticket {
+        if self.settings.turning_away() {
+            return Ticket::TurnedAway;
+        }
+        if self.draw_due(now_ms) {
+            self.draw(now_ms);
+        }
+        self.counters.tickets += 1;
+        self.changed();
+        if self.drawn {
+            self.last_number += 1;
+            Ticket::Number(self.last_number)
+        } else {
+            Ticket::PreQueue
+        }
+    }
+
+    /// [`Store::redeem`]: the rules are in the store's module docs ("Tickets").
+    fn redeem(&mut self, r: &Redeem) -> Option<Placement> {
+        if let Some(p) = self.placement(&r.session) {
+            return Some(p);
+        }
+        if self.settings.turning_away() || r.issued_ms.saturating_add(r.grace_ms) < r.now_ms {
+            return None;
+        }
+        let sid: Arc<str> = Arc::from(r.session.as_str());
+        let (state, number) = match r.number {
+            None if !self.drawn => {
+                self.prequeue.push((r.draw_key, sid.clone()));
+                if let Some(journal) = self.journal.as_mut() {
+                    journal.keys.insert(sid.clone(), r.draw_key);
+                }
+                (SessionState::PreQueue, 0)
+            }
+            None | Some(0) => return None,
+            Some(n) if n > self.last_number => {
+                // A store that lost its latest writes (the room's signed ticket says the number was given out):
+                // as a reclaim, the number is taken and nobody later gets it.
+                if n - self.last_number - 1 > MAX_RECLAIM_GAP {
+                    return None;
+                }
+                self.last_number = n;
+                *self.slot(n)? = sid.clone();
+                (SessionState::Waiting, n)
+            }
+            Some(n) if n > self.served => {
+                let slot = self.slot(n)?;
+                if !slot.is_empty() {
+                    return None;
+                }
+                *slot = sid.clone();
+                (SessionState::Waiting, n)
+            }
+            Some(n) => {
+                // The head passed it while the ticket was out: ahead of the line.
+                if self.back.contains_key(&n) {
+                    return None;
+                }
+                self.back.insert(n, sid.clone());
+                (SessionState::Waiting, n)
+            }
+        };
+        self.counters.joined += 1;
+        self.counters.redeemed += 1;
+        self.next_seq += 1;
+        let rec = Rec {
+            state,
+            number,
+            last_seen_ms: r.now_ms,
+            seq: self.next_seq,
+        };
+        self.sessions.insert(sid.clone(), rec);
+        self.dirty(&sid);
+        self.placement(&r.session)
     }
 
     fn placement(&self, sid: &str) -> Option<Placement> {
@@ -457,7 +549,9 @@ impl Event {
                 }
             }
             self.dirty(&sid);
-            self.line.push_back(sid);
+            if let Some(slot) = self.slot(self.last_number) {
+                *slot = sid;
+            }
         }
         self.drawn = true;
         self.changed();
@@ -499,7 +593,9 @@ impl Event {
         if self.drawn {
             self.last_number += 1;
             rec.number = self.last_number;
-            self.line.push_back(sid.clone());
+            *self
+                .slot(rec.number)
+                .expect("a new number is after the head") = sid.clone();
         } else {
             rec.state = SessionState::PreQueue;
             self.prequeue.push((j.draw_key, sid.clone()));
@@ -893,6 +989,24 @@ impl Store for MemoryStore {
             ev.reserve(n).then(|| ev.join(join))
         })
         .await
+    }
+
+    async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError> {
+        self.within_reserve(event, |ev| {
+            let n = if ev.settings.turning_away() {
+                0
+            } else if ev.draw_due(now_ms) {
+                ev.prequeue.len() as u64 + 1
+            } else {
+                u64::from(ev.drawn)
+            };
+            ev.reserve(n).then(|| ev.ticket(now_ms))
+        })
+        .await
+    }
+
+    async fn redeem(&self, event: &str, redeem: &Redeem) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.redeem(redeem))
     }
 
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError> {
