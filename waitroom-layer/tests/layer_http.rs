@@ -1133,6 +1133,8 @@ async fn far_back_in_a_sale_hears_the_seats_may_run_out_first_and_the_front_does
         state(&near.get(s.at("/checkout")).send().await.unwrap()),
         "waiting"
     );
+    // Its holding page's first poll: its ticket takes its place.
+    assert_eq!(poll(&near, &s).await["state"], "waiting");
     for i in 0..30 {
         s.room
             .join(&format!("reach-line-{i:02}-aaaaaaaaaaaaaaaa"), None)

@@ -346,6 +346,7 @@ mod tests {
             },
             moved: Vec::new(),
             reclaim_upto: None,
+            live: None,
         }
     }
 

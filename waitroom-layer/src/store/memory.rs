@@ -1,8 +1,11 @@
 //! The embedded store: one process, zero set-up, the default; durable in a directory with [`MemoryStore::open`].
 
 mod durable;
+mod line;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use line::Line;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -186,12 +189,6 @@ struct Rec {
 /// The time field of an abandoned session whose late return was counted (in both stores' records).
 const LATE_TOLD: u64 = 1;
 
-/// What stands in the line for a number kept free for an owner the store does not know: one a restore kept for
-/// its owner, or one given out in the last moments before a crash (or reserved and never given out). No session
-/// id is empty (the room's are 22 characters). The tick skips it as it skips a session it does not know, counting
-/// the number served; [`Store::reclaim`] puts its owner back in it.
-const HOLE: &str = "";
-
 #[derive(Debug)]
 struct Event {
     settings: Settings,
@@ -201,11 +198,11 @@ struct Event {
     sessions: HashMap<Arc<str>, Rec>,
     accounts: HashMap<Box<str>, Arc<str>>,
     prequeue: Vec<(u64, Arc<str>)>,
-    /// Sessions with numbers `served + 1 ..= served + line.len()`, front first; an empty id is a number kept free
-    /// for an owner the store forgot (see [`Store::reclaim`]) or a ticket not redeemed (yet). Numbers after the
-    /// line up to `last_number` were given out as tickets and not redeemed: the line reaches them when a later
-    /// number is written ([`Event::slot`]).
-    line: VecDeque<Arc<str>>,
+    /// Sessions waiting with a number after `served`, by number, counted. A number in `served + 1 ..=
+    /// last_number` nobody holds is free: a ticket not redeemed (yet), a number kept for an owner the store forgot
+    /// (see [`Store::reclaim`]), the old place of a session moved to the front. The head passes free numbers at no
+    /// cost.
+    line: Line,
     /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
     returning: VecDeque<Arc<str>>,
     /// Sessions that missed their turn, with when, in the order they missed it (entries of sessions that came back
@@ -265,7 +262,7 @@ impl Event {
             sessions: HashMap::new(),
             accounts: HashMap::new(),
             prequeue: Vec::new(),
-            line: VecDeque::new(),
+            line: Line::default(),
             returning: VecDeque::new(),
             missed: VecDeque::new(),
             back: BTreeMap::new(),
@@ -346,8 +343,6 @@ impl Event {
         ev.drawn = r.drawn || !r.settings.random_draw;
         ev.served = r.served;
         ev.last_number = r.last_number.max(r.served);
-        let hole: Arc<str> = Arc::from(HOLE);
-        ev.line = (ev.served..ev.last_number).map(|_| hole.clone()).collect();
         ev.counters = r.counters;
         ev.reclaim_upto = Some(ev.last_number);
         ev.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
@@ -362,8 +357,6 @@ impl Event {
             return;
         }
         let gap = (r.last_number - self.last_number).min(MAX_RECLAIM_GAP);
-        let hole: Arc<str> = Arc::from(HOLE);
-        self.line.extend((0..gap).map(|_| hole.clone()));
         self.last_number += gap;
         self.reclaim_upto = Some(self.last_number);
         self.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
@@ -395,15 +388,13 @@ impl Event {
                     return None;
                 }
                 self.last_number = n;
-                *self.slot(n)? = sid.clone();
+                self.line.insert(n, sid.clone());
                 (SessionState::Waiting, n)
             }
             Some(n) if n > self.served => {
-                let slot = self.slot(n)?;
-                if !slot.is_empty() {
+                if !self.line.insert(n, sid.clone()) {
                     return None;
                 }
-                *slot = sid.clone();
                 (SessionState::Waiting, n)
             }
             Some(n) => {
@@ -426,21 +417,6 @@ impl Event {
         self.sessions.insert(sid.clone(), rec);
         self.dirty(&sid);
         self.placement(&c.session)
-    }
-
-    /// The line's entry for number `n` (after the head, at most `last_number`), the line first reaching it with
-    /// empty places for the tickets given out before it that were not redeemed. `None` for a number the head
-    /// passed or not given out.
-    fn slot(&mut self, n: u64) -> Option<&mut Arc<str>> {
-        if n <= self.served || n > self.last_number {
-            return None;
-        }
-        let idx = (n - self.served - 1) as usize;
-        if idx >= self.line.len() {
-            let hole: Arc<str> = Arc::from(HOLE);
-            self.line.resize(idx + 1, hole);
-        }
-        self.line.get_mut(idx)
     }
 
     /// [`Store::ticket`]: the next number (or a pre-queue ticket), nothing recorded.
@@ -486,15 +462,13 @@ impl Event {
                     return None;
                 }
                 self.last_number = n;
-                *self.slot(n)? = sid.clone();
+                self.line.insert(n, sid.clone());
                 (SessionState::Waiting, n)
             }
             Some(n) if n > self.served => {
-                let slot = self.slot(n)?;
-                if !slot.is_empty() {
+                if !self.line.insert(n, sid.clone()) {
                     return None;
                 }
-                *slot = sid.clone();
                 (SessionState::Waiting, n)
             }
             Some(n) => {
@@ -549,9 +523,7 @@ impl Event {
                 }
             }
             self.dirty(&sid);
-            if let Some(slot) = self.slot(self.last_number) {
-                *slot = sid;
-            }
+            self.line.insert(self.last_number, sid);
         }
         self.drawn = true;
         self.changed();
@@ -593,9 +565,7 @@ impl Event {
         if self.drawn {
             self.last_number += 1;
             rec.number = self.last_number;
-            *self
-                .slot(rec.number)
-                .expect("a new number is after the head") = sid.clone();
+            self.line.insert(rec.number, sid.clone());
         } else {
             rec.state = SessionState::PreQueue;
             self.prequeue.push((j.draw_key, sid.clone()));
@@ -747,8 +717,9 @@ impl Event {
                     continue;
                 }
                 sid
-            } else if let Some(sid) = self.line.pop_front() {
-                self.served += 1;
+            } else if let Some((n, sid)) = self.line.pop_first() {
+                // The numbers before it are free: passed at no cost.
+                self.served = n;
                 sid
             } else {
                 break;
@@ -863,14 +834,12 @@ impl Event {
             return None;
         }
         let n = r.number;
-        let idx = (n - self.served - 1) as usize;
-        let slot = self.line.get_mut(idx)?;
-        if &**slot != session {
+        if self.line.get(n).is_none_or(|s| &**s != session) {
             return None;
         }
-        // The old place stays, empty: the head skips it (no session has the empty id).
-        let sid = std::mem::replace(slot, Arc::from(""));
         r.number = 0;
+        // The old place is free: the head passes it.
+        let sid = self.line.remove(n)?;
         self.front.push_back(sid.clone());
         self.moved.push((n, sid));
         self.placement(session)
@@ -915,11 +884,11 @@ impl Event {
             }
         }
         while budget > 0 {
-            let Some(sid) = self.line.pop_front() else {
+            let Some((n, sid)) = self.line.pop_first() else {
                 break;
             };
             budget -= 1;
-            self.served += 1;
+            self.served = n;
             self.turn_away_one(sid, report);
         }
         while budget > 0 {
@@ -957,6 +926,7 @@ impl Event {
                 .map(|(_, s)| s.to_string())
                 .collect(),
             reclaim_upto: self.reclaim_upto,
+            live: Some(self.line.live()),
         }
     }
 }

@@ -507,6 +507,11 @@ pub struct Snapshot {
     /// reached yet: a room must not answer them from the number in their cookie (they are let in ahead of it).
     #[serde(default)]
     pub moved: Vec<String>,
+    /// Who holds the numbers after the head, for positions that count only the people in line ("The numbers
+    /// count the living" in the module docs). `None` from a store that does not count them: positions are then
+    /// line numbers minus `served`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveLine>,
     /// Set once the store was restored after it lost the on-sale ([`Store::restore`]): the last number given out
     /// before the loss. Sessions holding a number up to it (or a pre-queue mark) may be unknown to the store and
     /// are taken back with [`Store::reclaim`].
@@ -520,9 +525,26 @@ pub const MAX_MOVED: usize = 1_000;
 
 impl Snapshot {
     /// Sessions in line, in the pre-queue or in the returning queue (sessions that gave up count until the head
-    /// reaches them).
+    /// reaches them; with [`live`](Self::live) counts, numbers nobody holds do not count).
     pub fn waiting(&self) -> u64 {
-        self.last_number.saturating_sub(self.served) + self.prequeue + self.returning
+        let line = match &self.live {
+            Some(live) => live.total,
+            None => self.last_number.saturating_sub(self.served),
+        };
+        line + self.prequeue + self.returning
+    }
+
+    /// The position of line number `n` (1 = next): the people in line holding a number before it, plus one; without
+    /// [`live`](Self::live) counts, `n - served`. A number given out after this snapshot was read (after
+    /// `last_number`) counts as a person until the next snapshot says whether it is one, so a person's position
+    /// never starts too low (it may start high by the tickets given out in one refresh interval).
+    pub fn position_of(&self, n: u64) -> u64 {
+        match &self.live {
+            Some(live) => {
+                live.ahead_of(n) + n.saturating_sub(self.last_number.saturating_add(1)) + 1
+            }
+            None => n.saturating_sub(self.served).max(1),
+        }
     }
 
     /// Sessions whose turn came while they were away and that may still come back for it
@@ -530,6 +552,33 @@ impl Snapshot {
     pub fn away(&self) -> u64 {
         let c = &self.counters;
         c.missed.saturating_sub(c.returned + c.abandoned)
+    }
+}
+
+/// The numbers held by sessions waiting in line after the head, as a sparse bitmap with running counts: what a
+/// room computes positions from, with no store call ([`Snapshot::position_of`]). Numbers nobody holds (tickets not
+/// redeemed, places kept for owners not back) are not in it, so a flood of one-shot requests moves nobody back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveLine {
+    /// Sessions in it.
+    pub total: u64,
+    /// `(w, bits, before)`, ascending by `w`, one entry per 64 numbers where someone waits: bit `b` of `bits` is set
+    /// when number `64 * w + b` is held; `before` counts the bits of the entries before this one.
+    pub words: Vec<(u64, u64, u64)>,
+}
+
+impl LiveLine {
+    /// How many held numbers are below `n`.
+    pub fn ahead_of(&self, n: u64) -> u64 {
+        let w = n / 64;
+        let i = self.words.partition_point(|e| e.0 < w);
+        match self.words.get(i) {
+            Some(&(ew, bits, before)) if ew == w => {
+                before + u64::from((bits & ((1u64 << (n % 64)) - 1)).count_ones())
+            }
+            Some(&(_, _, before)) => before,
+            None => self.total,
+        }
     }
 }
 

@@ -311,6 +311,7 @@ impl Store for RedisStore {
                 redeemed: int(&a[29])?,
             },
             reclaim_upto: opt_int(&a[22])?,
+            live: None,
             moved: strings(a[27].clone())?,
         })
     }
