@@ -312,3 +312,75 @@ async fn on_redis_a_ticket_back_after_the_grace_is_told_and_gets_a_new_place() {
     let s = site(store, &event, 1, &clock, 20_000).await;
     a_late_ticket(&s, &clock).await;
 }
+
+/// The process's resident memory, in bytes (Linux).
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// Figures for BENCHMARKS.md, not a check: resident memory per one-shot request (a ticket) on the embedded store
+/// against a join in the same run, and the position of a person who comes after a million one-shot requests.
+/// `cargo test -p waitroom-layer --release --test one_shot -- --ignored --nocapture`
+#[tokio::test]
+#[ignore = "a measurement for BENCHMARKS.md"]
+async fn measure_memory_per_one_shot_request_on_the_embedded_store() {
+    use waitroom_layer::store::{Join, Settings};
+    const N: u64 = 1_000_000;
+    let settings = Settings {
+        capacity: 1,
+        admit_per_minute: None,
+        paused: false,
+        closed: false,
+        opens_at_ms: None,
+        random_draw: false,
+        inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
+    };
+    let store = waitroom_layer::MemoryStore::new();
+    store.init("tickets", &settings).await.unwrap();
+    store.init("joins", &settings).await.unwrap();
+    let before = rss_bytes();
+    for _ in 0..N {
+        store.ticket("tickets", 1).await.unwrap();
+    }
+    let tickets = rss_bytes().saturating_sub(before);
+    let before = rss_bytes();
+    for i in 0..N {
+        let join = Join {
+            session: format!("{i:022}"),
+            account: None,
+            now_ms: 1,
+            draw_key: 0,
+        };
+        store.join("joins", &join).await.unwrap();
+    }
+    let joins = rss_bytes().saturating_sub(before);
+    let person = waitroom_layer::store::Redeem {
+        session: "person-aaaaaaaaaaaaaaaa".into(),
+        number: match store.ticket("tickets", 2).await.unwrap() {
+            waitroom_layer::store::Ticket::Number(n) => Some(n),
+            other => panic!("{other:?}"),
+        },
+        issued_ms: 2,
+        now_ms: 3,
+        grace_ms: 10_000,
+        draw_key: 0,
+    };
+    store.redeem("tickets", &person).await.unwrap();
+    let snap = store.snapshot("tickets").await.unwrap();
+    println!(
+        "{N} one-shot requests: {:.1} B each; {N} joins: {:.1} B each (ratio {:.3}); a person after them: position {}, in line {}",
+        tickets as f64 / N as f64,
+        joins as f64 / N as f64,
+        tickets as f64 / joins.max(1) as f64,
+        snap.position_of(person.number.unwrap()),
+        snap.waiting()
+    );
+}

@@ -22,6 +22,15 @@ use crate::error::StoreError;
 ///
 /// About 150 bytes per waiting session (see BENCHMARKS.md). Cheap to clone; clones share the data.
 ///
+/// # Tickets and the live line
+///
+/// A ticket ([`Store::ticket`]) is one add to the on-sale's number counter under the lock: nothing else is
+/// written, so a one-shot request costs no memory here. The line keeps only the numbers someone holds (a B-tree,
+/// beside a sparse bitmap of them, one 64-bit word per 64 numbers where someone waits): the head passes numbers
+/// nobody holds in one step, without using [`Tick::max_scan`], and snapshots carry the bitmap
+/// ([`Snapshot::live`]) so positions count only people. Reading it costs 24 bytes per word with someone in it,
+/// copied at each snapshot (a few times a second per room).
+///
 /// [`MemoryStore::new`] keeps nothing: a restart of the process starts an empty line. [`MemoryStore::open`] keeps
 /// the line in a directory and takes it back after a restart, a crash included; see [Durability](#durability).
 ///
