@@ -814,6 +814,8 @@ async fn sold_out_reaches_the_line_and_the_pre_queue_and_newcomers_do_not_join()
     let late: Vec<_> = (0..2).map(|_| browser()).collect();
     for b in &late {
         let _ = b.get(s.at("/checkout")).send().await.unwrap();
+        // The holding page's first poll: the ticket takes its place.
+        assert_eq!(poll(b, &s).await["state"], "waiting");
     }
     s.room.tick_now().await.unwrap();
     let joined = s.room.stats().counters.joined;
@@ -1138,6 +1140,8 @@ async fn far_back_in_a_sale_hears_the_seats_may_run_out_first_and_the_front_does
         state(&near.get(s.at("/checkout")).send().await.unwrap()),
         "waiting"
     );
+    // Its holding page's first poll: its ticket takes its place.
+    assert_eq!(poll(&near, &s).await["state"], "waiting");
     for i in 0..30 {
         s.room
             .join(&format!("reach-line-{i:02}-aaaaaaaaaaaaaaaa"), None)

@@ -379,9 +379,17 @@ async fn admin_calls_without_the_right_token_are_refused_and_change_nothing() {
     }
     s.room.refresh().await.unwrap();
     assert_eq!(s.room.stats(), before, "nothing changed");
-    // A newcomer still waits for the opening.
-    let res = browser().get(s.at("/checkout")).send().await.unwrap();
+    // A newcomer still waits for the opening (its holding page polls: its ticket takes its place).
+    let newcomer = browser();
+    let res = newcomer.get(s.at("/checkout")).send().await.unwrap();
     assert_eq!(res.headers()[STATE_HEADER], "waiting");
+    let res = newcomer
+        .get(s.at("/waitroom/status"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.json::<Value>().await.unwrap()["state"], "waiting");
     let res = client
         .get(s.at("/waitroom/admin/stats"))
         .bearer_auth(ADMIN)

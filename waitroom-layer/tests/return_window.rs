@@ -215,6 +215,8 @@ async fn walk_through(one: &Instance, two: &Instance, clock: &ManualClock) {
     let [e, f, g] = ["e", "f", "g"].map(Person::new);
     for p in [&e, &f] {
         p.visit(one).await;
+        // The holding page's first poll: the ticket the visit got comes back and takes its place.
+        assert_eq!(p.poll(one).await["state"], "waiting");
     }
     tick(one, two).await; // their joins' liveness marks reach the store (each instance sends them once a second)
     clock.advance(AWAY);

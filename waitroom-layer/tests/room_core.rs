@@ -7,8 +7,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use waitroom_layer::store::{
-    Join, Placement, Return, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
-    TickReport, Touches,
+    Join, Placement, Redeem, Return, SessionState, Settings, SettingsChange, Snapshot, Store, Tick,
+    TickReport, Ticket, Touches,
 };
 use waitroom_layer::{
     Fairness, Inventory, ManualClock, MemoryStore, StoreError, ViewState, WaitingRoom,
@@ -209,6 +209,14 @@ impl Store for Counting {
     async fn join(&self, e: &str, j: &Join) -> Result<Placement, StoreError> {
         self.bump();
         self.inner.join(e, j).await
+    }
+    async fn ticket(&self, e: &str, now_ms: u64) -> Result<Ticket, StoreError> {
+        self.bump();
+        self.inner.ticket(e, now_ms).await
+    }
+    async fn redeem(&self, e: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
+        self.bump();
+        self.inner.redeem(e, r).await
     }
     async fn lookup(&self, e: &str, s: &str) -> Result<Option<Placement>, StoreError> {
         self.bump();

@@ -13,8 +13,8 @@ mod contract {
     use std::sync::Arc;
 
     use waitroom_layer::store::{
-        AUDIT_KEEP, AuditEntry, Inventory, Join, Mark, Placement, Return, SessionState, Settings,
-        SettingsChange, Store, TURN_AWAY_PER_TICK, Tick, Touches,
+        AUDIT_KEEP, AuditEntry, Inventory, Join, Mark, Placement, Redeem, Return, SessionState,
+        Settings, SettingsChange, Store, TURN_AWAY_PER_TICK, Tick, Ticket, Touches,
     };
 
     pub const IDLE_MS: u64 = 30_000;
@@ -1321,9 +1321,11 @@ mod contract {
                 ["e", "b", "d"],
                 "the front lane, then the returning queue, then the line"
             );
-            // Everyone let in once; e's old place (number 5) stays, empty, until the head passes it.
+            // Everyone let in once; e's old place (number 5) stays, empty, until the head passes it: counted as
+            // a place by a store that counts numbers, not by one that counts the people holding them.
             let snap = store.snapshot(&ev).await.unwrap();
-            assert_eq!((snap.counters.admitted, snap.waiting()), (5, 1));
+            let empty_place = u64::from(snap.live.is_none());
+            assert_eq!((snap.counters.admitted, snap.waiting()), (5, empty_place));
         }
     }
 
@@ -2088,6 +2090,198 @@ mod contract {
         }
     }
 
+    /// One step of the ticket model: first contacts, returns and never-returns (a ticket nobody redeems).
+    #[derive(Debug, Clone)]
+    pub enum TicketOp {
+        /// Person `i`'s first contact: a ticket (nothing written).
+        First(usize),
+        /// Person `i` comes back with its ticket (its page's first poll).
+        Return(usize),
+        /// A join written at once (an account's, or a rejoin): it takes the same counter's next number.
+        Join(usize),
+        /// Everyone waiting and inside is marked here, then the admission tick.
+        Tick,
+        /// Person `i` leaves the place it was let into.
+        Finish(usize),
+        Advance(u64),
+    }
+
+    pub fn ticket_ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<TicketOp>> {
+        use proptest::prelude::*;
+        let op = prop_oneof![
+            5 => (0usize..30).prop_map(TicketOp::First),
+            4 => (0usize..30).prop_map(TicketOp::Return),
+            1 => (30usize..36).prop_map(TicketOp::Join),
+            4 => Just(TicketOp::Tick),
+            2 => (0usize..36).prop_map(TicketOp::Finish),
+            2 => (1u64..8_000).prop_map(TicketOp::Advance),
+        ];
+        proptest::collection::vec(op, 1..150)
+    }
+
+    /// Tickets, one model for every store: a first contact takes the next number and writes nothing (no session
+    /// the store knows); a ticket that comes back within the grace is written at its number, or ahead of the line
+    /// when the head passed it meanwhile; one that comes back later takes no place and writes nothing; numbers
+    /// (tickets and joins) are unique and increasing; and the door lets in the people who came back in the order
+    /// of their first contact: every tick admits the lowest-numbered of those waiting (everyone waiting is present
+    /// here), as many as places are free, and never anyone who did not come back. Counted: tickets and redeemed.
+    pub async fn tickets(store: Arc<dyn Store>, event: &str, capacity: u64, ops: &[TicketOp]) {
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        enum P {
+            /// A ticket out: its number, when given out.
+            Ticket(u64, u64),
+            /// Written, waiting, with its number.
+            Waiting(u64),
+            Inside,
+            /// Gone: finished, or its ticket came back too late.
+            Gone,
+        }
+        let sid = |i: usize| format!("ticket-{i:04}-abcdefghijkl");
+        let mut now = 1_000_000u64;
+        let mut people: HashMap<usize, P> = HashMap::new();
+        let mut last_number = 0u64;
+        let (mut issued, mut redeemed) = (0u64, 0u64);
+        for op in ops {
+            match *op {
+                TicketOp::First(i) => {
+                    if people.contains_key(&i) {
+                        continue;
+                    }
+                    let t = store.ticket(event, now).await.unwrap();
+                    let Ticket::Number(n) = t else {
+                        panic!("a FIFO line gives a number, not {t:?}");
+                    };
+                    assert!(n > last_number, "numbers increase: {n} after {last_number}");
+                    last_number = n;
+                    issued += 1;
+                    assert_eq!(
+                        store.lookup(event, &sid(i)).await.unwrap(),
+                        None,
+                        "a ticket writes no session"
+                    );
+                    people.insert(i, P::Ticket(n, now));
+                }
+                TicketOp::Return(i) => {
+                    let Some(&P::Ticket(n, at)) = people.get(&i) else {
+                        continue;
+                    };
+                    let r = Redeem {
+                        session: sid(i),
+                        number: Some(n),
+                        issued_ms: at,
+                        now_ms: now,
+                        grace_ms: ABANDON_MS,
+                        draw_key: rand_key(i, now),
+                    };
+                    let p = store.redeem(event, &r).await.unwrap();
+                    if now <= at + ABANDON_MS {
+                        let p = p.expect("a ticket back within the grace takes its place");
+                        assert_eq!((p.state, p.number), (SessionState::Waiting, Some(n)));
+                        redeemed += 1;
+                        people.insert(i, P::Waiting(n));
+                        // Idempotent: a copy of the ticket coming back finds the same place.
+                        assert_eq!(store.redeem(event, &r).await.unwrap(), Some(p));
+                    } else {
+                        assert_eq!(p, None, "a ticket back after the grace takes no place");
+                        assert_eq!(store.lookup(event, &sid(i)).await.unwrap(), None);
+                        people.insert(i, P::Gone);
+                    }
+                }
+                TicketOp::Join(i) => {
+                    if people.contains_key(&i) {
+                        continue;
+                    }
+                    let j = Join {
+                        session: sid(i),
+                        account: None,
+                        now_ms: now,
+                        draw_key: rand_key(i, now),
+                    };
+                    let p = store.join(event, &j).await.unwrap();
+                    let n = p.number.expect("a FIFO join has a number");
+                    assert!(
+                        n > last_number,
+                        "a join after tickets: {n} after {last_number}"
+                    );
+                    last_number = n;
+                    people.insert(i, P::Waiting(n));
+                }
+                TicketOp::Tick => {
+                    let waiting: BTreeMap<u64, usize> = people
+                        .iter()
+                        .filter_map(|(&i, p)| match p {
+                            P::Waiting(n) => Some((*n, i)),
+                            _ => None,
+                        })
+                        .collect();
+                    let inside: Vec<String> = people
+                        .iter()
+                        .filter(|(_, p)| **p == P::Inside)
+                        .map(|(&i, _)| sid(i))
+                        .collect();
+                    let marks = Touches {
+                        now_ms: now,
+                        waiting: waiting
+                            .iter()
+                            .map(|(&n, &i)| Mark {
+                                session: sid(i),
+                                number: Some(n),
+                            })
+                            .collect(),
+                        active: inside.clone(),
+                        idle_timeout_ms: IDLE_MS,
+                        abandon_after_ms: ABANDON_MS,
+                    };
+                    store.touch(event, &marks).await.unwrap();
+                    let report = store.tick(event, &tick_at(now)).await.unwrap();
+                    assert!(report.missed.is_empty(), "nobody here is away: {report:?}");
+                    assert!(report.expired.is_empty(), "nobody here idles: {report:?}");
+                    let free = capacity.saturating_sub(inside.len() as u64) as usize;
+                    let expected: Vec<String> =
+                        waiting.values().take(free).map(|&i| sid(i)).collect();
+                    let mut got = report.admitted.clone();
+                    got.sort_by_key(|s| {
+                        waiting
+                            .iter()
+                            .find(|(_, i)| sid(**i) == *s)
+                            .map(|(n, _)| *n)
+                    });
+                    assert_eq!(
+                        got, expected,
+                        "the door lets in the lowest numbers of those who came back, {free} free places"
+                    );
+                    for s in &report.admitted {
+                        let claimed = store.claim(event, s, now, IDLE_MS).await.unwrap();
+                        assert_eq!(claimed.map(|p| p.state), Some(SessionState::Active));
+                    }
+                    for (_, &i) in waiting.iter().take(free) {
+                        people.insert(i, P::Inside);
+                    }
+                }
+                TicketOp::Finish(i) => {
+                    if people.get(&i) == Some(&P::Inside) {
+                        assert!(store.finish(event, &sid(i), 0, now).await.unwrap());
+                        people.insert(i, P::Gone);
+                    }
+                }
+                TicketOp::Advance(ms) => now += ms,
+            }
+            let snap = store.snapshot(event).await.unwrap();
+            assert_eq!(snap.last_number, last_number);
+            assert_eq!(
+                (snap.counters.tickets, snap.counters.redeemed),
+                (issued, redeemed)
+            );
+            assert!(snap.active <= capacity);
+        }
+        // Tickets never redeemed left nothing behind.
+        for (i, p) in &people {
+            if let P::Ticket(..) = p {
+                assert_eq!(store.lookup(event, &sid(*i)).await.unwrap(), None);
+            }
+        }
+    }
+
     pub fn ops_strategy() -> impl proptest::strategy::Strategy<Value = Vec<Op>> {
         use proptest::prelude::*;
         let op = prop_oneof![
@@ -2132,6 +2326,15 @@ mod memory {
                 let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
                 store.init("ev", &contract::settings(capacity, false, None)).await.unwrap();
                 contract::run(store, "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+
+        #[test]
+        fn people_who_come_back_with_their_tickets_go_in_in_the_order_of_first_contact(ops in contract::ticket_ops_strategy(), capacity in 1u64..5) {
+            rt().block_on(async {
+                let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+                store.init("ev", &contract::settings(capacity, false, None)).await.unwrap();
+                contract::tickets(store, "ev", capacity, &ops).await;
             });
         }
 
@@ -2230,8 +2433,8 @@ mod durable {
     use proptest::prelude::*;
     use tokio::sync::RwLock;
     use waitroom_layer::store::{
-        Join, Reclaim, Restore, Return, SessionState, SettingsChange, Store, Tick, TickReport,
-        Touches,
+        Join, Reclaim, Redeem, Restore, Return, SessionState, SettingsChange, Store, Tick,
+        TickReport, Ticket, Touches,
     };
     use waitroom_layer::{MemoryStore, Placement, Settings, Snapshot, StoreError};
 
@@ -2313,6 +2516,16 @@ mod durable {
         async fn join(&self, event: &str, join: &Join) -> Result<Placement, StoreError> {
             call!(self.join(event, join))
         }
+        async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError> {
+            call!(self.ticket(event, now_ms))
+        }
+        async fn redeem(
+            &self,
+            event: &str,
+            redeem: &Redeem,
+        ) -> Result<Option<Placement>, StoreError> {
+            call!(self.redeem(event, redeem))
+        }
         async fn lookup(
             &self,
             event: &str,
@@ -2393,6 +2606,15 @@ mod durable {
                 let store = Arc::new(Restarting::new("fifo", every));
                 store.init("ev", &contract::settings(capacity, false, None)).await.unwrap();
                 contract::run(store.clone(), "ev", capacity, 1_000_000, &ops).await;
+            });
+        }
+
+        #[test]
+        fn people_who_come_back_with_their_tickets_go_in_in_the_order_of_first_contact_across_restarts(ops in contract::ticket_ops_strategy(), capacity in 1u64..5, every in 5u64..40) {
+            rt().block_on(async {
+                let store = Arc::new(Restarting::new("tickets", every));
+                store.init("ev", &contract::settings(capacity, false, None)).await.unwrap();
+                contract::tickets(store.clone(), "ev", capacity, &ops).await;
             });
         }
 
@@ -2717,6 +2939,47 @@ mod redis {
         run_property(false);
     }
 
+    /// The ticket model against Redis, through two connections taken in turn (two room instances).
+    #[test]
+    fn people_who_come_back_with_their_tickets_go_in_in_the_order_of_first_contact() {
+        let server = RedisServer::from_env_or_start();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let store: Arc<dyn Store> = Arc::new(RoundRobin {
+            stores: vec![
+                rt.block_on(RedisStore::connect(server.url())).unwrap(),
+                rt.block_on(RedisStore::connect(server.url())).unwrap(),
+            ],
+            next: AtomicU64::new(0),
+        });
+        let mut runner = TestRunner::new(Config {
+            cases: cases(),
+            ..Config::default()
+        });
+        let result = runner.run(
+            &(contract::ticket_ops_strategy(), 1u64..5),
+            |(ops, capacity)| {
+                let store = store.clone();
+                rt.block_on(async move {
+                    let event = fresh_event("tickets");
+                    store
+                        .init(&event, &contract::settings(capacity, false, None))
+                        .await
+                        .unwrap();
+                    contract::tickets(store, &event, capacity, &ops).await;
+                });
+                Ok(())
+            },
+        );
+        drop(server);
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+
     #[test]
     fn draw_interleavings_keep_the_invariants() {
         run_property(true);
@@ -3012,6 +3275,20 @@ mod redis {
             join: &waitroom_layer::store::Join,
         ) -> Result<waitroom_layer::Placement, waitroom_layer::StoreError> {
             self.pick().join(event, join).await
+        }
+        async fn ticket(
+            &self,
+            event: &str,
+            now_ms: u64,
+        ) -> Result<waitroom_layer::store::Ticket, waitroom_layer::StoreError> {
+            self.pick().ticket(event, now_ms).await
+        }
+        async fn redeem(
+            &self,
+            event: &str,
+            redeem: &waitroom_layer::store::Redeem,
+        ) -> Result<Option<waitroom_layer::Placement>, waitroom_layer::StoreError> {
+            self.pick().redeem(event, redeem).await
         }
         async fn lookup(
             &self,

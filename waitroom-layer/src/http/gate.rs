@@ -124,9 +124,10 @@ async fn place(
 ) -> Look {
     let room = &shared.room;
     let cookies_codec = room.cookies();
+    // What the cookie says of the place: (line number, pre-queue mark, ticket's time).
     let (mut session, hint, fresh) = match cookie {
-        Some(c) => (c.id, (c.number, c.prequeue), false),
-        None => (WaitingRoom::new_session_id(), (None, false), true),
+        Some(c) => (c.id, (c.number, c.prequeue, c.issued), false),
+        None => (WaitingRoom::new_session_id(), (None, false, None), true),
     };
     let original = session.clone();
     let mut placed = Placed {
@@ -141,7 +142,7 @@ async fn place(
     // Back after the return window, and not told yet: this answer tells it (no join now).
     let mut late = false;
     if !fresh {
-        match room.locate_counted(&session, hint.0, hint.1).await {
+        match room.locate_counted(&session, hint.0, hint.1, hint.2).await {
             Ok((p, counted)) => {
                 placed.placement = p;
                 late = tell_late && counted == Some(Return::TooLate);
@@ -150,17 +151,17 @@ async fn place(
                 // The store is out of reach: the cookie's word for the place stands.
                 placed.store_ok = false;
                 placed.placement = match hint {
-                    (Some(n), _) => Some(Placement {
+                    (Some(n), _, _) => Some(Placement {
                         session: session.clone(),
                         state: SessionState::Waiting,
                         number: Some(n),
                     }),
-                    (None, true) => Some(Placement {
+                    (None, true, _) => Some(Placement {
                         session: session.clone(),
                         state: SessionState::PreQueue,
                         number: None,
                     }),
-                    (None, false) => None,
+                    (None, false, _) => None,
                 };
             }
         }
@@ -182,6 +183,8 @@ async fn place(
             .as_ref()
             .is_none_or(|p| p.state.is_terminal());
     let mut joined = false;
+    // A ticket given out by this request: when (seconds since the Unix epoch).
+    let mut ticket = None;
     if join && needs_join && !door_shut_for_good {
         if placed
             .placement
@@ -210,13 +213,28 @@ async fn place(
             return Look::Refused(refusal);
         }
         let account = shared.account_key.as_ref().and_then(|f| f(parts));
-        match room.join(&session, account.as_deref()).await {
+        // A session the store does not know (a first contact, or a ticket past its grace) gets a ticket: nothing
+        // is written until it comes back. One the store knows (its last visit ended) and an account's join are
+        // written at once (an account holds one place, which the store must know).
+        let taken = if account.is_none() && placed.placement.is_none() {
+            room.ticket(&session).await.map(|(p, issued)| {
+                ticket = issued;
+                p
+            })
+        } else {
+            room.join(&session, account.as_deref()).await
+        };
+        match taken {
             Ok(p) => {
                 // With an account key, the account's place may belong to another browser's session: adopt it.
                 session.clone_from(&p.session);
                 // Straight through when there is room: a newcomer with a free place and nobody ahead goes in on
-                // this request (the admission tick runs now instead of at its interval).
-                let p = room.let_in_at_once(&p).await.unwrap_or(p);
+                // this request (the admission tick runs now instead of at its interval). A ticket is in no store
+                // yet: no tick can let it in.
+                let p = match ticket {
+                    None => room.let_in_at_once(&p).await.unwrap_or(p),
+                    Some(_) => p,
+                };
                 placed.placement = Some(p);
                 joined = true;
             }
@@ -230,14 +248,14 @@ async fn place(
     // its cookie says (its later polls are answered from it while the on-sale stays closed or sold out).
     let mark = match &placed.placement {
         Some(p) if p.state == SessionState::TurnedAway && !joined => hint,
-        Some(p) => (p.number, p.state == SessionState::PreQueue),
-        None => (None, false),
+        Some(p) => (p.number, p.state == SessionState::PreQueue, ticket),
+        None => (None, false, None),
     };
     if (fresh && join)
         || session != original
         || ((joined || !fresh) && mark != hint && placed.placement.is_some())
     {
-        let sealed = cookies_codec.seal(&session, mark.0, mark.1);
+        let sealed = cookies_codec.seal_ticket(&session, mark.0, mark.1, mark.2);
         placed.cookies.push(cookies_codec.set_sealed(&sealed));
         placed.sealed = Some(sealed);
     }
@@ -480,6 +498,10 @@ fn status_now(
         return None;
     }
     let room = &shared.room;
+    if cookie.issued.is_some() {
+        // A ticket coming back: the store writes its place (see `place`).
+        return None;
+    }
     let (state, number) = room.locate_local(cookie.id, cookie.number, cookie.prequeue)?;
     // The status does not read the session (an empty string does not allocate).
     let placement = Placement {

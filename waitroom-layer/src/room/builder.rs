@@ -364,6 +364,14 @@ impl RoomBuilder {
         self
     }
 
+    /// The most sessions one admission tick looks at from the head (let in or skipped as away; default 20,000):
+    /// bounds one store call's work. Numbers nobody holds (tickets never redeemed) are not looked at on a store
+    /// that counts the living (the embedded one), so a flood of one-shot requests does not use it up.
+    pub fn max_scan_per_tick(mut self, n: u64) -> Self {
+        self.config.max_scan_per_tick = n.max(1);
+        self
+    }
+
     /// How long a session whose turn came while it was away keeps that turn (default 10 minutes; zero: it does
     /// not, and a missed turn is lost at once, as before the return window existed).
     ///

@@ -2,7 +2,9 @@
 //! HMAC-SHA256 tag over both.
 //!
 //! Value: `<session_id>.<mark>.<tag>` where `mark` is the line number once the session has one, `p` while it waits
-//! in the pre-queue for the draw, `0` otherwise, and `tag` is the base64url (no padding) HMAC-SHA256 of
+//! in the pre-queue for the draw, `0` otherwise, `<number>t<seconds>` (or `pt<seconds>`) for a **ticket**, a first
+//! contact's place that the store has not recorded yet (the number, or the pre-queue, and when it was given out,
+//! in seconds since the Unix epoch; see "Tickets" in `crate::store`), and `tag` is the base64url (no padding) HMAC-SHA256 of
 //! `event NUL session_id NUL mark` under the room's cookie secret. So a waiting session's poll is answered from
 //! the cookie and the shared counters, with nothing kept per session in the instance's memory. The
 //! verify crate reads the session id as everything before the first `.`, so the same cookie binds the admission
@@ -58,6 +60,8 @@ pub struct SessionCookie {
     pub number: Option<u64>,
     /// The room put this session in the pre-queue (it waits for the draw, with no number yet).
     pub prequeue: bool,
+    /// A ticket not redeemed yet: when it was given out (seconds since the Unix epoch).
+    pub issued: Option<u64>,
 }
 
 /// A session cookie whose tag verified, borrowed from the request's headers (the hot paths read it without
@@ -70,6 +74,8 @@ pub(crate) struct SessionRef<'h> {
     pub number: Option<u64>,
     /// The room put this session in the pre-queue.
     pub prequeue: bool,
+    /// A ticket not redeemed yet: when it was given out (seconds since the Unix epoch).
+    pub issued: Option<u64>,
 }
 
 impl SessionRef<'_> {
@@ -79,6 +85,7 @@ impl SessionRef<'_> {
             id: self.id.to_owned(),
             number: self.number,
             prequeue: self.prequeue,
+            issued: self.issued,
         }
     }
 }
@@ -222,11 +229,28 @@ impl CookieCodec {
 
     /// The cookie value for `id` with its line number, or its place in the pre-queue.
     pub(crate) fn seal(&self, id: &str, number: Option<u64>, prequeue: bool) -> String {
-        let mark = match (number, prequeue) {
+        self.seal_ticket(id, number, prequeue, None)
+    }
+
+    /// [`seal`](Self::seal), as a ticket given out at `issued` (seconds since the Unix epoch) when it is `Some`.
+    pub(crate) fn seal_ticket(
+        &self,
+        id: &str,
+        number: Option<u64>,
+        prequeue: bool,
+        issued: Option<u64>,
+    ) -> String {
+        let mut mark = match (number, prequeue) {
             (Some(n), _) => itoa::Buffer::new().format(n).to_owned(),
             (None, true) => "p".to_owned(),
             (None, false) => "0".to_owned(),
         };
+        if let Some(t) = issued
+            && mark != "0"
+        {
+            mark.push('t');
+            mark.push_str(itoa::Buffer::new().format(t));
+        }
         let tag = URL_SAFE_NO_PAD.encode(self.tag(id, &mark).finalize().into_bytes());
         format!("{id}.{mark}.{tag}")
     }
@@ -239,18 +263,23 @@ impl CookieCodec {
         let value = value.trim_matches('"');
         let (id, rest) = value.split_once('.')?;
         let (n, tag) = rest.split_once('.')?;
-        let prequeue = n == "p";
-        if !valid_session_id(id)
-            || !(prequeue
-                || (!n.is_empty()
-                    && n.len() <= 20
-                    && n.bytes().all(|b| b.is_ascii_digit())
-                    && !(n.len() > 1 && n.starts_with('0'))))
-            || tag.len() != TAG_LEN
-        {
+        // One spelling per value: digits without leading zeros.
+        let canonical = |d: &str| {
+            !d.is_empty()
+                && d.len() <= 20
+                && d.bytes().all(|b| b.is_ascii_digit())
+                && !(d.len() > 1 && d.starts_with('0'))
+        };
+        let (place, issued) = match n.split_once('t') {
+            Some((place, t)) if canonical(t) && place != "0" => (place, Some(t.parse().ok()?)),
+            Some(_) => return None,
+            None => (n, None),
+        };
+        let prequeue = place == "p";
+        if !valid_session_id(id) || !(prequeue || canonical(place)) || tag.len() != TAG_LEN {
             return None;
         }
-        let number: u64 = if prequeue { 0 } else { n.parse().ok()? };
+        let number: u64 = if prequeue { 0 } else { place.parse().ok()? };
         // The expected tag is encoded (on the stack: this runs on every protected request) and compared in
         // constant time with the text. Encoding is canonical, so this accepts what decoding and comparing the
         // bytes would, for less work.
@@ -266,6 +295,7 @@ impl CookieCodec {
             id,
             number: (number > 0).then_some(number),
             prequeue,
+            issued,
         })
     }
 
@@ -427,7 +457,8 @@ mod tests {
             Some(SessionRef {
                 id: SID,
                 number: Some(42),
-                prequeue: false
+                prequeue: false,
+                issued: None,
             })
         );
         let v = c.seal(SID, None, false);
@@ -440,7 +471,8 @@ mod tests {
             Some(SessionRef {
                 id: SID,
                 number: None,
-                prequeue: true
+                prequeue: true,
+                issued: None,
             })
         );
         // The pre-queue mark is under the tag too: neither can pass for the other.
@@ -448,6 +480,41 @@ mod tests {
         let none = c.seal(SID, None, false);
         assert_eq!(c.open(&none.replacen(".0.", ".p.", 1)), None);
         assert_eq!(c.open(&v.replacen(".p.", ".P.", 1)), None);
+    }
+
+    #[test]
+    fn a_ticket_carries_its_number_and_time_under_the_tag() {
+        let c = codec();
+        let v = c.seal_ticket(SID, Some(42), false, Some(1_767_261_600));
+        assert!(v.starts_with(&format!("{SID}.42t1767261600.")), "{v}");
+        assert_eq!(
+            c.open(&v),
+            Some(SessionRef {
+                id: SID,
+                number: Some(42),
+                prequeue: false,
+                issued: Some(1_767_261_600),
+            })
+        );
+        let p = c.seal_ticket(SID, None, true, Some(5));
+        assert_eq!(
+            c.open(&p).map(|r| (r.prequeue, r.issued)),
+            Some((true, Some(5)))
+        );
+        // Neither the time nor the number can change under the tag, nor the ticket pass for a redeemed place.
+        for forged in [
+            v.replacen("t1767261600.", "t1767261601.", 1),
+            v.replacen(".42t", ".43t", 1),
+            v.replacen("t1767261600.", ".", 1),
+            v.replacen("t1767261600.", "t01767261600.", 1),
+            v.replacen("t1767261600.", "t.", 1),
+            p.replacen(".pt5.", ".0t5.", 1),
+        ] {
+            assert_eq!(c.open(&forged), None, "{forged}");
+        }
+        let plain = c.seal(SID, Some(42), false);
+        assert_eq!(c.open(&plain).unwrap().issued, None);
+        assert_eq!(c.open(&plain.replacen(".42.", ".42t5.", 1)), None);
     }
 
     #[test]

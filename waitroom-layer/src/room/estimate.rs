@@ -432,6 +432,7 @@ mod tests {
             },
             moved: Vec::new(),
             reclaim_upto: None,
+            live: None,
         }
     }
 

@@ -11,7 +11,7 @@ use crate::error::StoreError;
 /// Most finishes kept while the store is out of reach (see [`WaitingRoom::finish`]); past it the oldest stay and
 /// new ones are given up (those sessions idle out), counted by `waitroom_finishes_dropped`.
 pub(crate) const MAX_PENDING_FINISHES: usize = 10_000;
-use crate::store::{Join, Placement, Reclaim, Return, SessionState};
+use crate::store::{Join, Placement, Reclaim, Redeem, Return, SessionState, Ticket};
 
 impl WaitingRoom {
     /// Joins the line (idempotent). With an `account`, the account holds one place whichever session asks; the
@@ -117,6 +117,104 @@ impl WaitingRoom {
         })
     }
 
+    /// A first contact's place, written nowhere: a ticket (see "Tickets" in [`crate::store`]). Returns the place
+    /// it stands for (waiting with the next number; before the draw, the pre-queue; closed or sold out, turned
+    /// away with no place) and when the ticket was given out (seconds since the Unix epoch), to seal in the
+    /// session's cookie: the place is written when the ticket comes back within the abandon grace
+    /// ([`locate`](Self::locate) with it). `None` for the time: the session was joined for real, when there is a
+    /// free place for everyone waiting and this one too (the next tick lets it in; a ticket would hold it back
+    /// until its first poll), or before a draw whose opening is within the grace (a pre-queue ticket could come
+    /// back after the draw).
+    ///
+    /// # Errors
+    /// When the store cannot be reached; nothing changed then.
+    pub async fn ticket(&self, session: &str) -> Result<(Placement, Option<u64>), StoreError> {
+        let now = self.now_ms();
+        let snap = self.inner.snap.load();
+        let grace = self.ticket_grace_ms();
+        let draw_near = !snap.drawn
+            && snap.settings.random_draw
+            && snap
+                .settings
+                .opens_at_ms
+                .is_none_or(|t| t <= now.saturating_add(grace));
+        // A free place for everyone in line and this one: the next tick lets it in, so it joins now (a ticket
+        // would only hold it back until its first poll). A flood fills the free places (each such join is let in
+        // and, if it never comes, expires after the arrival window); from then on first contacts get tickets.
+        let room_now = snap.drawn
+            && snap.settings.door_open(now)
+            && snap.waiting() + snap.active < snap.settings.capacity;
+        if draw_near || room_now {
+            return Ok((self.join(session, None).await?, None));
+        }
+        let t = self
+            .call(|| self.inner.store.ticket(self.event(), now))
+            .await?;
+        let (state, number) = match t {
+            Ticket::Number(n) => (SessionState::Waiting, Some(n)),
+            Ticket::PreQueue => (SessionState::PreQueue, None),
+            Ticket::TurnedAway => (SessionState::TurnedAway, None),
+        };
+        if let Some(n) = number {
+            self.note_number(n);
+        }
+        let issued = (state != SessionState::TurnedAway).then(|| {
+            self.inner.metrics.tickets_issued.inc();
+            now / 1000
+        });
+        let p = Placement {
+            session: session.to_owned(),
+            state,
+            number,
+        };
+        Ok((p, issued))
+    }
+
+    /// How long a ticket stays good: the abandon grace, and at least two poll intervals (the holding page's
+    /// first poll comes within 1.2 poll intervals).
+    pub(crate) fn ticket_grace_ms(&self) -> u64 {
+        let c = &self.inner.config;
+        c.abandon_after.max(2 * c.poll_interval).as_millis() as u64
+    }
+
+    /// A ticket comes back (see [`ticket`](Self::ticket)): its place is written, or `None` (nothing written) when
+    /// it is older than the abandon grace or cannot take a place now; the caller then gives it a new ticket.
+    async fn redeem(
+        &self,
+        session: &str,
+        number: Option<u64>,
+        issued_s: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        let redeem = Redeem {
+            session: session.to_owned(),
+            number,
+            // In the session's favour: the ticket was given out at the end of its second.
+            issued_ms: issued_s.saturating_mul(1000).saturating_add(999),
+            now_ms: self.now_ms(),
+            grace_ms: self.ticket_grace_ms(),
+            draw_key: rand::random(),
+        };
+        let p = self
+            .call(|| self.inner.store.redeem(self.event(), &redeem))
+            .await?;
+        match &p {
+            Some(p) => {
+                self.inner.metrics.tickets_redeemed.inc();
+                self.remember(p, true);
+                if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
+                    self.emit(RoomEventKind::Joined {
+                        session: p.session.clone(),
+                        number: p.number,
+                    });
+                }
+            }
+            None => {
+                self.inner.metrics.tickets_expired.inc();
+            }
+        }
+        Ok(p)
+    }
+
     /// Where a session stands. The hot path: a waiting session whose line number is known (from its signed cookie,
     /// `number_hint`, or from the local cache) is answered from local memory with no store call; its liveness is
     /// recorded for the next batch. Others are looked up once in the store. While the on-sale is closed or sold
@@ -140,19 +238,24 @@ impl WaitingRoom {
         prequeue_hint: bool,
     ) -> Result<Option<Placement>, StoreError> {
         Ok(self
-            .locate_counted(session, number_hint, prequeue_hint)
+            .locate_counted(session, number_hint, prequeue_hint, None)
             .await?
             .0)
     }
 
     /// [`locate_marked`](Self::locate_marked), and whether this look counted a return (a missed session came
-    /// back: in time, or too late, which is told once).
+    /// back: in time, or too late, which is told once). With `ticket` (when the cookie's ticket was given out,
+    /// seconds since the Unix epoch), the ticket is redeemed: see [`ticket`](Self::ticket).
     pub(crate) async fn locate_counted(
         &self,
         session: &str,
         number_hint: Option<u64>,
         prequeue_hint: bool,
+        ticket: Option<u64>,
     ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        if let Some(issued) = ticket {
+            return Ok((self.redeem(session, number_hint, issued).await?, None));
+        }
         if let Some((state, number)) = self.locate_local(session, number_hint, prequeue_hint) {
             let p = Placement {
                 session: session.to_owned(),

@@ -40,6 +40,12 @@ pub(crate) struct RoomMetrics {
     pub(crate) polls: Counter,
     pub(crate) joins: Counter,
     pub(crate) tokens_issued: Counter,
+    /// Tickets this instance gave to first contacts.
+    pub(crate) tickets_issued: Counter,
+    /// Tickets that came back to this instance and took their place.
+    pub(crate) tickets_redeemed: Counter,
+    /// Tickets that came back to this instance after the grace (given a new ticket, at the back).
+    pub(crate) tickets_expired: Counter,
     pub(crate) store_errors: Counter,
     /// Restores of a store that had forgotten the on-sale.
     pub(crate) store_restores: Counter,
@@ -61,6 +67,9 @@ impl RoomMetrics {
             polls: Counter::default(),
             joins: Counter::default(),
             tokens_issued: Counter::default(),
+            tickets_issued: Counter::default(),
+            tickets_redeemed: Counter::default(),
+            tickets_expired: Counter::default(),
             store_errors: Counter::default(),
             store_restores: Counter::default(),
             finishes_pending: Gauge::default(),
@@ -108,6 +117,21 @@ impl RoomMetrics {
             "tokens_issued",
             "Admission tokens issued or renewed by this instance",
             self.tokens_issued.clone(),
+        );
+        r.register(
+            "tickets_issued",
+            "Tickets this instance gave to first contacts (a number, no session written)",
+            self.tickets_issued.clone(),
+        );
+        r.register(
+            "tickets_redeemed",
+            "Tickets that came back to this instance within the grace and took their place",
+            self.tickets_redeemed.clone(),
+        );
+        r.register(
+            "tickets_expired",
+            "Tickets that came back to this instance after the grace (given a new place at the back)",
+            self.tickets_expired.clone(),
         );
         r.register(
             "token_refusals",
@@ -198,6 +222,24 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
     );
     let c = &stats.counters;
     total(r, "joined", "Sessions that joined the line", c.joined);
+    total(
+        r,
+        "tickets",
+        "Tickets given to first contacts, by every instance (each a number; no session written)",
+        c.tickets,
+    );
+    total(
+        r,
+        "tickets_claimed",
+        "Tickets that came back within the grace and took their place (also counted in joined)",
+        c.redeemed,
+    );
+    gauge(
+        r,
+        "tickets_unclaimed",
+        "Tickets given out and never claimed (or still within the grace): tickets minus tickets claimed",
+        c.tickets.saturating_sub(c.redeemed),
+    );
     total(r, "admitted", "Sessions let in", c.admitted);
     total(
         r,

@@ -274,7 +274,7 @@ impl WaitingRoom {
         if let (Some(SessionState::Waiting), Some(n)) = (state, placement.and_then(|p| p.number))
             && !s.turning_away()
         {
-            let position = n.saturating_sub(snap.served).max(1);
+            let position = snap.position_of(n);
             st.position = Some(position);
             let eta = self.eta_for(position, &snap, now);
             // Before the door opens, the wait starts at the opening.

@@ -1,23 +1,35 @@
 //! The embedded store: one process, zero set-up, the default; durable in a directory with [`MemoryStore::open`].
 
 mod durable;
+mod line;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use line::Line;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
 use super::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim, Redeem,
     Restore, Return, SessionDetail, SessionState, Settings, SettingsChange, Snapshot, Store,
-    TURN_AWAY_PER_TICK, Tick, TickReport, Touches,
+    TURN_AWAY_PER_TICK, Tick, TickReport, Ticket, Touches,
 };
 use crate::error::StoreError;
 
 /// The embedded in-process store: every on-sale's line in this process's memory, behind one mutex.
 ///
 /// About 150 bytes per waiting session (see BENCHMARKS.md). Cheap to clone; clones share the data.
+///
+/// # Tickets and the live line
+///
+/// A ticket ([`Store::ticket`]) is one add to the on-sale's number counter under the lock: nothing else is
+/// written, so a one-shot request costs no memory here. The line keeps only the numbers someone holds (a B-tree,
+/// beside a sparse bitmap of them, one 64-bit word per 64 numbers where someone waits): the head passes numbers
+/// nobody holds in one step, without using [`Tick::max_scan`], and snapshots carry the bitmap
+/// ([`Snapshot::live`]) so positions count only people. Reading it costs 24 bytes per word with someone in it,
+/// copied at each snapshot (a few times a second per room).
 ///
 /// [`MemoryStore::new`] keeps nothing: a restart of the process starts an empty line. [`MemoryStore::open`] keeps
 /// the line in a directory and takes it back after a restart, a crash included; see [Durability](#durability).
@@ -186,12 +198,6 @@ struct Rec {
 /// The time field of an abandoned session whose late return was counted (in both stores' records).
 const LATE_TOLD: u64 = 1;
 
-/// What stands in the line for a number kept free for an owner the store does not know: one a restore kept for
-/// its owner, or one given out in the last moments before a crash (or reserved and never given out). No session
-/// id is empty (the room's are 22 characters). The tick skips it as it skips a session it does not know, counting
-/// the number served; [`Store::reclaim`] puts its owner back in it.
-const HOLE: &str = "";
-
 #[derive(Debug)]
 struct Event {
     settings: Settings,
@@ -201,9 +207,11 @@ struct Event {
     sessions: HashMap<Arc<str>, Rec>,
     accounts: HashMap<Box<str>, Arc<str>>,
     prequeue: Vec<(u64, Arc<str>)>,
-    /// Sessions with numbers `served + 1 ..= last_number`, front first; an empty id is a number kept free for
-    /// an owner the store forgot (see [`Store::reclaim`]).
-    line: VecDeque<Arc<str>>,
+    /// Sessions waiting with a number after `served`, by number, counted. A number in `served + 1 ..=
+    /// last_number` nobody holds is free: a ticket not redeemed (yet), a number kept for an owner the store forgot
+    /// (see [`Store::reclaim`]), the old place of a session moved to the front. The head passes free numbers at no
+    /// cost.
+    line: Line,
     /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
     returning: VecDeque<Arc<str>>,
     /// Sessions that missed their turn, with when, in the order they missed it (entries of sessions that came back
@@ -263,7 +271,7 @@ impl Event {
             sessions: HashMap::new(),
             accounts: HashMap::new(),
             prequeue: Vec::new(),
-            line: VecDeque::new(),
+            line: Line::default(),
             returning: VecDeque::new(),
             missed: VecDeque::new(),
             back: BTreeMap::new(),
@@ -344,8 +352,6 @@ impl Event {
         ev.drawn = r.drawn || !r.settings.random_draw;
         ev.served = r.served;
         ev.last_number = r.last_number.max(r.served);
-        let hole: Arc<str> = Arc::from(HOLE);
-        ev.line = (ev.served..ev.last_number).map(|_| hole.clone()).collect();
         ev.counters = r.counters;
         ev.reclaim_upto = Some(ev.last_number);
         ev.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
@@ -360,8 +366,6 @@ impl Event {
             return;
         }
         let gap = (r.last_number - self.last_number).min(MAX_RECLAIM_GAP);
-        let hole: Arc<str> = Arc::from(HOLE);
-        self.line.extend((0..gap).map(|_| hole.clone()));
         self.last_number += gap;
         self.reclaim_upto = Some(self.last_number);
         self.hold_until_ms = r.now_ms.saturating_add(r.hold_ms);
@@ -392,18 +396,14 @@ impl Event {
                 if gap > MAX_RECLAIM_GAP {
                     return None;
                 }
-                let hole: Arc<str> = Arc::from(HOLE);
-                self.line.extend((0..gap).map(|_| hole.clone()));
-                self.line.push_back(sid.clone());
                 self.last_number = n;
+                self.line.insert(n, sid.clone());
                 (SessionState::Waiting, n)
             }
             Some(n) if n > self.served => {
-                let slot = self.line.get_mut((n - self.served - 1) as usize)?;
-                if !slot.is_empty() {
+                if !self.line.insert(n, sid.clone()) {
                     return None;
                 }
-                *slot = sid.clone();
                 (SessionState::Waiting, n)
             }
             Some(n) => {
@@ -426,6 +426,81 @@ impl Event {
         self.sessions.insert(sid.clone(), rec);
         self.dirty(&sid);
         self.placement(&c.session)
+    }
+
+    /// [`Store::ticket`]: the next number (or a pre-queue ticket), nothing recorded.
+    fn ticket(&mut self, now_ms: u64) -> Ticket {
+        if self.settings.turning_away() {
+            return Ticket::TurnedAway;
+        }
+        if self.draw_due(now_ms) {
+            self.draw(now_ms);
+        }
+        self.counters.tickets += 1;
+        self.changed();
+        if self.drawn {
+            self.last_number += 1;
+            Ticket::Number(self.last_number)
+        } else {
+            Ticket::PreQueue
+        }
+    }
+
+    /// [`Store::redeem`]: the rules are in the store's module docs ("Tickets").
+    fn redeem(&mut self, r: &Redeem) -> Option<Placement> {
+        if let Some(p) = self.placement(&r.session) {
+            return Some(p);
+        }
+        if self.settings.turning_away() || r.issued_ms.saturating_add(r.grace_ms) < r.now_ms {
+            return None;
+        }
+        let sid: Arc<str> = Arc::from(r.session.as_str());
+        let (state, number) = match r.number {
+            None if !self.drawn => {
+                self.prequeue.push((r.draw_key, sid.clone()));
+                if let Some(journal) = self.journal.as_mut() {
+                    journal.keys.insert(sid.clone(), r.draw_key);
+                }
+                (SessionState::PreQueue, 0)
+            }
+            None | Some(0) => return None,
+            Some(n) if n > self.last_number => {
+                // A store that lost its latest writes (the room's signed ticket says the number was given out):
+                // as a reclaim, the number is taken and nobody later gets it.
+                if n - self.last_number - 1 > MAX_RECLAIM_GAP {
+                    return None;
+                }
+                self.last_number = n;
+                self.line.insert(n, sid.clone());
+                (SessionState::Waiting, n)
+            }
+            Some(n) if n > self.served => {
+                if !self.line.insert(n, sid.clone()) {
+                    return None;
+                }
+                (SessionState::Waiting, n)
+            }
+            Some(n) => {
+                // The head passed it while the ticket was out: ahead of the line.
+                if self.back.contains_key(&n) {
+                    return None;
+                }
+                self.back.insert(n, sid.clone());
+                (SessionState::Waiting, n)
+            }
+        };
+        self.counters.joined += 1;
+        self.counters.redeemed += 1;
+        self.next_seq += 1;
+        let rec = Rec {
+            state,
+            number,
+            last_seen_ms: r.now_ms,
+            seq: self.next_seq,
+        };
+        self.sessions.insert(sid.clone(), rec);
+        self.dirty(&sid);
+        self.placement(&r.session)
     }
 
     fn placement(&self, sid: &str) -> Option<Placement> {
@@ -457,7 +532,7 @@ impl Event {
                 }
             }
             self.dirty(&sid);
-            self.line.push_back(sid);
+            self.line.insert(self.last_number, sid);
         }
         self.drawn = true;
         self.changed();
@@ -499,7 +574,7 @@ impl Event {
         if self.drawn {
             self.last_number += 1;
             rec.number = self.last_number;
-            self.line.push_back(sid.clone());
+            self.line.insert(rec.number, sid.clone());
         } else {
             rec.state = SessionState::PreQueue;
             self.prequeue.push((j.draw_key, sid.clone()));
@@ -651,8 +726,9 @@ impl Event {
                     continue;
                 }
                 sid
-            } else if let Some(sid) = self.line.pop_front() {
-                self.served += 1;
+            } else if let Some((n, sid)) = self.line.pop_first() {
+                // The numbers before it are free: passed at no cost.
+                self.served = n;
                 sid
             } else {
                 break;
@@ -767,14 +843,12 @@ impl Event {
             return None;
         }
         let n = r.number;
-        let idx = (n - self.served - 1) as usize;
-        let slot = self.line.get_mut(idx)?;
-        if &**slot != session {
+        if self.line.get(n).is_none_or(|s| &**s != session) {
             return None;
         }
-        // The old place stays, empty: the head skips it (no session has the empty id).
-        let sid = std::mem::replace(slot, Arc::from(""));
         r.number = 0;
+        // The old place is free: the head passes it.
+        let sid = self.line.remove(n)?;
         self.front.push_back(sid.clone());
         self.moved.push((n, sid));
         self.placement(session)
@@ -819,11 +893,11 @@ impl Event {
             }
         }
         while budget > 0 {
-            let Some(sid) = self.line.pop_front() else {
+            let Some((n, sid)) = self.line.pop_first() else {
                 break;
             };
             budget -= 1;
-            self.served += 1;
+            self.served = n;
             self.turn_away_one(sid, report);
         }
         while budget > 0 {
@@ -861,6 +935,7 @@ impl Event {
                 .map(|(_, s)| s.to_string())
                 .collect(),
             reclaim_upto: self.reclaim_upto,
+            live: Some(self.line.live()),
         }
     }
 }
@@ -893,6 +968,24 @@ impl Store for MemoryStore {
             ev.reserve(n).then(|| ev.join(join))
         })
         .await
+    }
+
+    async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError> {
+        self.within_reserve(event, |ev| {
+            let n = if ev.settings.turning_away() {
+                0
+            } else if ev.draw_due(now_ms) {
+                ev.prequeue.len() as u64 + 1
+            } else {
+                u64::from(ev.drawn)
+            };
+            ev.reserve(n).then(|| ev.ticket(now_ms))
+        })
+        .await
+    }
+
+    async fn redeem(&self, event: &str, redeem: &Redeem) -> Result<Option<Placement>, StoreError> {
+        self.with_event(event, |ev| ev.redeem(redeem))
     }
 
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError> {

@@ -56,6 +56,24 @@
 //! admitted but not finished (they keep passing on their tokens, but no longer count against the capacity, so up
 //! to one capacity more may be let in while their passes last), and the finishes written in the last moments
 //! before the loss (a verifier's deny list still holds them).
+//!
+//! # Tickets: first contact writes nothing
+//!
+//! Most requests without a session never come back: bots, crawlers, uptime checks, link previews, apps without a
+//! cookie jar. So a first contact does not join: [`Store::ticket`] hands it the next line number (an atomic add
+//! in memory, one short script on Redis, which is one `HINCRBY` and a read of the settings) and writes nothing
+//! else; the room seals the number and the time into the session cookie (a **ticket**). FIFO order is the order
+//! of [`Store::ticket`] calls, on the store's one counter, so it holds across room instances. When the ticket
+//! comes back within the abandon grace (the holding page's first poll, the next protected request),
+//! [`Store::redeem`] writes the session at its number. A ticket that never comes back costs its number: the head
+//! passes an unclaimed number as it passes an empty place. One that comes back after the head passed its
+//! number, within the grace, goes ahead of the line (it was in front of everyone waiting). One older than the
+//! grace takes no place: the room gives it a new ticket, at the back. Before the draw, a pre-queue ticket carries
+//! no number (the draw orders whoever redeemed in time, with a random key drawn at redemption).
+//!
+//! A ticket is the session cookie (or its header form): signed, so a forged or altered one is no cookie; one
+//! copied to many clients takes one place (the first to come back; the others find that place, as a copied
+//! session cookie always did).
 
 mod memory;
 #[cfg(feature = "redis")]
@@ -451,6 +469,14 @@ pub struct Counters {
     /// Sessions still in line (or in the pre-queue) when the on-sale closed or sold out, turned away.
     #[serde(default)]
     pub turned_away: u64,
+    /// Tickets given to first contacts ([`Store::ticket`]): each took a number (or a pre-queue ticket) and wrote
+    /// no session.
+    #[serde(default)]
+    pub tickets: u64,
+    /// Tickets that came back and took their place ([`Store::redeem`]); also counted in
+    /// [`joined`](Self::joined). `tickets - redeemed` were never claimed (or are still within the grace).
+    #[serde(default)]
+    pub redeemed: u64,
     /// Finished sessions that bought at least one seat.
     pub orders: u64,
     /// Seats bought by finished sessions.
@@ -481,6 +507,11 @@ pub struct Snapshot {
     /// reached yet: a room must not answer them from the number in their cookie (they are let in ahead of it).
     #[serde(default)]
     pub moved: Vec<String>,
+    /// Who holds the numbers after the head, for positions that count only the people in line ("The numbers
+    /// count the living" in the module docs). `None` from a store that does not count them: positions are then
+    /// line numbers minus `served`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveLine>,
     /// Set once the store was restored after it lost the on-sale ([`Store::restore`]): the last number given out
     /// before the loss. Sessions holding a number up to it (or a pre-queue mark) may be unknown to the store and
     /// are taken back with [`Store::reclaim`].
@@ -494,9 +525,26 @@ pub const MAX_MOVED: usize = 1_000;
 
 impl Snapshot {
     /// Sessions in line, in the pre-queue or in the returning queue (sessions that gave up count until the head
-    /// reaches them).
+    /// reaches them; with [`live`](Self::live) counts, numbers nobody holds do not count).
     pub fn waiting(&self) -> u64 {
-        self.last_number.saturating_sub(self.served) + self.prequeue + self.returning
+        let line = match &self.live {
+            Some(live) => live.total,
+            None => self.last_number.saturating_sub(self.served),
+        };
+        line + self.prequeue + self.returning
+    }
+
+    /// The position of line number `n` (1 = next): the people in line holding a number before it, plus one; without
+    /// [`live`](Self::live) counts, `n - served`. A number given out after this snapshot was read (after
+    /// `last_number`) counts as a person until the next snapshot says whether it is one, so a person's position
+    /// never starts too low (it may start high by the tickets given out in one refresh interval).
+    pub fn position_of(&self, n: u64) -> u64 {
+        match &self.live {
+            Some(live) => {
+                live.ahead_of(n) + n.saturating_sub(self.last_number.saturating_add(1)) + 1
+            }
+            None => n.saturating_sub(self.served).max(1),
+        }
     }
 
     /// Sessions whose turn came while they were away and that may still come back for it
@@ -504,6 +552,33 @@ impl Snapshot {
     pub fn away(&self) -> u64 {
         let c = &self.counters;
         c.missed.saturating_sub(c.returned + c.abandoned)
+    }
+}
+
+/// The numbers held by sessions waiting in line after the head, as a sparse bitmap with running counts: what a
+/// room computes positions from, with no store call ([`Snapshot::position_of`]). Numbers nobody holds (tickets not
+/// redeemed, places kept for owners not back) are not in it, so a flood of one-shot requests moves nobody back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveLine {
+    /// Sessions in it.
+    pub total: u64,
+    /// `(w, bits, before)`, ascending by `w`, one entry per 64 numbers where someone waits: bit `b` of `bits` is set
+    /// when number `64 * w + b` is held; `before` counts the bits of the entries before this one.
+    pub words: Vec<(u64, u64, u64)>,
+}
+
+impl LiveLine {
+    /// How many held numbers are below `n`.
+    pub fn ahead_of(&self, n: u64) -> u64 {
+        let w = n / 64;
+        let i = self.words.partition_point(|e| e.0 < w);
+        match self.words.get(i) {
+            Some(&(ew, bits, before)) if ew == w => {
+                before + u64::from((bits & ((1u64 << (n % 64)) - 1)).count_ones())
+            }
+            Some(&(_, _, before)) => before,
+            None => self.total,
+        }
     }
 }
 
@@ -575,6 +650,36 @@ pub struct Reclaim {
     pub draw_key: u64,
 }
 
+/// What a first contact gets ([`Store::ticket`]): a place in FIFO order that the store does not record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "number")]
+pub enum Ticket {
+    /// The next line number.
+    Number(u64),
+    /// Before the draw: a pre-queue ticket (no number; the draw orders whoever redeems it in time).
+    PreQueue,
+    /// Closed or sold out: no place.
+    TurnedAway,
+}
+
+/// A ticket coming back to take its place ([`Store::redeem`]).
+#[derive(Debug, Clone)]
+pub struct Redeem {
+    /// The session (the ticket's id).
+    pub session: String,
+    /// The ticket's line number; `None` for a pre-queue ticket.
+    pub number: Option<u64>,
+    /// When the ticket was given out (ms since the Unix epoch; the signed cookie carries it, to the second).
+    pub issued_ms: u64,
+    /// The time of the request.
+    pub now_ms: u64,
+    /// How long a ticket stays good: the room's abandon grace ([`Tick::abandon_after_ms`]). An older ticket takes
+    /// no place.
+    pub grace_ms: u64,
+    /// A secret random key for the draw (a pre-queue ticket joins the pre-queue with it).
+    pub draw_key: u64,
+}
+
 /// Most numbers one reclaim may leave free after `last_number` (a number further on is not taken back): bounds the
 /// work of one call and the store's memory (`RedisStore` keeps a free number as an empty list entry, a few bytes).
 pub const MAX_RECLAIM_GAP: u64 = 1_000_000;
@@ -595,6 +700,21 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// the answer is a placement in [`SessionState::TurnedAway`] with no number, nothing is recorded (a lookup
     /// answers what it answered before) and the join is not counted in [`Counters::joined`].
     async fn join(&self, event: &str, join: &Join) -> Result<Placement, StoreError>;
+
+    /// A first contact's ticket: the next line number (after the draw, or without one) or a pre-queue ticket
+    /// (before it), with **no session record and no line entry**: what it costs is the number, and
+    /// [`Counters::tickets`]. Runs the draw when it is due (as a join does). While the on-sale is closed or sold
+    /// out: [`Ticket::TurnedAway`], nothing counted. See "Tickets" in the module docs.
+    async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError>;
+
+    /// A ticket comes back within the grace: the session is written at the ticket's number, as a join would have
+    /// written it ([`Counters::joined`] and [`Counters::redeemed`] count it). Idempotent: a session the store
+    /// knows gets its placement, unchanged (one ticket copied to many clients takes one place). `None` (nothing
+    /// written): the ticket is older than [`Redeem::grace_ms`], the on-sale is closed or sold out, a pre-queue
+    /// ticket comes back after the draw, or the number is not free (the room then gives a new ticket, at the
+    /// back). A number the head passed while the ticket was out goes ahead of the line (as a reclaim within the
+    /// late window does): its holder was in front of everyone waiting. See "Tickets" in the module docs.
+    async fn redeem(&self, event: &str, redeem: &Redeem) -> Result<Option<Placement>, StoreError>;
 
     /// Where a session stands, if the store knows it.
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError>;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::{Event, FINISHED_LOG, HOLE, Rec};
+use super::{Event, FINISHED_LOG, Rec};
 use crate::error::StoreError;
 use crate::store::{Counters, SessionState, Settings};
 
@@ -190,10 +190,7 @@ pub(super) fn open(dir: &Path) -> Result<(HashMap<String, Event>, Start), StoreE
     let started = Instant::now();
     let events = load(&db, &path)?;
     for (name, ev) in &events {
-        let in_line = ev.line.iter().filter(|s| &***s != HOLE).count()
-            + ev.prequeue.len()
-            + ev.returning.len()
-            + ev.back.len();
+        let in_line = ev.line.len() + ev.prequeue.len() + ev.returning.len() + ev.back.len();
         tracing::info!(
             file = %path.display(),
             event = %name,
@@ -202,7 +199,7 @@ pub(super) fn open(dir: &Path) -> Result<(HashMap<String, Event>, Start), StoreE
             served = ev.served,
             last_number = ev.last_number,
             missed = ev.missed.len(),
-            free_numbers = ev.line.iter().filter(|s| &***s == HOLE).count(),
+            free_numbers = ev.last_number.saturating_sub(ev.served) - ev.line.len() as u64,
             reclaim_upto = ev.reclaim_upto,
             took_ms = started.elapsed().as_millis() as u64,
             "on-sale taken back from the data file"
@@ -324,10 +321,9 @@ fn load_event(
     ev.missed = missed.into_iter().map(|(at, _, sid)| (at, sid)).collect();
     ev.back = back;
     numbered.sort_unstable();
-    // The line: every number after the served ones, with a hole where nobody holds it (given out in the last
-    // moments before a crash, or reserved and never given out, or kept by a restore for an owner not back yet).
-    let gap: Arc<str> = Arc::from(HOLE);
-    let mut next = ev.served + 1;
+    // The line: the numbers after the served ones that someone holds (the others are free: tickets not redeemed,
+    // numbers given out in the last moments before a crash or reserved and never given out, numbers kept by a
+    // restore for an owner not back yet).
     for (n, sid) in numbered {
         if n > ev.last_number {
             return Err(bad(&format_args!(
@@ -335,16 +331,9 @@ fn load_event(
                 ev.last_number
             )));
         }
-        while next < n {
-            ev.line.push_back(gap.clone());
-            next += 1;
+        if !ev.line.insert(n, sid) {
+            return Err(bad(&format_args!("two sessions hold number {n}")));
         }
-        ev.line.push_back(sid);
-        next = n + 1;
-    }
-    while next <= ev.last_number {
-        ev.line.push_back(gap.clone());
-        next += 1;
     }
 
     let table_name = accounts_table(name);

@@ -179,6 +179,15 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 /// an empty entry like a session that is not there (its number counts as served). The rules are
 /// [`Store`](super::Store)'s ("When the store forgets").
 ///
+/// # Tickets
+///
+/// `TICKET` (a first contact) reads the settings, runs the draw when due and does one `HINCRBY meta last 1` (or
+/// `tickets` before the draw): no record, no `line` entry. `REDEEM` writes the session when its ticket comes back
+/// within the grace: `line` first reaches the ticket's number with empty entries for the tickets before it that
+/// were never redeemed (about two bytes each in a listpack), then the session. Positions on this store still count
+/// numbers (its snapshot carries no [`Snapshot::live`](super::Snapshot::live) counts) and the tick pops those empty
+/// entries one by one against the scan budget: counting the living here is not built yet.
+///
 /// # Memory
 ///
 /// Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the

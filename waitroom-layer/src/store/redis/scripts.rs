@@ -22,6 +22,13 @@ const INIT: &str = include_str!("scripts/init.lua");
 /// ARGV: session, account (`''` for none), now, draw key (16 hex digits).
 const JOIN: &str = include_str!("scripts/join.lua");
 
+/// ARGV: now. A first contact's ticket: the next number (or 0 for a pre-queue ticket, -1 turned away).
+const TICKET: &str = include_str!("scripts/ticket.lua");
+
+/// ARGV: session, number (empty for a pre-queue ticket), issued, now, grace, draw key (16 hex digits), most
+/// numbers left free.
+const REDEEM: &str = include_str!("scripts/redeem.lua");
+
 /// ARGV: session.
 const LOOKUP: &str = include_str!("scripts/lookup.lua");
 
@@ -97,6 +104,8 @@ pub(super) struct Scripts {
     pub(super) move_front: Lua,
     pub(super) restore: Lua,
     pub(super) reclaim: Lua,
+    pub(super) ticket: Lua,
+    pub(super) redeem: Lua,
 }
 
 impl Scripts {
@@ -117,10 +126,12 @@ impl Scripts {
             move_front: Lua::new(MOVE),
             restore: Lua::new(RESTORE),
             reclaim: Lua::new(RECLAIM),
+            ticket: Lua::new(TICKET),
+            redeem: Lua::new(REDEEM),
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 15] {
+    pub(super) fn all(&self) -> [&Lua; 17] {
         [
             &self.init,
             &self.join,
@@ -137,6 +148,8 @@ impl Scripts {
             &self.move_front,
             &self.restore,
             &self.reclaim,
+            &self.ticket,
+            &self.redeem,
         ]
     }
 }

@@ -8,9 +8,9 @@ use super::reply::{array, corrupt, flag, int, placement, settings, strings, text
 use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
 use crate::error::StoreError;
 use crate::store::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim,
+    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim, Redeem,
     Restore, Return, SessionDetail, Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK,
-    Tick, TickReport, Touches,
+    Tick, TickReport, Ticket, Touches,
 };
 
 /// Session records read per `HSCAN` call of [`Store::find_sessions`].
@@ -59,6 +59,30 @@ impl Store for RedisStore {
             .arg(format!("{:016x}", join.draw_key));
         placement(self.run(&self.scripts.join, &cmd).await?)?
             .ok_or_else(|| corrupt("join answered nothing"))
+    }
+
+    async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.ticket, event)?;
+        cmd.arg(now_ms);
+        let v = self.run(&self.scripts.ticket, &cmd).await?;
+        Ok(match v {
+            ::redis::Value::Int(n) if n > 0 => Ticket::Number(n as u64),
+            ::redis::Value::Int(0) => Ticket::PreQueue,
+            ::redis::Value::Int(-1) => Ticket::TurnedAway,
+            other => return Err(corrupt(format_args!("a ticket of {other:?}"))),
+        })
+    }
+
+    async fn redeem(&self, event: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.redeem, event)?;
+        cmd.arg(&r.session)
+            .arg(r.number.map(|n| n.to_string()).unwrap_or_default())
+            .arg(r.issued_ms)
+            .arg(r.now_ms)
+            .arg(r.grace_ms)
+            .arg(format!("{:016x}", r.draw_key))
+            .arg(MAX_RECLAIM_GAP);
+        placement(self.run(&self.scripts.redeem, &cmd).await?)
     }
 
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError> {
@@ -254,9 +278,9 @@ impl Store for RedisStore {
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
         let cmd = self.evalsha(&self.scripts.snapshot, event)?;
         let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-        if a.len() != 28 {
+        if a.len() != 30 {
             return Err(corrupt(format_args!(
-                "expected a snapshot of 28, got {}",
+                "expected a snapshot of 30, got {}",
                 a.len()
             )));
         }
@@ -283,8 +307,11 @@ impl Store for RedisStore {
                 missed: n(22)?,
                 returned: n(23)?,
                 returned_late: n(24)?,
+                tickets: int(&a[28])?,
+                redeemed: int(&a[29])?,
             },
             reclaim_upto: opt_int(&a[22])?,
+            live: None,
             moved: strings(a[27].clone())?,
         })
     }

@@ -58,6 +58,23 @@ local function push_holes(k)
     k = k - c
   end
 end
+-- Writes sid at number n (after the head, outside the drawn segment) in `line`, which holds those numbers from
+-- the head on but may stop short of `last`: numbers given out as tickets and not redeemed are not written. The
+-- list first reaches n with empty entries (as many as tickets were passed over). False when n holds someone.
+local function line_put(m, n, sid)
+  local served, dlo = int(m.served), int(m.dbase)
+  local dhi = dlo + int(m.dcount)
+  local i = (n - 1 - served) - math.max(0, math.min(n - 1, dhi) - math.max(served, dlo))
+  local len = redis.call('LLEN', KL)
+  if i >= len then
+    push_holes(i - len)
+    redis.call('RPUSH', KL, sid)
+    return true
+  end
+  if redis.call('LINDEX', KL, i) ~= '' then return false end
+  redis.call('LSET', KL, i, sid)
+  return true
+end
 -- Puts a session in its pre-queue bucket: the key's top `dbits` bits pick the bucket; the rest of its top 53 bits
 -- (exact in a double) order it there. Returns the bucket.
 local function enqueue(m, sid, hexkey)

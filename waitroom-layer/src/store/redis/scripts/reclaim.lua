@@ -18,15 +18,12 @@ local dhi = dlo + int(m.dcount)
 if n > last then
   -- After everyone: the numbers between stay free for their owners, and no later join takes this one.
   if n - last - 1 > int(ARGV[5]) then return false end
-  push_holes(n - last - 1)
-  redis.call('RPUSH', KL, sid)
+  line_put(m, n, sid)
   redis.call('HSET', KM, 'last', fmt(n))
 elseif n > served then
   -- A free number ahead: its entry in `line` (which holds the numbers after the head outside the drawn segment).
   if m.drawn == '1' and n > dlo and n <= dhi then return false end
-  local i = (n - 1 - served) - math.max(0, math.min(n - 1, dhi) - math.max(served, dlo))
-  if redis.call('LINDEX', KL, i) ~= '' then return false end
-  redis.call('LSET', KL, i, sid)
+  if not line_put(m, n, sid) then return false end
 else
   -- The head passed it while the store did not know it: ahead of the line, within the late window only.
   if not m.rupto or n > int(m.rupto) or now > int(m.rlate) then return false end

@@ -10,4 +10,6 @@ local rest = {m.drawn, pq, m.last, m.served, redis.call('ZCARD', KA), m.joined, 
 for _, v in ipairs(rest) do o[#o + 1] = v end
 -- Sessions moved to the front whose old number the head has not passed.
 o[#o + 1] = redis.call('ZRANGEBYSCORE', KMOVED, '(' .. m.served, '+inf', 'LIMIT', 0, 1000)
+o[#o + 1] = fmt(int(m.tickets))
+o[#o + 1] = fmt(int(m.redeemed))
 return o
