@@ -125,6 +125,8 @@ mod tests {
         let room = WaitingRoom::builder("tour-2026")
             .capacity(1)
             .idle_timeout(Duration::from_secs(60))
+            // The story walks through the line: nobody goes straight in on an empty room.
+            .straight_in(false)
             .clock(Arc::new(clock.clone()))
             .background(false)
             .secure_cookies(false)

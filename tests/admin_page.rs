@@ -100,8 +100,18 @@ async fn an_operator_logs_in_watches_the_line_and_steers_the_door_from_the_page(
 
         // A crowd joins: the page's figures follow without a reload.
         rt.block_on(async {
+            // Each one's holding page polls once: a first contact's ticket takes its place in the line then
+            // (the first goes straight in: the room had a free place).
             for _ in 0..12 {
-                let res = client().get(format!("{url}/seats")).send().await.unwrap();
+                let c = client();
+                let res = c.get(format!("{url}/seats")).send().await.unwrap();
+                assert_eq!(res.status(), 200);
+                let res = c
+                    .get(format!("{url}/waitroom/status"))
+                    .header("accept", "application/json")
+                    .send()
+                    .await
+                    .unwrap();
                 assert_eq!(res.status(), 200);
             }
         });

@@ -758,13 +758,18 @@ async fn the_countdown_shows_the_readers_local_time() {
 async fn the_holding_page_has_labels_and_enough_contrast() {
     let s = storefront().await;
     occupy(&s.url, "/seats", &client(), "Choose your seats").await;
-    // Three ahead, so the page shows its progress bar (from place 4).
+    // Three ahead, so the page shows its progress bar (from place 4); each one's page polls once, so their tickets
+    // take their places (the line counts only people who came back).
     for _ in 0..3 {
-        client()
-            .get(format!("{}/seats", s.url))
+        let c = client();
+        c.get(format!("{}/seats", s.url)).send().await.unwrap();
+        let res = c
+            .get(format!("{}/waitroom/status", s.url))
+            .header("accept", "application/json")
             .send()
             .await
             .unwrap();
+        assert_eq!(res.status(), 200, "a poll is answered");
     }
     const CHECK: &str = "(() => { \
       const rgb = c => { const m = c.match(/[\\d.]+/g).map(Number); return { r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1 }; }; \

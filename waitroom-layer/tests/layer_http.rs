@@ -1282,6 +1282,8 @@ async fn a_newcomer_does_not_pass_anyone_ahead_of_it() {
     // B waits behind the full room.
     let b = browser();
     assert_eq!(state(&get_json(&b, s.at("/checkout")).await), "waiting");
+    // B's holding page polls (its ticket takes its place in the line).
+    assert_eq!(poll(&b, &s).await["position"], 1);
     // A buys and leaves: a place is free, and B is ahead of anyone who comes now.
     let res = a.post(s.at("/checkout/buy")).send().await.unwrap();
     assert_eq!(res.status(), 200);

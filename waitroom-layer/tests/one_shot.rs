@@ -43,6 +43,8 @@ async fn site(
         .arrival_window(Duration::from_secs(30))
         .idle_timeout(Duration::from_secs(300))
         .max_scan_per_tick(max_scan)
+        // These tests follow people through the line tick by tick: nobody goes straight in on arrival.
+        .straight_in(false)
         .cookie_secret(*b"a-cookie-secret-for-one-shot-tst")
         .secure_cookies(false)
         .clock(Arc::new(clock.clone()))
