@@ -13,8 +13,8 @@ mod contract {
     use std::sync::Arc;
 
     use waitroom_layer::store::{
-        AUDIT_KEEP, AuditEntry, Inventory, Join, Mark, Placement, Redeem, Return, SessionState,
-        Settings, SettingsChange, Store, TURN_AWAY_PER_TICK, Tick, Ticket, Touches,
+        AUDIT_KEEP, AuditEntry, Counters, Inventory, Join, Mark, Placement, Redeem, Return,
+        SessionState, Settings, SettingsChange, Store, TURN_AWAY_PER_TICK, Tick, Ticket, Touches,
     };
 
     pub const IDLE_MS: u64 = 30_000;
@@ -567,6 +567,71 @@ mod contract {
             c.joined,
             "{c:?}"
         );
+    }
+
+    /// A full restore into a store that knows nothing of the on-sale (Redis restarted empty) keeps whether the draw
+    /// had run: a FIFO line is always "drawn" (newcomers get numbers at once), a random draw that had not run keeps
+    /// its pre-queue, one that had run numbers newcomers.
+    pub async fn restore_keeps_the_draw(store: Arc<dyn Store>, event: &str) {
+        use waitroom_layer::store::Restore;
+        let t0 = 3_000_000u64;
+        for (i, (random, drawn, expect_drawn, expect_state)) in [
+            (false, false, true, SessionState::Waiting),
+            (true, false, false, SessionState::PreQueue),
+            (true, true, true, SessionState::Waiting),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let ev = format!("{event}-{i}");
+            let restore = Restore {
+                // The opening is ahead: a random draw that had not run has not run yet at the join below.
+                settings: settings(2, random, Some(t0 + 60_000)),
+                drawn,
+                last_number: 0,
+                served: 0,
+                counters: Counters::default(),
+                now_ms: t0,
+                hold_ms: 0,
+                late_ms: 0,
+                behind: false,
+            };
+            store.restore(&ev, &restore).await.unwrap();
+            let snap = store.snapshot(&ev).await.unwrap();
+            assert_eq!(
+                snap.drawn, expect_drawn,
+                "random draw {random}, drawn {drawn}: restored as drawn {}",
+                snap.drawn
+            );
+            let join = Join {
+                session: format!("restored-{i}-abcdefghijklmnop"),
+                account: None,
+                now_ms: t0 + 1,
+                draw_key: 7,
+            };
+            let p = store.join(&ev, &join).await.unwrap();
+            assert_eq!(p.state, expect_state, "random draw {random}, drawn {drawn}");
+        }
+    }
+
+    /// Finding sessions (the operator's search) goes through the whole on-sale, beyond one batch of the store's
+    /// scan (Redis: `HSCAN … COUNT 10000`), and stops at the limit.
+    pub async fn finding_goes_through_every_session(store: Arc<dyn Store>, event: &str) {
+        const N: u64 = 25_000;
+        store.init(event, &settings(1, false, None)).await.unwrap();
+        join_many(&store, event, "find", N, 4_000_000).await;
+        let all = store
+            .find_sessions(event, &|_| true, usize::MAX)
+            .await
+            .unwrap();
+        assert_eq!(all.len() as u64, N, "every session is found");
+        let some = store.find_sessions(event, &|_| true, 5).await.unwrap();
+        assert_eq!(some.len(), 5, "the limit holds");
+        let one = store
+            .find_sessions(event, &|id| id == "find-024999-qqqqqqqq", usize::MAX)
+            .await
+            .unwrap();
+        assert_eq!(one, vec!["find-024999-qqqqqqqq".to_owned()]);
     }
 
     /// Joins `n` sessions named `{tag}-{i}` at `now_ms`, eight callers at once.
@@ -2381,6 +2446,16 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn a_restore_keeps_whether_the_draw_had_run() {
+        contract::restore_keeps_the_draw(Arc::new(MemoryStore::new()), "redraw").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn finding_sessions_goes_through_every_session() {
+        contract::finding_goes_through_every_session(Arc::new(MemoryStore::new()), "find").await;
+    }
+
+    #[tokio::test]
     async fn closing_and_selling_out_turn_the_line_away() {
         contract::turn_away(Arc::new(MemoryStore::new()), "turn").await;
     }
@@ -2632,6 +2707,11 @@ mod durable {
     async fn liveness_marks_and_the_draw() {
         // Marks of people in line are not written (a restart counts everyone as seen), so no restarts here.
         contract::liveness(Arc::new(Restarting::new("live", 0)), "live").await;
+    }
+
+    #[tokio::test]
+    async fn a_restore_keeps_whether_the_draw_had_run_across_restarts() {
+        contract::restore_keeps_the_draw(Arc::new(Restarting::new("redraw", 1)), "redraw").await;
     }
 
     #[tokio::test]
@@ -3191,6 +3271,21 @@ mod redis {
             .await
             .unwrap();
         contract::turn_away(Arc::new(store), &fresh_event("turn")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_restore_keeps_whether_the_draw_had_run() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::restore_keeps_the_draw(Arc::new(store), &fresh_event("redraw")).await;
+    }
+
+    /// Beyond one `HSCAN` batch.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn finding_sessions_goes_through_every_session() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::finding_goes_through_every_session(Arc::new(store), &fresh_event("find")).await;
     }
 
     /// One place per account, through the join script.

@@ -65,6 +65,13 @@ const KEY_PARTS: [&str; 16] = [
 /// the head reads the slots covering the abandon grace (so the grace is rounded up by at most one slot).
 pub const SEEN_SLOT_MS: u64 = 10_000;
 
+/// How long a liveness slot's key is kept (Redis's own clock, `PEXPIRE`, from the slot's last mark): the head reads
+/// the slots covering the abandon grace, rounded up by at most one slot, so a mark must outlive the grace by a whole
+/// slot counted from anywhere within its slot; a second slot is the margin for the clocks of the room and of Redis.
+pub(crate) fn seen_keep_ms(abandon_after_ms: u64) -> u64 {
+    abandon_after_ms + 2 * SEEN_SLOT_MS
+}
+
 /// The shared store: every on-sale's line in Redis (or Valkey), shared by every room instance pointing at it.
 /// Cheap to clone; clones share the connection and the command counter.
 ///

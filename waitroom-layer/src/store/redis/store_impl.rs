@@ -5,7 +5,9 @@ use async_trait::async_trait;
 
 use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
-use super::{FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, store_error};
+use super::{
+    FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, seen_keep_ms, store_error,
+};
 use crate::error::StoreError;
 use crate::store::{
     AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim, Redeem,
@@ -132,7 +134,7 @@ impl Store for RedisStore {
         // up to TOUCH_CHUNK fields per command); each key then gets its expiry. One round trip, no session record
         // rewritten.
         let keys = self.keys(event)?;
-        let keep_ms = touches.abandon_after_ms + 2 * SEEN_SLOT_MS;
+        let keep_ms = seen_keep_ms(touches.abandon_after_ms);
         let numbers: Vec<u64> = touches.waiting.iter().filter_map(|m| m.number).collect();
         let unnumbered: Vec<&str> = touches
             .waiting

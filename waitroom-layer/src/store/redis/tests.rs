@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ::redis::RedisError;
 
-use super::{RedisStore, store_error};
+use super::{RedisStore, SEEN_SLOT_MS, seen_keep_ms, store_error};
 use crate::error::StoreError;
 
 /// A local port nothing listens on (bound, then released).
@@ -106,4 +106,18 @@ fn a_failed_command_is_an_outage_that_names_redis_and_keeps_its_error() {
     );
     let source = e.source().expect("kept").downcast_ref::<RedisError>();
     assert!(source.is_some_and(RedisError::is_timeout), "{e:?}");
+}
+
+#[test]
+fn a_liveness_mark_outlives_the_grace_by_more_than_a_slot() {
+    // A mark made at the very start of its slot is read until the grace has passed from the slot's end: it must be
+    // kept at least the grace plus one whole slot after it was made, whatever the grace (zero included), and one
+    // more slot for the clocks of the room and of Redis (`PEXPIRE` runs on Redis's; the slot on the room's).
+    for grace in [0, 1, 9_999, 10_000, 60_000, 180_000, 3_600_000] {
+        let keep = seen_keep_ms(grace);
+        assert!(
+            keep >= grace + 2 * SEEN_SLOT_MS,
+            "a grace of {grace} ms keeps its marks {keep} ms"
+        );
+    }
 }
