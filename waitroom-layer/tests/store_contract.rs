@@ -634,6 +634,56 @@ mod contract {
         assert_eq!(one, vec!["find-024999-qqqqqqqq".to_owned()]);
     }
 
+    /// A store shared by many processes reads its finishes back ([`Store::finished_since`]): from an empty cursor,
+    /// those within the lookback; after a cursor, only the later ones, then nothing. (A store one process writes
+    /// to returns nothing: the room saw every finish itself.)
+    pub async fn shared_finishes_are_read_back(store: Arc<dyn Store>, event: &str) {
+        let t0 = 5_000_000u64;
+        let s = |i: u64| format!("fin-{i:02}-abcdefghijklmnop");
+        store.init(event, &settings(2, false, None)).await.unwrap();
+        for i in 1..=2 {
+            let join = Join {
+                session: s(i),
+                account: None,
+                now_ms: t0,
+                draw_key: i,
+            };
+            store.join(event, &join).await.unwrap();
+        }
+        let admitted = store.tick(event, &tick_at(t0)).await.unwrap().admitted;
+        assert_eq!(admitted.len(), 2);
+        for i in 1..=2 {
+            store.claim(event, &s(i), t0 + 1, IDLE_MS).await.unwrap();
+        }
+        let (none, start) = store
+            .finished_since(event, "", t0 + 2, 60_000)
+            .await
+            .unwrap();
+        assert!(none.is_empty(), "nothing finished yet: {none:?}");
+        assert!(store.finish(event, &s(1), 1, t0 + 3).await.unwrap());
+        let (first, cursor) = store
+            .finished_since(event, "", t0 + 4, 60_000)
+            .await
+            .unwrap();
+        assert_eq!(first, vec![s(1)], "read back over the lookback");
+        let (again, _) = store
+            .finished_since(event, &start, t0 + 4, 60_000)
+            .await
+            .unwrap();
+        assert_eq!(again, vec![s(1)], "read after the first cursor");
+        assert!(store.finish(event, &s(2), 1, t0 + 5).await.unwrap());
+        let (second, cursor) = store
+            .finished_since(event, &cursor, t0 + 6, 60_000)
+            .await
+            .unwrap();
+        assert_eq!(second, vec![s(2)], "only what came after the cursor");
+        let (later, _) = store
+            .finished_since(event, &cursor, t0 + 7, 60_000)
+            .await
+            .unwrap();
+        assert!(later.is_empty(), "nothing after the last: {later:?}");
+    }
+
     /// Joins `n` sessions named `{tag}-{i}` at `now_ms`, eight callers at once.
     async fn join_many(store: &Arc<dyn Store>, event: &str, tag: &str, n: u64, now_ms: u64) {
         let mut tasks = tokio::task::JoinSet::new();
@@ -3286,6 +3336,13 @@ mod redis {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
         contract::finding_goes_through_every_session(Arc::new(store), &fresh_event("find")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn finishes_are_read_back_over_the_lookback_and_after_the_cursor() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::shared_finishes_are_read_back(Arc::new(store), &fresh_event("fin")).await;
     }
 
     /// One place per account, through the join script.
