@@ -1,8 +1,7 @@
 //! One-shot visitors over real HTTP, on both stores: requests without a session (bots, crawlers, uptime checks,
-//! link previews) get a ticket and write no session; a person who comes back takes their place and, on a store that
-//! counts the living (the embedded one), is told their live rank, not the number of one-shot requests ahead; a
-//! flood does not slow the door for the people present; a ticket that comes back too late gets a clear answer and
-//! a new place, never a 5xx.
+//! link previews) get a ticket and write no session; a person who comes back takes their place and is told their
+//! live rank, not the number of one-shot requests ahead; a flood does not slow the door for the people present; a
+//! ticket that comes back too late gets a clear answer and a new place, never a 5xx.
 //!
 //! Rooms use a manual clock and no background task; the door moves with `room.tick_now()`. Nothing sleeps.
 
@@ -121,8 +120,8 @@ impl Site {
 }
 
 /// A flood of one-shot requests while the room is full writes no session; a person who joins after it and polls
-/// is told their live rank (on a store that counts the living) and the wait for that rank.
-async fn flood_then_a_person(s: &Site, event: &str, counts_the_living: bool) {
+/// is told their live rank and the wait for that rank.
+async fn flood_then_a_person(s: &Site, event: &str) {
     let (inside, first) = (browser(), browser());
     // One person inside (the room has a free place: a first contact then joins at once), one waiting.
     assert_eq!(s.visit(&inside).await, "waiting");
@@ -153,28 +152,24 @@ async fn flood_then_a_person(s: &Site, event: &str, counts_the_living: bool) {
     s.room.tick_now().await.unwrap();
     let again = s.poll(&person).await;
     assert_eq!(again["state"], "waiting");
-    if counts_the_living {
-        // Before the next refresh its own number counted as given out after the snapshot; after it, the rank.
-        assert_eq!(seen["position"], 2, "{seen}");
-        assert_eq!(
-            again["position"], 2,
-            "the live rank: one person ahead, {again}"
-        );
-        assert_eq!(again["in_line"], 2, "{again}");
-        // The estimate is the one for rank 2 (one person inside, capacity 1, the configured pace): the same as a
-        // line with nobody from the flood in it would give.
-        let expected = s
-            .room
-            .status(Some(&waitroom_layer::Placement {
-                session: String::new(),
-                state: waitroom_layer::SessionState::Waiting,
-                number: Some(snap.served + 2),
-            }))
-            .eta_seconds;
-        assert_eq!(again["eta_seconds"].as_u64(), expected);
-    } else {
-        assert!(again["position"].as_u64().unwrap() >= 2);
-    }
+    // Before the next refresh its own number counted as given out after the snapshot; after it, the rank.
+    assert_eq!(seen["position"], 2, "{seen}");
+    assert_eq!(
+        again["position"], 2,
+        "the live rank: one person ahead, {again}"
+    );
+    assert_eq!(again["in_line"], 2, "{again}");
+    // The estimate is the one for rank 2 (one person inside, capacity 1, the configured pace): the same as a
+    // line with nobody from the flood in it would give.
+    let expected = s
+        .room
+        .status(Some(&waitroom_layer::Placement {
+            session: String::new(),
+            state: waitroom_layer::SessionState::Waiting,
+            number: Some(snap.served + 2),
+        }))
+        .eta_seconds;
+    assert_eq!(again["eta_seconds"].as_u64(), expected);
     // The door lets the two people in, in order, one place at a time.
     let done = s.visit(&inside).await;
     assert_eq!(done, "passed");
@@ -198,34 +193,38 @@ async fn on_the_embedded_store_after_a_flood_a_person_who_polls_sees_their_live_
     let clock = ManualClock::starting_now();
     let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
     let s = site(store, "flood-memory", 1, &clock, 20_000).await;
-    flood_then_a_person(&s, "flood-memory", true).await;
+    flood_then_a_person(&s, "flood-memory").await;
 }
 
+/// A store on a Redis server of its own (started for the test, or `WAITROOM_TEST_REDIS`'s) and a fresh event id.
 #[cfg(feature = "redis")]
-#[tokio::test]
-async fn on_redis_a_flood_of_one_shot_requests_writes_no_session() {
-    use waitroom_testkit::redis::RedisServer;
-    let server = RedisServer::from_env_or_start();
-    let clock = ManualClock::starting_now();
-    let event = format!("flood-redis-{}-{}", std::process::id(), clock.now_ms());
+async fn redis_store(
+    what: &str,
+    clock: &ManualClock,
+) -> (waitroom_testkit::redis::RedisServer, Arc<dyn Store>, String) {
+    let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
+    let event = format!("{what}-redis-{}-{}", std::process::id(), clock.now_ms());
     let store: Arc<dyn Store> = Arc::new(
         waitroom_layer::RedisStore::connect(server.url())
             .await
             .unwrap(),
     );
+    (server, store, event)
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_after_a_flood_a_person_who_polls_sees_their_live_rank() {
+    let clock = ManualClock::starting_now();
+    let (_server, store, event) = redis_store("flood", &clock).await;
     let s = site(store, &event, 1, &clock, 20_000).await;
-    flood_then_a_person(&s, &event, false).await;
+    flood_then_a_person(&s, &event).await;
 }
 
 /// The door's pace does not depend on the flood: with a scan budget of 4 a tick, floods of unredeemed tickets
 /// between three people present do not hold anyone back; all three go in at the tick after places free, as without
 /// the floods.
-#[tokio::test]
-async fn on_the_embedded_store_a_flood_during_an_open_door_does_not_slow_admissions_of_people_present()
- {
-    let clock = ManualClock::starting_now();
-    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
-    let s = site(store, "pace-memory", 3, &clock, 4).await;
+async fn a_flood_during_an_open_door(s: &Site, clock: &ManualClock) {
     let inside: Vec<_> = (0..3).map(|_| browser()).collect();
     for c in &inside {
         assert_eq!(s.visit(c).await, "waiting");
@@ -266,6 +265,24 @@ async fn on_the_embedded_store_a_flood_during_an_open_door_does_not_slow_admissi
     }
 }
 
+#[tokio::test]
+async fn on_the_embedded_store_a_flood_during_an_open_door_does_not_slow_admissions_of_people_present()
+ {
+    let clock = ManualClock::starting_now();
+    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+    let s = site(store, "pace-memory", 3, &clock, 4).await;
+    a_flood_during_an_open_door(&s, &clock).await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_a_flood_during_an_open_door_does_not_slow_admissions_of_people_present() {
+    let clock = ManualClock::starting_now();
+    let (_server, store, event) = redis_store("pace", &clock).await;
+    let s = site(store, &event, 3, &clock, 4).await;
+    a_flood_during_an_open_door(&s, &clock).await;
+}
+
 /// A ticket that comes back after the grace gets a clear answer (not in line) and its next protected request a new
 /// place at the back; no 5xx on the way.
 async fn a_late_ticket(s: &Site, clock: &ManualClock) {
@@ -302,15 +319,8 @@ async fn on_the_embedded_store_a_ticket_back_after_the_grace_is_told_and_gets_a_
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn on_redis_a_ticket_back_after_the_grace_is_told_and_gets_a_new_place() {
-    use waitroom_testkit::redis::RedisServer;
-    let server = RedisServer::from_env_or_start();
     let clock = ManualClock::starting_now();
-    let event = format!("late-redis-{}-{}", std::process::id(), clock.now_ms());
-    let store: Arc<dyn Store> = Arc::new(
-        waitroom_layer::RedisStore::connect(server.url())
-            .await
-            .unwrap(),
-    );
+    let (_server, store, event) = redis_store("late", &clock).await;
     let s = site(store, &event, 1, &clock, 20_000).await;
     a_late_ticket(&s, &clock).await;
 }

@@ -19,6 +19,7 @@ else
   local idx = n - from - 1
   if redis.call('LINDEX', KL, idx) ~= sid then return false end
   redis.call('LSET', KL, idx, '')
+  held(n, 0)
 end
 put(sid, 'w', 0, now)
 redis.call('RPUSH', KFRONT, sid)

@@ -58,6 +58,21 @@ local function push_holes(k)
     k = k - c
   end
 end
+-- The live line: bit n of `line:held` is set while a session waits in `line` at number n (never in the drawn
+-- segment, whose numbers are held by its buckets). `line:blk` has a field per block of LIVE_BLOCK numbers with a
+-- bit set: a version from the one counter `meta.lver`, new at each change, so a room instance re-reads only the
+-- blocks that changed since its last snapshot. A block whose last bit clears loses its field.
+local LIVE_BLOCK = 4096
+local function held(n, v)
+  redis.call('SETBIT', KHELD, fmt(n), v)
+  local b = math.floor(n / LIVE_BLOCK)
+  local from = b * LIVE_BLOCK / 8
+  if v == 0 and redis.call('BITCOUNT', KHELD, fmt(from), fmt(from + LIVE_BLOCK / 8 - 1)) == 0 then
+    redis.call('HDEL', KBLK, fmt(b))
+  else
+    redis.call('HSET', KBLK, fmt(b), redis.call('HINCRBY', KM, 'lver', 1))
+  end
+end
 -- Writes sid at number n (after the head, outside the drawn segment) in `line`, which holds those numbers from
 -- the head on but may stop short of `last`: numbers given out as tickets and not redeemed are not written. The
 -- list first reaches n with empty entries (as many as tickets were passed over). False when n holds someone.
@@ -69,10 +84,11 @@ local function line_put(m, n, sid)
   if i >= len then
     push_holes(i - len)
     redis.call('RPUSH', KL, sid)
-    return true
+  else
+    if redis.call('LINDEX', KL, i) ~= '' then return false end
+    redis.call('LSET', KL, i, sid)
   end
-  if redis.call('LINDEX', KL, i) ~= '' then return false end
-  redis.call('LSET', KL, i, sid)
+  held(n, 1)
   return true
 end
 -- Puts a session in its pre-queue bucket: the key's top `dbits` bits pick the bucket; the rest of its top 53 bits
