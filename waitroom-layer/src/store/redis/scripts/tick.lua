@@ -59,8 +59,7 @@ local function starts(b) return (struct.unpack('>I4', index, 4 * b + 1)) end
 -- position n (found by binary search in `drawidx`). Elsewhere: the lowest number someone holds in `line`, found
 -- with one BITPOS over `line:held` (bounded by the drawn segment when it lies ahead); the numbers nobody holds
 -- before it (tickets not redeemed, places kept after a restore, old places of sessions moved to the front) are
--- passed in that one step and their empty entries trimmed off `line` with one LTRIM, so they cost no scan and no
--- time per number. Returns the number taken and its session, or nil when nobody holds a number from n on (the head
+-- passed in that one step: they have no entry anywhere, so they cost no scan and no time per number. Returns the number taken and its session, or nil when nobody holds a number from n on (the head
 -- stays where it is, as when the line is empty).
 local function take(n)
   if drawn and n > dlo and n <= dhi then
@@ -84,13 +83,13 @@ local function take(n)
   if h < 0 then
     if upto == last then return nil end
     -- Nobody holds a number before the drawn segment: passed, and the segment's first is next.
-    redis.call('LTRIM', KL, fmt(upto - n + 1), -1)
     return take(upto + 1)
   end
-  if h > n then redis.call('LTRIM', KL, fmt(h - n), -1) end
-  local sid = redis.call('LPOP', KL)
+  local key, s = line_set(h), fmt(h % LINE_BLOCK)
+  local sid = redis.call('ZRANGEBYSCORE', key, s, s, 'LIMIT', 0, 1)[1]
+  if sid then redis.call('ZREM', key, sid) end
   held(h, 0)
-  return h, sid
+  return h, sid or ''
 end
 if turning_away(m) then
   -- Closed or sold out: turn away up to `turnmax` sessions, those standing ahead of the line first (below), then
