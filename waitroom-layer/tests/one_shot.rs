@@ -1,8 +1,7 @@
 //! One-shot visitors over real HTTP, on both stores: requests without a session (bots, crawlers, uptime checks,
-//! link previews) get a ticket and write no session; a person who comes back takes their place and, on a store that
-//! counts the living (the embedded one), is told their live rank, not the number of one-shot requests ahead; a
-//! flood does not slow the door for the people present; a ticket that comes back too late gets a clear answer and
-//! a new place, never a 5xx.
+//! link previews) get a ticket and write no session; a person who comes back takes their place and is told their
+//! live rank, not the number of one-shot requests ahead; a flood does not slow the door for the people present; a
+//! ticket that comes back too late gets a clear answer and a new place, never a 5xx.
 //!
 //! Rooms use a manual clock and no background task; the door moves with `room.tick_now()`. Nothing sleeps.
 
@@ -121,8 +120,8 @@ impl Site {
 }
 
 /// A flood of one-shot requests while the room is full writes no session; a person who joins after it and polls
-/// is told their live rank (on a store that counts the living) and the wait for that rank.
-async fn flood_then_a_person(s: &Site, event: &str, counts_the_living: bool) {
+/// is told their live rank and the wait for that rank.
+async fn flood_then_a_person(s: &Site, event: &str) {
     let (inside, first) = (browser(), browser());
     // One person inside (the room has a free place: a first contact then joins at once), one waiting.
     assert_eq!(s.visit(&inside).await, "waiting");
@@ -153,28 +152,24 @@ async fn flood_then_a_person(s: &Site, event: &str, counts_the_living: bool) {
     s.room.tick_now().await.unwrap();
     let again = s.poll(&person).await;
     assert_eq!(again["state"], "waiting");
-    if counts_the_living {
-        // Before the next refresh its own number counted as given out after the snapshot; after it, the rank.
-        assert_eq!(seen["position"], 2, "{seen}");
-        assert_eq!(
-            again["position"], 2,
-            "the live rank: one person ahead, {again}"
-        );
-        assert_eq!(again["in_line"], 2, "{again}");
-        // The estimate is the one for rank 2 (one person inside, capacity 1, the configured pace): the same as a
-        // line with nobody from the flood in it would give.
-        let expected = s
-            .room
-            .status(Some(&waitroom_layer::Placement {
-                session: String::new(),
-                state: waitroom_layer::SessionState::Waiting,
-                number: Some(snap.served + 2),
-            }))
-            .eta_seconds;
-        assert_eq!(again["eta_seconds"].as_u64(), expected);
-    } else {
-        assert!(again["position"].as_u64().unwrap() >= 2);
-    }
+    // Before the next refresh its own number counted as given out after the snapshot; after it, the rank.
+    assert_eq!(seen["position"], 2, "{seen}");
+    assert_eq!(
+        again["position"], 2,
+        "the live rank: one person ahead, {again}"
+    );
+    assert_eq!(again["in_line"], 2, "{again}");
+    // The estimate is the one for rank 2 (one person inside, capacity 1, the configured pace): the same as a
+    // line with nobody from the flood in it would give.
+    let expected = s
+        .room
+        .status(Some(&waitroom_layer::Placement {
+            session: String::new(),
+            state: waitroom_layer::SessionState::Waiting,
+            number: Some(snap.served + 2),
+        }))
+        .eta_seconds;
+    assert_eq!(again["eta_seconds"].as_u64(), expected);
     // The door lets the two people in, in order, one place at a time.
     let done = s.visit(&inside).await;
     assert_eq!(done, "passed");
@@ -198,34 +193,38 @@ async fn on_the_embedded_store_after_a_flood_a_person_who_polls_sees_their_live_
     let clock = ManualClock::starting_now();
     let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
     let s = site(store, "flood-memory", 1, &clock, 20_000).await;
-    flood_then_a_person(&s, "flood-memory", true).await;
+    flood_then_a_person(&s, "flood-memory").await;
 }
 
+/// A store on a Redis server of its own (started for the test, or `WAITROOM_TEST_REDIS`'s) and a fresh event id.
 #[cfg(feature = "redis")]
-#[tokio::test]
-async fn on_redis_a_flood_of_one_shot_requests_writes_no_session() {
-    use waitroom_testkit::redis::RedisServer;
-    let server = RedisServer::from_env_or_start();
-    let clock = ManualClock::starting_now();
-    let event = format!("flood-redis-{}-{}", std::process::id(), clock.now_ms());
+async fn redis_store(
+    what: &str,
+    clock: &ManualClock,
+) -> (waitroom_testkit::redis::RedisServer, Arc<dyn Store>, String) {
+    let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
+    let event = format!("{what}-redis-{}-{}", std::process::id(), clock.now_ms());
     let store: Arc<dyn Store> = Arc::new(
         waitroom_layer::RedisStore::connect(server.url())
             .await
             .unwrap(),
     );
+    (server, store, event)
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_after_a_flood_a_person_who_polls_sees_their_live_rank() {
+    let clock = ManualClock::starting_now();
+    let (_server, store, event) = redis_store("flood", &clock).await;
     let s = site(store, &event, 1, &clock, 20_000).await;
-    flood_then_a_person(&s, &event, false).await;
+    flood_then_a_person(&s, &event).await;
 }
 
 /// The door's pace does not depend on the flood: with a scan budget of 4 a tick, floods of unredeemed tickets
 /// between three people present do not hold anyone back; all three go in at the tick after places free, as without
 /// the floods.
-#[tokio::test]
-async fn on_the_embedded_store_a_flood_during_an_open_door_does_not_slow_admissions_of_people_present()
- {
-    let clock = ManualClock::starting_now();
-    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
-    let s = site(store, "pace-memory", 3, &clock, 4).await;
+async fn a_flood_during_an_open_door(s: &Site, clock: &ManualClock) {
     let inside: Vec<_> = (0..3).map(|_| browser()).collect();
     for c in &inside {
         assert_eq!(s.visit(c).await, "waiting");
@@ -266,6 +265,24 @@ async fn on_the_embedded_store_a_flood_during_an_open_door_does_not_slow_admissi
     }
 }
 
+#[tokio::test]
+async fn on_the_embedded_store_a_flood_during_an_open_door_does_not_slow_admissions_of_people_present()
+ {
+    let clock = ManualClock::starting_now();
+    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+    let s = site(store, "pace-memory", 3, &clock, 4).await;
+    a_flood_during_an_open_door(&s, &clock).await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_a_flood_during_an_open_door_does_not_slow_admissions_of_people_present() {
+    let clock = ManualClock::starting_now();
+    let (_server, store, event) = redis_store("pace", &clock).await;
+    let s = site(store, &event, 3, &clock, 4).await;
+    a_flood_during_an_open_door(&s, &clock).await;
+}
+
 /// A ticket that comes back after the grace gets a clear answer (not in line) and its next protected request a new
 /// place at the back; no 5xx on the way.
 async fn a_late_ticket(s: &Site, clock: &ManualClock) {
@@ -302,15 +319,8 @@ async fn on_the_embedded_store_a_ticket_back_after_the_grace_is_told_and_gets_a_
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn on_redis_a_ticket_back_after_the_grace_is_told_and_gets_a_new_place() {
-    use waitroom_testkit::redis::RedisServer;
-    let server = RedisServer::from_env_or_start();
     let clock = ManualClock::starting_now();
-    let event = format!("late-redis-{}-{}", std::process::id(), clock.now_ms());
-    let store: Arc<dyn Store> = Arc::new(
-        waitroom_layer::RedisStore::connect(server.url())
-            .await
-            .unwrap(),
-    );
+    let (_server, store, event) = redis_store("late", &clock).await;
     let s = site(store, &event, 1, &clock, 20_000).await;
     a_late_ticket(&s, &clock).await;
 }
@@ -384,5 +394,254 @@ async fn measure_memory_per_one_shot_request_on_the_embedded_store() {
         tickets as f64 / joins.max(1) as f64,
         snap.position_of(person.number.unwrap()),
         snap.waiting()
+    );
+}
+
+/// Figures for BENCHMARKS.md, not a check, on a Redis server of its own: `used_memory` per waiting person (a ticket
+/// redeemed at once) against a join in the same run; per one-shot request (a ticket never redeemed), before and
+/// after a person redeems the next ticket behind them; and the longest Redis command (`SLOWLOG`, every command
+/// logged) while the door crosses `WAITROOM_FLOOD` (default 900,000) unredeemed tickets, against the same steps
+/// with no flood. `cargo test -p waitroom-layer --release --all-features --test one_shot measure_on_redis --
+/// --ignored --nocapture`
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement for BENCHMARKS.md"]
+async fn measure_on_redis_memory_per_person_and_the_door_across_a_flood() {
+    use waitroom_layer::RedisStore;
+    use waitroom_layer::store::{Join, Redeem, Settings, Tick};
+    let flood: u64 = std::env::var("WAITROOM_FLOOD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(900_000);
+    const PEOPLE: u64 = 100_000;
+    const TASKS: u64 = 16;
+    let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let used = || -> i64 {
+        let info = server.command(&["INFO", "memory"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("used_memory in INFO memory")
+    };
+    let settings = Settings {
+        capacity: 1,
+        admit_per_minute: None,
+        paused: false,
+        closed: false,
+        opens_at_ms: None,
+        random_draw: false,
+        inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
+    };
+    let t0 = 1_800_000_000_000u64;
+    let tag = std::process::id();
+    // `n` calls of `what(store, event, i)` from TASKS tasks at once.
+    async fn spread<F, Fut>(store: &RedisStore, event: &str, n: u64, what: F)
+    where
+        F: Fn(RedisStore, String, u64) -> Fut + Send + Sync + Clone + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let mut tasks = Vec::new();
+        for t in 0..TASKS {
+            let (store, event, what) = (store.clone(), event.to_owned(), what.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut i = t;
+                while i < n {
+                    what(store.clone(), event.clone(), i).await;
+                    i += TASKS;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    }
+    let redeem = |session: String, n: u64| Redeem {
+        session,
+        number: Some(n),
+        issued_ms: t0,
+        now_ms: t0,
+        grace_ms: 60_000,
+        draw_key: 0,
+    };
+    let ticket_number = |t: waitroom_layer::store::Ticket| match t {
+        waitroom_layer::store::Ticket::Number(n) => n,
+        other => panic!("{other:?}"),
+    };
+
+    // Memory per waiting person: a ticket, redeemed at once, 22-character ids; the baseline: as many joins.
+    let persons = format!("persons-{tag}");
+    store.init(&persons, &settings).await.unwrap();
+    let m0 = used();
+    spread(&store, &persons, PEOPLE, move |store, ev, i| async move {
+        let n = ticket_number(store.ticket(&ev, t0).await.unwrap());
+        let r = Redeem {
+            session: format!("p{i:021}"),
+            number: Some(n),
+            issued_ms: t0,
+            now_ms: t0,
+            grace_ms: 60_000,
+            draw_key: 0,
+        };
+        store.redeem(&ev, &r).await.unwrap().expect("a place");
+    })
+    .await;
+    let per_person = (used() - m0) as f64 / PEOPLE as f64;
+    let joins = format!("joins-{tag}");
+    store.init(&joins, &settings).await.unwrap();
+    let m0 = used();
+    spread(&store, &joins, PEOPLE, move |store, ev, i| async move {
+        let j = Join {
+            session: format!("j{i:021}"),
+            account: None,
+            now_ms: t0,
+            draw_key: 0,
+        };
+        store.join(&ev, &j).await.unwrap();
+    })
+    .await;
+    let per_join = (used() - m0) as f64 / PEOPLE as f64;
+    let mut held = String::new();
+    for part in ["sessions", "line:0", "line:held", "line:blk"] {
+        let bytes = server.command(&[
+            "MEMORY",
+            "USAGE",
+            &store.key(&persons, part),
+            "SAMPLES",
+            "0",
+        ]);
+        held.push_str(&format!(" {part}={bytes}"));
+    }
+    println!(
+        "memory per waiting person (ticket + redeem), {PEOPLE}: {per_person:.1} B; per join (baseline, same run): \
+         {per_join:.1} B; ratio {:.3}; MEMORY USAGE:{held}",
+        per_person / per_join
+    );
+
+    // The door: one person inside (capacity 1), one waiting, then `flood` tickets nobody redeems, then a person
+    // who redeems the next one. The door lets the waiting one in, then crosses the flood to the last person.
+    let mut longest = Vec::new();
+    for (what, n) in [("no flood", 0u64), ("flood", flood)] {
+        let ev = format!("door-{what}-{tag}").replace(' ', "-");
+        store.init(&ev, &settings).await.unwrap();
+        let join = |s: &str| Join {
+            session: s.to_owned(),
+            account: None,
+            now_ms: t0,
+            draw_key: 0,
+        };
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: 30_000,
+            abandon_after_ms: 60_000,
+            return_window_ms: 60_000,
+            max_scan: 20_000,
+        };
+        store
+            .join(&ev, &join("inside-aaaaaaaaaaaaaaaa"))
+            .await
+            .unwrap();
+        let r = store.tick(&ev, &tick(t0)).await.unwrap();
+        assert_eq!(r.admitted.len(), 1);
+        store
+            .join(&ev, &join("before-aaaaaaaaaaaaaaaa"))
+            .await
+            .unwrap();
+        let m0 = used();
+        spread(&store, &ev, n, move |store, ev, _| async move {
+            ticket_number(store.ticket(&ev, t0).await.unwrap());
+        })
+        .await;
+        let m1 = used();
+        server.command(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        server.command(&["CONFIG", "SET", "slowlog-max-len", "10000"]);
+        server.command(&["SLOWLOG", "RESET"]);
+        let last = ticket_number(store.ticket(&ev, t0).await.unwrap());
+        let p = store
+            .redeem(&ev, &redeem("after-aaaaaaaaaaaaaaaaa".into(), last))
+            .await
+            .unwrap()
+            .expect("a place");
+        let m2 = used();
+        let snap = store.snapshot(&ev).await.unwrap();
+        let position = snap.position_of(p.number.unwrap());
+        assert!(
+            store
+                .finish(&ev, "inside-aaaaaaaaaaaaaaaa", 0, t0 + 1)
+                .await
+                .unwrap()
+        );
+        let r = store.tick(&ev, &tick(t0 + 2)).await.unwrap();
+        assert_eq!(r.admitted, ["before-aaaaaaaaaaaaaaaa"]);
+        assert!(
+            store
+                .finish(&ev, "before-aaaaaaaaaaaaaaaa", 0, t0 + 3)
+                .await
+                .unwrap()
+        );
+        let r = store.tick(&ev, &tick(t0 + 4)).await.unwrap();
+        assert_eq!(
+            r.admitted,
+            ["after-aaaaaaaaaaaaaaaaa"],
+            "across {n} tickets in one tick"
+        );
+        store.snapshot(&ev).await.unwrap();
+        // Every command since the reset: [id, time, µs, [args], ...]; the longest, and what it was.
+        let log = server.command(&["SLOWLOG", "LEN"]);
+        let client = ::redis::Client::open(server.url()).unwrap();
+        let mut con = client.get_multiplexed_async_connection().await.unwrap();
+        let entries: Vec<::redis::Value> = ::redis::cmd("SLOWLOG")
+            .arg("GET")
+            .arg(10_000)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        let mut worst = (0i64, String::new());
+        let mut tick_us = 0i64;
+        for e in entries {
+            let ::redis::Value::Array(e) = e else {
+                continue;
+            };
+            let (Some(::redis::Value::Int(us)), Some(::redis::Value::Array(args))) =
+                (e.get(2), e.get(3))
+            else {
+                continue;
+            };
+            // The tick's arguments: now, arrival window, abandon after, max scan, the seen slot (10 s), ...
+            if matches!(args.get(25), Some(::redis::Value::BulkString(b)) if b == b"10000") {
+                tick_us = tick_us.max(*us);
+            }
+            if *us > worst.0 {
+                let words: Vec<String> = args
+                    .iter()
+                    .skip(21)
+                    .take(3)
+                    .map(|a| match a {
+                        ::redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect();
+                worst = (*us, words.join(" "));
+            }
+        }
+        server.command(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+        println!(
+            "door, {what} ({n} unredeemed tickets): used_memory per one-shot request {:.2} B, with the redemption \
+             after them {:.2} B; position of the person after them {position}; {log} commands logged, the longest \
+             {} µs (ARGV {}); the longest tick {tick_us} µs",
+            (m1 - m0) as f64 / n.max(1) as f64,
+            (m2 - m0) as f64 / n.max(1) as f64,
+            worst.0,
+            worst.1
+        );
+        longest.push(worst.0);
+    }
+    println!(
+        "longest command with the flood / without: {} / {} µs = {:.2}",
+        longest[1],
+        longest[0],
+        longest[1] as f64 / longest[0].max(1) as f64
     );
 }

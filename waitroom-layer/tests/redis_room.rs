@@ -383,7 +383,7 @@ async fn redis_figures() {
         let joined = (n / 32) * 32;
         let m1 = used(&server);
         let mut per_key = String::new();
-        for part in ["sessions", "line", "draw:0", "drawidx"] {
+        for part in ["sessions", "line:0", "draw:0", "drawidx"] {
             let key = store.key(&ev, part);
             let bytes = server.command(&["MEMORY", "USAGE", &key, "SAMPLES", "0"]);
             per_key.push_str(&format!(" {part}={bytes}"));

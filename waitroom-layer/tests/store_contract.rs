@@ -2240,6 +2240,7 @@ mod contract {
     /// (tickets and joins) are unique and increasing; and the door lets in the people who came back in the order
     /// of their first contact: every tick admits the lowest-numbered of those waiting (everyone waiting is present
     /// here), as many as places are free, and never anyone who did not come back. Counted: tickets and redeemed.
+    /// Positions and the waiting count are the live rank among the people in line, tickets between them free.
     pub async fn tickets(store: Arc<dyn Store>, event: &str, capacity: u64, ops: &[TicketOp]) {
         #[derive(Debug, Clone, Copy, PartialEq)]
         enum P {
@@ -2388,6 +2389,24 @@ mod contract {
                 (issued, redeemed)
             );
             assert!(snap.active <= capacity);
+            // The numbers count the living: a person in line is told how many people who came back stand ahead
+            // of them, plus one, whatever number of tickets lie between; `waiting` counts those people only.
+            let in_line: Vec<u64> = people
+                .values()
+                .filter_map(|p| match p {
+                    P::Waiting(n) if *n > snap.served => Some(*n),
+                    _ => None,
+                })
+                .collect();
+            for &n in &in_line {
+                let ahead = in_line.iter().filter(|&&m| m < n).count() as u64;
+                assert_eq!(
+                    snap.position_of(n),
+                    ahead + 1,
+                    "the live rank of number {n}"
+                );
+            }
+            assert_eq!(snap.waiting(), in_line.len() as u64, "only people count");
         }
         // Tickets never redeemed left nothing behind.
         for (i, p) in &people {

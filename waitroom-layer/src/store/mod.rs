@@ -525,23 +525,42 @@ pub const MAX_MOVED: usize = 1_000;
 
 impl Snapshot {
     /// Sessions in line, in the pre-queue or in the returning queue (sessions that gave up count until the head
-    /// reaches them; with [`live`](Self::live) counts, numbers nobody holds do not count).
+    /// reaches them; with [`live`](Self::live) counts, numbers nobody holds do not count, except those a restore
+    /// keeps for their owners).
     pub fn waiting(&self) -> u64 {
         let line = match &self.live {
-            Some(live) => live.total,
+            Some(live) => live.total + self.kept_below(live, u64::MAX),
             None => self.last_number.saturating_sub(self.served),
         };
         line + self.prequeue + self.returning
+    }
+
+    /// After a restore: the numbers below `n` kept for owners not back yet (up to
+    /// [`reclaim_upto`](Self::reclaim_upto), after the head, held by nobody in `live`).
+    fn kept_below(&self, live: &LiveLine, n: u64) -> u64 {
+        match self.reclaim_upto {
+            Some(upto) if upto > self.served && n > self.served + 1 => {
+                let upto = upto.min(n - 1);
+                (upto - self.served).saturating_sub(live.ahead_of(upto + 1))
+            }
+            _ => 0,
+        }
     }
 
     /// The position of line number `n` (1 = next): the people in line holding a number before it, plus one; without
     /// [`live`](Self::live) counts, `n - served`. A number given out after this snapshot was read (after
     /// `last_number`) counts as a person until the next snapshot says whether it is one, so a person's position
     /// never starts too low (it may start high by the tickets given out in one refresh interval).
+    ///
+    /// After a restore, the numbers kept for their owners (up to [`reclaim_upto`](Self::reclaim_upto)) count as
+    /// people whether or not their owners are back yet: they were people when the store lost them.
     pub fn position_of(&self, n: u64) -> u64 {
         match &self.live {
             Some(live) => {
-                live.ahead_of(n) + n.saturating_sub(self.last_number.saturating_add(1)) + 1
+                live.ahead_of(n)
+                    + self.kept_below(live, n)
+                    + n.saturating_sub(self.last_number.saturating_add(1))
+                    + 1
             }
             None => n.saturating_sub(self.served).max(1),
         }

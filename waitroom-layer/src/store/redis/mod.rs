@@ -8,12 +8,14 @@
 //! - `reply.rs`: reading Redis's replies (anything unexpected is [`StoreError::Corrupt`]);
 //! - `store_impl.rs`: [`Store`] for [`RedisStore`], each operation one script call.
 
+mod live;
 mod reply;
 mod scripts;
 mod store_impl;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,10 +41,10 @@ const FINISHED_CAP: u64 = 100_000;
 /// Most finishes one [`Store::finished_since`] call returns.
 const FINISHED_BATCH: u64 = 10_000;
 
-/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=16]`).
+/// The parts of one on-sale's key set, in the order the scripts expect them (`KEYS[1..=18]`).
 /// The parts a finish touches are the verifier's ([`FINISH_KEY_PARTS`]: meta, sessions, active, finished), so the
 /// room and the verifier's finish sink name the same keys.
-const KEY_PARTS: [&str; 16] = [
+const KEY_PARTS: [&str; 18] = [
     FINISH_KEY_PARTS[0],
     FINISH_KEY_PARTS[1],
     "line",
@@ -59,6 +61,8 @@ const KEY_PARTS: [&str; 16] = [
     "missed",
     "line:front",
     "line:moved",
+    "line:held",
+    "line:blk",
 ];
 
 /// Length of one liveness slot: a numbered waiting session's poll sets its bit in `wr:{ev}:seen:<now / slot>`;
@@ -90,7 +94,7 @@ pub(crate) fn seen_keep_ms(abandon_after_ms: u64) -> u64 {
 /// |------------------------|--------|--------------------------------------------------------------------------|
 /// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
 /// | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
-/// | `wr:{ev}:line`         | list   | ids of sessions with a number not yet served, head first (FIFO joins, and joins after the draw) |
+/// | `wr:{ev}:line:<k>`     | zset   | sessions waiting with a number `n` in `128 k .. 128 k + 127` outside the drawn segment (FIFO joins, joins after the draw, redeemed tickets), scored by `n % 128`; a number nobody holds has no entry |
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
 /// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
 /// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
@@ -102,8 +106,10 @@ pub(crate) fn seen_keep_ms(abandon_after_ms: u64) -> u64 {
 /// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
 /// | `wr:{ev}:missed`       | zset   | sessions that missed their turn and have not come back, scored by when (ms); the tick ends those past the return window |
-/// | `wr:{ev}:line:front`   | list   | sessions an operator moved to the front, let in before everyone else; their old places in `line` (or their bucket) hold an empty id the head skips |
+/// | `wr:{ev}:line:front`   | list   | sessions an operator moved to the front, let in before everyone else; their old places in `line` are freed (in a bucket, an empty id the head skips) |
 /// | `wr:{ev}:line:moved`   | zset   | those sessions, scored by their old number, until the head passes it (read with every snapshot) |
+/// | `wr:{ev}:line:held`    | string | a bitmap: bit `n` set while a session waits in `line` at number `n` (not in the drawn segment): the live line |
+/// | `wr:{ev}:line:blk`     | hash   | block `b` (numbers `4096 b ..`) → a version, new at each change to the block's bits (from `meta.lver`); only blocks with a bit set |
 /// | `wr:{ev}:audit`        | list   | the admin actions (JSON: `at_ms`, `who`, `action`, `detail`), newest first, the last [`AUDIT_KEEP`](super::AUDIT_KEEP); written by plain commands, not a script |
 ///
 /// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
@@ -119,8 +125,10 @@ pub(crate) fn seen_keep_ms(abandon_after_ms: u64) -> u64 {
 /// # The line and the draw
 ///
 /// The line is numbered densely from 1. `meta.served` counts numbers that have left the head; a waiting session's
-/// position is its number minus `served`. With FIFO, a join appends the session to `line` and writes its number into
-/// its record.
+/// position is the number of people holding a number between the head and its own, plus one (see "The numbers
+/// count the living" below). With FIFO, a join puts the session in `line` at its number (in the sorted set
+/// `line:<number / 128>`: a set never grows past 128 members, so Redis keeps it in its compact listpack encoding,
+/// about 29 bytes a member) and writes its number into its record.
 ///
 /// With a random draw, a join before opening puts the session in one of `2^dbits` small sorted sets: the top `dbits`
 /// bits of the secret draw key (which the room draws and passes in) pick the set, the rest of its top 53 bits are
@@ -180,26 +188,48 @@ pub(crate) fn seen_keep_ms(abandon_after_ms: u64) -> u64 {
 ///
 /// A Redis that restarted without persistence (or a fresh replica) answers `WRNOEVENT` to every script: the
 /// room restores the on-sale (`RESTORE`: the meta hash from the room's last snapshot, with `rupto`, `runtil` and
-/// `rlate` for the reclaim window, and one empty entry in `line` per number kept free for its owner, a few bytes
-/// each) and takes people back as they poll (`RECLAIM`: an empty entry of `line` becomes the session, `LSET`; a
-/// number after `last` pushes empty entries up to it; a number the head passed goes to `back`). The head pops
-/// an empty entry like a session that is not there (its number counts as served). The rules are
+/// `rlate` for the reclaim window; the numbers kept free for their owners cost nothing) and takes people back as
+/// they poll (`RECLAIM`: a free number after the head takes the session into `line`; a number after `last` moves
+/// `last` up to it; a number the head passed goes to `back`). The head passes a number nobody took back as it
+/// passes a ticket never redeemed (its number counts as served). The rules are
 /// [`Store`](super::Store)'s ("When the store forgets").
 ///
 /// # Tickets
 ///
 /// `TICKET` (a first contact) reads the settings, runs the draw when due and does one `HINCRBY meta last 1` (or
 /// `tickets` before the draw): no record, no `line` entry. `REDEEM` writes the session when its ticket comes back
-/// within the grace: `line` first reaches the ticket's number with empty entries for the tickets before it that
-/// were never redeemed (about two bytes each in a listpack), then the session. Positions on this store still count
-/// numbers (its snapshot carries no [`Snapshot::live`](super::Snapshot::live) counts) and the tick pops those empty
-/// entries one by one against the scan budget: counting the living here is not built yet.
+/// within the grace, at its number in `line` (one `ZADD` and one bit, whatever number of tickets lie before it).
+///
+/// # The numbers count the living
+///
+/// Beside `line`, the bitmap `line:held` has bit `n` set while a session waits at number `n` (set by every script
+/// that writes a session into `line`, cleared when the head takes it or an operator moves it to the front); the
+/// drawn segment needs no bits (every number in it is held by its buckets). So:
+///
+/// - **The door passes numbers nobody holds in one step.** The tick finds the next held number with one `BITPOS`
+///   (from the head, `BIT` mode: Redis 7.0 or later); the numbers before it have no entry anywhere, so they use
+///   none of [`Tick::max_scan`](super::Tick::max_scan) and no time per number beyond `BITPOS`'s scan of one bit
+///   each (900,000 absent numbers are 112 KB, scanned a machine word at a time). Measured (BENCHMARKS.md): the
+///   longest command while the door crosses 900,000 unredeemed tickets is 126 µs, against 133 µs with none.
+///   The bitmap keeps one bit per number ever given out (0.125 byte a one-shot request) until the on-sale is
+///   purged.
+/// - **Positions count people, with no store call per poll.** Each snapshot carries the live line
+///   ([`Snapshot::live`](super::Snapshot::live)): the script returns, for each block of 4,096 numbers with a bit
+///   set (`line:blk`), its version and, only when the version differs from what this instance sent it holds, its
+///   512 bytes; the store keeps the blocks per on-sale and builds the [`LiveLine`](super::LiveLine) from them and
+///   the drawn segment (less the old numbers of sessions moved out of it). A snapshot in a steady line re-reads
+///   the block at the head and the one at the back; a flood of one-shot numbers adds no block. A Redis whose
+///   version counter went back (a failover to a replica that lagged) is read again whole.
+/// - Numbers kept for their owners after a restore count as people until the head passes them
+///   ([`Snapshot::position_of`](super::Snapshot::position_of)).
 ///
 /// # Memory
 ///
 /// Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
-/// command): `used_memory` grows by about **132 bytes per waiting FIFO session** (its `sessions` field plus its
-/// `line` entry) and by about **158 bytes per pre-queued session** with 600,000 in the pre-queue (164 with 100,000;
+/// command): `used_memory` grows by about **137 bytes per waiting FIFO session** (its `sessions` field, about 99
+/// bytes, plus its `line` set member, about 29, and the sets' and the bitmap's share; 136.7 per redeemed ticket,
+/// 135.4 per join in one run of `one_shot`'s Redis measure) and by **0.22 bytes per one-shot request** (a ticket
+/// never redeemed: its bit) and by about **158 bytes per pre-queued session** with 600,000 in the pre-queue (164 with 100,000;
 /// default 2^14 buckets). Admitted sessions add an `active` entry (about 100 bytes) for the few thousand inside.
 ///
 /// # Finishing across processes
@@ -286,6 +316,9 @@ pub struct RedisStore {
     timeout: Duration,
     draw_bits: u8,
     commands: Arc<AtomicU64>,
+    /// This instance's copy of each on-sale's live line (the blocks of `line:held` read so far), shared by clones;
+    /// a snapshot holds the lock for its one script call.
+    live: Arc<tokio::sync::Mutex<HashMap<String, live::LiveCache>>>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -392,6 +425,7 @@ impl RedisStoreBuilder {
             timeout: self.timeout,
             draw_bits: self.draw_bits,
             commands: Arc::new(AtomicU64::new(0)),
+            live: Arc::default(),
         };
         for script in store.scripts.all() {
             store.load(script).await?;
@@ -439,6 +473,7 @@ impl RedisStore {
     /// [`StoreError::Config`] when the event id contains a brace.
     pub async fn purge(&self, event: &str) -> Result<u64, StoreError> {
         self.keys(event)?;
+        self.live.lock().await.remove(event);
         let mut pattern = String::new();
         for c in format!("{}:{{{event}}}", self.prefix).chars() {
             if matches!(c, '*' | '?' | '[' | ']' | '\\' | '^') {
@@ -483,7 +518,7 @@ impl RedisStore {
         &self.prefix
     }
 
-    /// The name of one of `event`'s keys: `part` is one of `meta`, `sessions`, `line`, `draw`, `active`,
+    /// The name of one of `event`'s keys: `part` is one of `meta`, `sessions`, `line:<k>`, `draw`, `active`,
     /// `accounts`, `admits` (see the module docs).
     pub fn key(&self, event: &str, part: &str) -> String {
         format!("{}:{{{event}}}:{part}", self.prefix)
@@ -495,7 +530,7 @@ impl RedisStore {
         Ok(self.key(event, "audit"))
     }
 
-    fn keys(&self, event: &str) -> Result<[String; 16], StoreError> {
+    fn keys(&self, event: &str) -> Result<[String; 18], StoreError> {
         if event.contains(['{', '}']) {
             return Err(StoreError::config(format!(
                 "the event id `{event}` must not contain `{{` or `}}`"

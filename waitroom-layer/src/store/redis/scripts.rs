@@ -60,7 +60,7 @@ const RESTORE: &str = include_str!("scripts/restore.lua");
 /// ARGV: session, number (empty for a pre-queue mark), now, draw key (16 hex digits), most numbers left free.
 const RECLAIM: &str = include_str!("scripts/reclaim.lua");
 
-/// No ARGV.
+/// ARGV: pairs of block, version: the blocks of `line:held` the caller holds (sent back as `''` when unchanged).
 const SNAPSHOT: &str = include_str!("scripts/snapshot.lua");
 
 /// ARGV: session, now, most sessions moved and not yet passed. Moves a waiting session to the front.

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{
-    FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, seen_keep_ms, store_error,
+    FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, live, seen_keep_ms,
+    store_error,
 };
 use crate::error::StoreError;
 use crate::store::{
@@ -278,44 +279,78 @@ impl Store for RedisStore {
     }
 
     async fn snapshot(&self, event: &str) -> Result<Snapshot, StoreError> {
-        let cmd = self.evalsha(&self.scripts.snapshot, event)?;
-        let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-        if a.len() != 30 {
-            return Err(corrupt(format_args!(
-                "expected a snapshot of 30, got {}",
-                a.len()
-            )));
+        // One script call; the live line's blocks this instance holds go with it, and only the blocks that changed
+        // come back (read again whole when the copy cannot be trusted, see `LiveCache::update`).
+        let mut caches = self.live.lock().await;
+        let cache = caches.entry(event.to_owned()).or_default();
+        for _ in 0..2 {
+            let mut cmd = self.evalsha(&self.scripts.snapshot, event)?;
+            for (b, v) in cache.known() {
+                cmd.arg(b).arg(v);
+            }
+            let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
+            if a.len() != 35 {
+                return Err(corrupt(format_args!(
+                    "expected a snapshot of 35, got {}",
+                    a.len()
+                )));
+            }
+            let mut it = a.into_iter();
+            let a: Vec<_> = it.by_ref().take(30).collect();
+            let (Some(lver), Some(dbase), Some(dcount), Some(moved_drawn), Some(blocks), None) = (
+                it.next(),
+                it.next(),
+                it.next(),
+                it.next(),
+                it.next(),
+                it.next(),
+            ) else {
+                return Err(corrupt("a snapshot of the wrong shape"));
+            };
+            if !cache.update(int(&lver)?, live::blocks(array(blocks)?)?) {
+                continue;
+            }
+            // The settings (9), then the line and the counters (`n(i)`: the i-th entry after 7 settings), the
+            // reclaim floor, the returning queue's length, the return counters, and the sessions moved to the front.
+            let n = |i: usize| int(&a[i + 2]);
+            let served = n(10)?;
+            // Moved out of the drawn segment: `[session, old number, ...]`.
+            let moved: Vec<u64> = array(moved_drawn)?
+                .chunks(2)
+                .map(|p| p.get(1).map_or(Err(corrupt("a moved entry")), int))
+                .collect::<Result<_, _>>()?;
+            let live = cache.live(served, int(&dbase)?, int(&dcount)?, &moved);
+            return Ok(Snapshot {
+                settings: settings(&a[..9])?,
+                drawn: flag(&a[9])?,
+                prequeue: n(8)?,
+                last_number: n(9)?,
+                served,
+                active: n(11)?,
+                returning: n(21)?,
+                counters: Counters {
+                    joined: n(12)?,
+                    admitted: n(13)?,
+                    finished: n(14)?,
+                    expired: n(15)?,
+                    abandoned: n(16)?,
+                    turned_away: n(17)?,
+                    orders: n(18)?,
+                    seats_bought: n(19)?,
+                    missed: n(22)?,
+                    returned: n(23)?,
+                    returned_late: n(24)?,
+                    tickets: int(&a[28])?,
+                    redeemed: int(&a[29])?,
+                },
+                reclaim_upto: opt_int(&a[22])?,
+                live: Some(live),
+                moved: strings(a[27].clone())?,
+            });
         }
-        // The settings (9), then the line and the counters (`n(i)`: the i-th entry after 7 settings), the reclaim
-        // floor, the returning queue's length, the return counters, and the sessions moved to the front.
-        let n = |i: usize| int(&a[i + 2]);
-        Ok(Snapshot {
-            settings: settings(&a[..9])?,
-            drawn: flag(&a[9])?,
-            prequeue: n(8)?,
-            last_number: n(9)?,
-            served: n(10)?,
-            active: n(11)?,
-            returning: n(21)?,
-            counters: Counters {
-                joined: n(12)?,
-                admitted: n(13)?,
-                finished: n(14)?,
-                expired: n(15)?,
-                abandoned: n(16)?,
-                turned_away: n(17)?,
-                orders: n(18)?,
-                seats_bought: n(19)?,
-                missed: n(22)?,
-                returned: n(23)?,
-                returned_late: n(24)?,
-                tickets: int(&a[28])?,
-                redeemed: int(&a[29])?,
-            },
-            reclaim_upto: opt_int(&a[22])?,
-            live: None,
-            moved: strings(a[27].clone())?,
-        })
+        Err(corrupt(
+            "the live line's blocks changed under two snapshots",
+        ))
     }
 
     async fn restore(&self, event: &str, r: &Restore) -> Result<Settings, StoreError> {

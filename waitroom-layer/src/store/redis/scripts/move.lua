@@ -14,11 +14,10 @@ if st == 'p' then
   redis.call('ZREM', key, sid)
   redis.call('ZADD', key, score, '\0' .. sid)
 else
-  -- In `line`, behind the drawn segment: its index from the head; the empty id keeps the place, the head skips it.
-  local from = math.max(int(m.served), int(m.dbase) + int(m.dcount))
-  local idx = n - from - 1
-  if redis.call('LINDEX', KL, idx) ~= sid then return false end
-  redis.call('LSET', KL, idx, '')
+  -- In `line`, behind the drawn segment: out of its set; the head passes the number as one nobody holds.
+  if not redis.call('ZSCORE', line_set(n), sid) then return false end
+  redis.call('ZREM', line_set(n), sid)
+  held(n, 0)
 end
 put(sid, 'w', 0, now)
 redis.call('RPUSH', KFRONT, sid)

@@ -49,30 +49,31 @@ end
 local function settings(m)
   return {m.cap, m.apm, m.paused, m.closed, m.opens, m.random, m.inv, m.pqopens or '', m.closes or ''}
 end
--- Pushes k empty entries to `line`: numbers kept free for owners the store forgot (see "When Redis forgets").
-local function push_holes(k)
-  while k > 0 do
-    local c, t = math.min(k, 1000), {}
-    for i = 1, c do t[i] = '' end
-    redis.call('RPUSH', KL, unpack(t))
-    k = k - c
+-- The live line: bit n of `line:held` is set while a session waits in `line` at number n (never in the drawn
+-- segment, whose numbers are held by its buckets). `line:blk` has a field per block of LIVE_BLOCK numbers with a
+-- bit set: a version from the one counter `meta.lver`, new at each change, so a room instance re-reads only the
+-- blocks that changed since its last snapshot. A block whose last bit clears loses its field.
+local LIVE_BLOCK = 4096
+local function held(n, v)
+  redis.call('SETBIT', KHELD, fmt(n), v)
+  local b = math.floor(n / LIVE_BLOCK)
+  local from = b * LIVE_BLOCK / 8
+  if v == 0 and redis.call('BITCOUNT', KHELD, fmt(from), fmt(from + LIVE_BLOCK / 8 - 1)) == 0 then
+    redis.call('HDEL', KBLK, fmt(b))
+  else
+    redis.call('HSET', KBLK, fmt(b), redis.call('HINCRBY', KM, 'lver', 1))
   end
 end
--- Writes sid at number n (after the head, outside the drawn segment) in `line`, which holds those numbers from
--- the head on but may stop short of `last`: numbers given out as tickets and not redeemed are not written. The
--- list first reaches n with empty entries (as many as tickets were passed over). False when n holds someone.
+-- `line` is a prefix: the sessions waiting with a number outside the drawn segment are kept in small sorted
+-- sets of LINE_BLOCK numbers each (`line:<n / LINE_BLOCK>`, member the session, score `n % LINE_BLOCK`), so a set
+-- never outgrows Redis's compact listpack encoding and a number nobody holds costs nothing in them.
+local LINE_BLOCK = 128
+local function line_set(n) return KL .. ':' .. fmt(math.floor(n / LINE_BLOCK)) end
+-- Writes sid at number n (after the head, outside the drawn segment). False when n holds someone.
 local function line_put(m, n, sid)
-  local served, dlo = int(m.served), int(m.dbase)
-  local dhi = dlo + int(m.dcount)
-  local i = (n - 1 - served) - math.max(0, math.min(n - 1, dhi) - math.max(served, dlo))
-  local len = redis.call('LLEN', KL)
-  if i >= len then
-    push_holes(i - len)
-    redis.call('RPUSH', KL, sid)
-    return true
-  end
-  if redis.call('LINDEX', KL, i) ~= '' then return false end
-  redis.call('LSET', KL, i, sid)
+  if redis.call('GETBIT', KHELD, fmt(n)) == 1 then return false end
+  redis.call('ZADD', line_set(n), fmt(n % LINE_BLOCK), sid)
+  held(n, 1)
   return true
 end
 -- Puts a session in its pre-queue bucket: the key's top `dbits` bits pick the bucket; the rest of its top 53 bits

@@ -1,18 +1,24 @@
 if redis.call('EXISTS', KM) == 1 then
-  -- Known, but behind the room's view (a failover to a replica that lagged): the numbers it lost become holes
-  -- for their owners, who are taken back from their cookies as after a restore; no later join takes one.
+  -- Known, but behind the room's view (a failover to a replica that lagged): the numbers it lost stay free
+  -- for their owners, who are taken back from their cookies as after a restore; no later join takes one. The live
+  -- line's versions move above any a room instance may have cached from the writes the replica lost.
   local m = meta()
   local last, floor = int(m.last), int(ARGV[10])
   if ARGV[22] == '1' and floor > last then
     local gap = math.min(floor - last, int(ARGV[23]))
-    push_holes(gap)
     redis.call('HSET', KM, 'last', fmt(last + gap), 'rupto', fmt(last + gap), 'runtil', ARGV[20],
-      'rlate', ARGV[21])
+      'rlate', ARGV[21], 'lver', fmt(math.max(int(m.lver), int(ARGV[20]))))
   end
   return settings(meta())
 end
--- Whatever is left of the on-sale's line goes: the line is rebuilt from the room's view and the reclaims.
-redis.call('DEL', KS, KL, KA, KC, KR, KP, KB, KT, KX, KFRONT, KMOVED)
+-- Whatever is left of the on-sale's line goes: the line is rebuilt from the room's view and the reclaims. The live
+-- line's versions start above any a room instance may have cached from before (the hold's end, in ms).
+-- The sets of `line` are found from the live line's blocks (each covers 4096 / LINE_BLOCK of them).
+local blk = redis.call('HKEYS', KBLK)
+for _, b in ipairs(blk) do
+  for j = 0, 4096 / LINE_BLOCK - 1 do redis.call('DEL', KL .. ':' .. fmt(int(b) * 4096 / LINE_BLOCK + j)) end
+end
+redis.call('DEL', KS, KL, KA, KC, KR, KP, KB, KT, KX, KFRONT, KMOVED, KHELD, KBLK)
 local served = int(ARGV[11])
 local last = math.max(int(ARGV[10]), served)
 -- Finishes still in the stream were applied before the loss (or are gone with it): read on from the newest.
@@ -23,6 +29,5 @@ redis.call('HSET', KM, 'cap', ARGV[1], 'apm', ARGV[2], 'paused', ARGV[3], 'close
   'dbase', '0', 'dcount', '0', 'last', fmt(last), 'served', fmt(served), 'joined', ARGV[12],
   'admitted', ARGV[13], 'finished', ARGV[14], 'expired', ARGV[15], 'abandoned', ARGV[16], 'turned', ARGV[17],
   'orders', ARGV[18], 'seats', ARGV[19], 'fcur', fcur, 'rupto', fmt(last), 'runtil', ARGV[20], 'rlate', ARGV[21],
-  'pqopens', ARGV[24], 'closes', ARGV[25])
-push_holes(last - served)
+  'pqopens', ARGV[24], 'closes', ARGV[25], 'lver', ARGV[20])
 return settings(meta())

@@ -12,4 +12,29 @@ for _, v in ipairs(rest) do o[#o + 1] = v end
 o[#o + 1] = redis.call('ZRANGEBYSCORE', KMOVED, '(' .. m.served, '+inf', 'LIMIT', 0, 1000)
 o[#o + 1] = fmt(int(m.tickets))
 o[#o + 1] = fmt(int(m.redeemed))
+-- The live line ("The numbers count the living"): the version counter, the drawn segment (`dbase`, `dcount`: its
+-- numbers are held by its buckets), the old numbers in it of sessions moved out of it to the front, then, for
+-- each block of `line:held` with a bit set, its index, its version and its bytes, or '' when ARGV (pairs of
+-- block, version: what the caller holds already) names that version.
+o[#o + 1] = fmt(int(m.lver))
+o[#o + 1] = fmt(int(m.dbase))
+o[#o + 1] = fmt(int(m.dcount))
+local dlo = math.max(int(m.served), int(m.dbase))
+o[#o + 1] = redis.call('ZRANGEBYSCORE', KMOVED, '(' .. fmt(dlo), fmt(int(m.dbase) + int(m.dcount)), 'WITHSCORES',
+  'LIMIT', 0, 1000)
+local known = {}
+for i = 1, #ARGV, 2 do known[ARGV[i]] = ARGV[i + 1] end
+local blocks, blk = {}, redis.call('HGETALL', KBLK)
+for i = 1, #blk, 2 do
+  local b, v = blk[i], blk[i + 1]
+  local bytes = ''
+  if known[b] ~= v then
+    local from = int(b) * LIVE_BLOCK / 8
+    bytes = redis.call('GETRANGE', KHELD, fmt(from), fmt(from + LIVE_BLOCK / 8 - 1))
+  end
+  blocks[#blocks + 1] = b
+  blocks[#blocks + 1] = v
+  blocks[#blocks + 1] = bytes
+end
+o[#o + 1] = blocks
 return o

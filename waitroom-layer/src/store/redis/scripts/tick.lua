@@ -55,9 +55,13 @@ local dhi = dlo + int(m.dcount)
 local drawn = m.drawn == '1'
 local index, cur, cur_end = nil, -1, -1
 local function starts(b) return (struct.unpack('>I4', index, 4 * b + 1)) end
--- Takes the session numbered n (the next at the head) off the line: in the drawn segment, the first of the bucket
--- holding position n (found by binary search in `drawidx`); after it, the front of `line`.
-local function pop(n)
+-- Takes the next place at the head, from number n on. In the drawn segment: the first of the bucket holding
+-- position n (found by binary search in `drawidx`). Elsewhere: the lowest number someone holds in `line`, found
+-- with one BITPOS over `line:held` (bounded by the drawn segment when it lies ahead); the numbers nobody holds
+-- before it (tickets not redeemed, places kept after a restore, old places of sessions moved to the front) are
+-- passed in that one step: they have no entry anywhere, so they cost no scan and no time per number. Returns the number taken and its session, or nil when nobody holds a number from n on (the head
+-- stays where it is, as when the line is empty).
+local function take(n)
   if drawn and n > dlo and n <= dhi then
     local pos = n - dlo - 1
     if pos >= cur_end then
@@ -69,9 +73,23 @@ local function pop(n)
       end
       cur, cur_end = lo, starts(lo + 1)
     end
-    return redis.call('ZPOPMIN', bucket(cur))[1]
+    local sid = redis.call('ZPOPMIN', bucket(cur))[1]
+    if not sid then return nil end
+    return n, sid
   end
-  return redis.call('LPOP', KL)
+  local upto = last
+  if drawn and n <= dlo and dhi > dlo then upto = dlo end
+  local h = redis.call('BITPOS', KHELD, 1, fmt(n), fmt(upto), 'BIT')
+  if h < 0 then
+    if upto == last then return nil end
+    -- Nobody holds a number before the drawn segment: passed, and the segment's first is next.
+    return take(upto + 1)
+  end
+  local key, s = line_set(h), fmt(h % LINE_BLOCK)
+  local sid = redis.call('ZRANGEBYSCORE', key, s, s, 'LIMIT', 0, 1)[1]
+  if sid then redis.call('ZREM', key, sid) end
+  held(h, 0)
+  return h, sid or ''
 end
 if turning_away(m) then
   -- Closed or sold out: turn away up to `turnmax` sessions, those standing ahead of the line first (below), then
@@ -107,9 +125,8 @@ if turning_away(m) then
     end
   end
   while budget > 0 and served < last do
-    local n = served + 1
-    local sid = pop(n)
-    if not sid then break end
+    local n, sid = take(served + 1)
+    if not n then break end
     served = n
     budget = budget - 1
     if rec(sid) then
@@ -187,9 +204,8 @@ while nadm < room and scanned < maxscan do
     end
   else
     if served >= last then break end
-    n = served + 1
-    sid = pop(n)
-    if not sid then break end
+    n, sid = take(served + 1)
+    if not n then break end
     served = n
     scanned = scanned + 1
     local st, _, lt = rec(sid)
