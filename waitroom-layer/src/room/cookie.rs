@@ -482,6 +482,67 @@ mod tests {
         assert_eq!(c.open(&v.replacen(".p.", ".P.", 1)), None);
     }
 
+    /// A value signed over `mark` by this codec (as only the room could make it).
+    fn signed(c: &CookieCodec, mark: &str) -> String {
+        let tag = URL_SAFE_NO_PAD.encode(c.tag(SID, mark).finalize().into_bytes());
+        format!("{SID}.{mark}.{tag}")
+    }
+
+    #[test]
+    fn only_one_spelling_of_a_mark_opens_even_under_a_valid_tag() {
+        let c = codec();
+        // Canonical marks open, with what they say (numbers of every length up to u64's 20 digits).
+        for (mark, number, prequeue, issued) in [
+            ("7", Some(7), false, None),
+            ("10", Some(10), false, None),
+            ("12345", Some(12_345), false, None),
+            ("18446744073709551615", Some(u64::MAX), false, None),
+            ("0", None, false, None),
+            ("p", None, true, None),
+            ("42t1767261600", Some(42), false, Some(1_767_261_600)),
+            ("pt0", None, true, Some(0)),
+            ("pt5", None, true, Some(5)),
+        ] {
+            let v = signed(&c, mark);
+            assert_eq!(
+                c.open(&v),
+                Some(SessionRef {
+                    id: SID,
+                    number,
+                    prequeue,
+                    issued,
+                }),
+                "{mark}"
+            );
+        }
+        // Any other spelling is no cookie, even signed: leading zeros, empty parts, a 21st digit, signs, letters,
+        // a ticket of line number 0, a time with leading zeros.
+        for mark in [
+            "",
+            "00",
+            "07",
+            "012",
+            "1x",
+            "x1",
+            "+1",
+            "-1",
+            " 1",
+            "P",
+            "pp",
+            "123456789012345678901",
+            "t5",
+            "5t",
+            "0t5",
+            "5t05",
+            "5t5t5",
+            "5tx",
+            "p5",
+            "18446744073709551616",
+        ] {
+            assert_eq!(c.open(&signed(&c, mark)), None, "{mark:?} must not open");
+        }
+    }
+
     #[test]
     fn a_ticket_carries_its_number_and_time_under_the_tag() {
         let c = codec();
