@@ -1411,3 +1411,57 @@ async fn the_holding_page_speaks_the_language_the_browser_asks_for_among_those_r
         "the first set without a header"
     );
 }
+
+/// A status poll is a question, never a join: without a session it is told `not_in_line`, gets no cookie and
+/// takes no number (the next person to join is number 1).
+#[tokio::test]
+async fn a_status_poll_without_a_session_joins_nobody() {
+    let s = site(1).await;
+    let nobody = browser();
+    let res = get_json(&nobody, s.at("/waitroom/status?return_to=%2Fcheckout")).await;
+    assert_eq!(state(&res), "not_in_line");
+    assert!(
+        cookie_value(&set_cookies(&res), "waitroom_session").is_none(),
+        "a poll gives no session"
+    );
+    let again = get_json(&nobody, s.at("/waitroom/status?return_to=%2Fcheckout")).await;
+    assert_eq!(state(&again), "not_in_line");
+    // The first to join has the first number: the polls took none.
+    let a = browser();
+    let _ = a.get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(poll(&a, &s).await["number"], 1);
+}
+
+/// A session turned away (the on-sale closed while it waited, in line or in the pre-queue) keeps its cookie as it
+/// was: the answer sets no new session cookie, so its later polls are answered from the signed mark.
+#[tokio::test]
+async fn a_session_turned_away_keeps_its_cookie_as_it_was() {
+    let s = site(1).await;
+    let (a, b) = (browser(), browser());
+    let _ = a.get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(poll(&a, &s).await["position"], 1);
+    let _ = b.get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(poll(&b, &s).await["position"], 2);
+    // One in the pre-queue of another on-sale, whose draw is a minute away.
+    let opens_at =
+        UNIX_EPOCH + Duration::from_millis(ManualClock::starting_now().now_ms() + 60_000);
+    let p = site_with(1, Fairness::RandomAtOpen { opens_at }).await;
+    let c = browser();
+    let res = c.get(p.at("/checkout")).send().await.unwrap();
+    assert_eq!(state(&res), "prequeue");
+    for site in [&s, &p] {
+        site.room.close().await.unwrap();
+        site.room.tick_now().await.unwrap();
+    }
+    for (who, site) in [(&b, &s), (&c, &p)] {
+        for path in ["/waitroom/status?return_to=%2Fcheckout", "/checkout"] {
+            let res = get_json(who, site.at(path)).await;
+            assert_eq!(state(&res), "closed", "{path}");
+            assert_eq!(
+                cookie_value(&set_cookies(&res), "waitroom_session"),
+                None,
+                "{path}: the session cookie stays as it was"
+            );
+        }
+    }
+}
