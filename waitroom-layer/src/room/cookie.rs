@@ -484,8 +484,96 @@ mod tests {
 
     /// A value signed over `mark` by this codec (as only the room could make it).
     fn signed(c: &CookieCodec, mark: &str) -> String {
-        let tag = URL_SAFE_NO_PAD.encode(c.tag(SID, mark).finalize().into_bytes());
-        format!("{SID}.{mark}.{tag}")
+        signed_as(c, SID, mark)
+    }
+
+    fn signed_as(c: &CookieCodec, id: &str, mark: &str) -> String {
+        let tag = URL_SAFE_NO_PAD.encode(c.tag(id, mark).finalize().into_bytes());
+        format!("{id}.{mark}.{tag}")
+    }
+
+    #[test]
+    fn a_session_id_of_the_wrong_shape_does_not_open_even_under_a_valid_tag() {
+        let c = codec();
+        for id in [
+            "",
+            "short",
+            "AAAAAAAAAAAAAAA",
+            "AAAAAAAAAAAAAAAAAAAAA/",
+            "AAAAAAAAAAAAAAAAAAAA AA",
+        ] {
+            assert_eq!(
+                c.open(&signed_as(&c, id, "7")),
+                None,
+                "{id:?} must not open"
+            );
+        }
+        let longest = "A".repeat(64);
+        assert_eq!(
+            c.open(&signed_as(&c, &longest, "7")).map(|s| s.id),
+            Some(longest.as_str())
+        );
+        assert_eq!(c.open(&signed_as(&c, &"A".repeat(65), "7")), None);
+    }
+
+    /// A request stuffed with more session values than are tried, none verifying, is unreadable (answered 431), not
+    /// a new visitor whose fresh session would push the real one out; as many as are tried, it is a new visitor; and
+    /// no more token candidates are kept than are tried.
+    #[test]
+    fn more_unverifiable_session_values_than_are_tried_are_unreadable() {
+        let c = codec();
+        let forged = format!("{SID}.1.{}", "A".repeat(TAG_LEN));
+        let jar_of = |n: usize, extra: &str| {
+            let mut line: Vec<String> = (0..n)
+                .map(|_| format!("{}={forged}", c.names.session))
+                .collect();
+            line.extend((0..n).map(|i| format!("{}=token-{i}", c.names.token)));
+            if !extra.is_empty() {
+                line.push(extra.to_owned());
+            }
+            let mut h = HeaderMap::new();
+            h.insert(COOKIE, line.join("; ").parse().unwrap());
+            h
+        };
+        let h = jar_of(MAX_SESSION_CANDIDATES + 1, "");
+        let jar = c.read(&h);
+        assert_eq!(c.session(&jar), Err(Unreadable));
+        assert_eq!(jar.tokens.as_slice().len(), MAX_CANDIDATES);
+        let h = jar_of(MAX_SESSION_CANDIDATES, "");
+        assert_eq!(c.session(&c.read(&h)), Ok(None));
+        // The real one among as many as are tried is found.
+        let real = c.seal(SID, Some(3), false);
+        let h = jar_of(
+            MAX_SESSION_CANDIDATES - 1,
+            &format!("{}={real}", c.names.session),
+        );
+        assert_eq!(c.session(&c.read(&h)).unwrap().unwrap().number, Some(3));
+    }
+
+    #[test]
+    fn the_codecs_secure_flag_is_what_its_cookies_say_and_debug_keeps_the_secret() {
+        for secure in [true, false] {
+            let c = CookieCodec::new(
+                b"0123456789abcdef0123456789abcdef",
+                "ev",
+                CookieNames::default(),
+                secure,
+                Duration::from_secs(3600),
+            );
+            assert_eq!(c.secure(), secure);
+            let line = c.set_sealed(&c.seal(SID, Some(1), false));
+            assert_eq!(
+                line.to_str().unwrap().contains("; Secure"),
+                secure,
+                "{line:?}"
+            );
+            let debug = format!("{c:?}");
+            assert!(
+                debug.contains("CookieCodec") && debug.contains("[redacted]"),
+                "{debug}"
+            );
+            assert!(!debug.contains("0123456789abcdef"), "{debug}");
+        }
     }
 
     #[test]
