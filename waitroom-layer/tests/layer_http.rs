@@ -1465,3 +1465,30 @@ async fn a_session_turned_away_keeps_its_cookie_as_it_was() {
         }
     }
 }
+
+/// Before the line opens (the pre-queue's opening time) nobody takes a place: a newcomer is told when it opens and
+/// takes no number, up to the last millisecond; from the very millisecond it opens, a newcomer joins.
+#[tokio::test]
+async fn before_the_line_opens_a_newcomer_takes_no_place_and_at_the_opening_it_does() {
+    let s = site(1).await;
+    let opens = s.clock.now_ms() + 10_000;
+    s.room.set_schedule(None, Some(opens), None).await.unwrap();
+    s.room.refresh().await.unwrap();
+    let a = browser();
+    for at in [opens - 10_000, opens - 1] {
+        s.clock.set_ms(at);
+        let res = get_json(&a, s.at("/checkout")).await;
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE, "at {at}");
+        assert_eq!(state(&res), "not_in_line");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["code"], "not_open_yet", "{body}");
+    }
+    s.clock.set_ms(opens);
+    let res = get_json(&a, s.at("/checkout")).await;
+    assert_eq!(state(&res), "waiting", "the line is open");
+    assert_eq!(
+        poll(&a, &s).await["number"],
+        1,
+        "the first number: nobody took one before"
+    );
+}
