@@ -954,8 +954,17 @@ async fn pre_queue_then_the_draw_orders_the_line() {
     s.room.tick_now().await.unwrap();
     let mut positions = Vec::new();
     for b in &browsers {
-        let st = poll(b, &s).await;
+        let res = get_json(b, s.at("/waitroom/status?return_to=%2Fcheckout")).await;
+        // The first poll after the draw seals the drawn number into the session cookie (later polls are answered
+        // from it, with no store call).
+        let cookie = cookie_value(&set_cookies(&res), "waitroom_session")
+            .expect("the cookie is sealed again with the drawn number");
+        let st: Value = res.json().await.unwrap();
         assert_eq!(st["state"], "paused");
+        assert!(
+            cookie.contains(&format!(".{}.", st["number"])),
+            "{cookie} {st}"
+        );
         positions.push(st["position"].as_u64().unwrap());
     }
     let mut sorted = positions.clone();
