@@ -384,3 +384,109 @@ async fn measure_memory_per_one_shot_request_on_the_embedded_store() {
         snap.waiting()
     );
 }
+
+fn open_settings() -> waitroom_layer::store::Settings {
+    waitroom_layer::store::Settings {
+        capacity: 1,
+        admit_per_minute: None,
+        paused: false,
+        closed: false,
+        opens_at_ms: None,
+        random_draw: false,
+        inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
+    }
+}
+
+/// Figures for BENCHMARKS.md, not a check: how long each join holds the embedded store while 2.49 million people
+/// join (19 rounds of 131,072, about a 10-second round of `wrk` each), with the room's own 22-character random
+/// session ids. Per round: the p99 and the worst of one join's time in the store, and the p99 and worst of the
+/// wait a join would see behind 64 callers queued on the store's lock (the sum of the 64 join times before it:
+/// what a stall costs everyone queued behind it, as `wrk`'s connections are).
+/// `cargo test -p waitroom-layer --release --test one_shot measure_join -- --ignored --nocapture`
+#[tokio::test]
+#[ignore = "a measurement for BENCHMARKS.md"]
+async fn measure_join_latency_while_the_line_grows_on_the_embedded_store() {
+    use std::time::Instant;
+    use waitroom_layer::store::Join;
+    const ROUNDS: usize = 19;
+    const PER_ROUND: usize = 131_072;
+    const QUEUED: usize = 64;
+    let store = waitroom_layer::MemoryStore::new();
+    store.init("grow", &open_settings()).await.unwrap();
+    let mut worst_round = (0.0f64, 0.0f64);
+    for round in 0..ROUNDS {
+        let joins: Vec<Join> = (0..PER_ROUND)
+            .map(|_| Join {
+                session: WaitingRoom::new_session_id(),
+                account: None,
+                now_ms: 1,
+                draw_key: 0,
+            })
+            .collect();
+        let mut took = Vec::with_capacity(PER_ROUND);
+        for join in &joins {
+            let t = Instant::now();
+            store.join("grow", join).await.unwrap();
+            took.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let mut queued: Vec<f64> = took
+            .windows(QUEUED)
+            .map(|w| w.iter().sum::<f64>())
+            .collect();
+        took.sort_by(f64::total_cmp);
+        queued.sort_by(f64::total_cmp);
+        let p99 = |v: &[f64]| v[v.len() * 99 / 100];
+        println!(
+            "round {:>2} ({:>9} sessions at its end): one join p99 {:.4} ms, worst {:.3} ms; behind {QUEUED} queued: p99 {:.3} ms, worst {:.3} ms",
+            round + 1,
+            (round + 1) * PER_ROUND,
+            p99(&took),
+            took[took.len() - 1],
+            p99(&queued),
+            queued[queued.len() - 1],
+        );
+        worst_round.0 = worst_round.0.max(p99(&queued));
+        worst_round.1 = worst_round.1.max(took[took.len() - 1]);
+    }
+    println!(
+        "worst round: p99 behind {QUEUED} queued {:.3} ms; worst single join {:.3} ms",
+        worst_round.0, worst_round.1
+    );
+}
+
+/// Figures for BENCHMARKS.md, not a check: resident memory per waiting person who polls on the embedded store: a
+/// first contact's ticket redeemed at the first poll (the session record and the line entry), with the room's own
+/// 22-character random session ids (a poll's liveness mark updates the record in place: no memory of its own).
+/// `cargo test -p waitroom-layer --release --test one_shot measure_memory_per_waiting -- --ignored --nocapture`
+#[tokio::test]
+#[ignore = "a measurement for BENCHMARKS.md"]
+async fn measure_memory_per_waiting_person_who_polls_on_the_embedded_store() {
+    use waitroom_layer::store::{Redeem, Ticket};
+    const N: u64 = 1_000_000;
+    let store = waitroom_layer::MemoryStore::new();
+    store.init("people", &open_settings()).await.unwrap();
+    let before = rss_bytes();
+    for _ in 0..N {
+        let Ticket::Number(n) = store.ticket("people", 1).await.unwrap() else {
+            panic!("an open room gives numbers");
+        };
+        let redeem = Redeem {
+            session: WaitingRoom::new_session_id(),
+            number: Some(n),
+            issued_ms: 1,
+            now_ms: 2,
+            grace_ms: 10_000,
+            draw_key: 0,
+        };
+        store.redeem("people", &redeem).await.unwrap().unwrap();
+    }
+    let grew = rss_bytes().saturating_sub(before);
+    let snap = store.snapshot("people").await.unwrap();
+    println!(
+        "{N} people who came back: {:.1} B of resident memory each (in line {})",
+        grew as f64 / N as f64,
+        snap.waiting()
+    );
+}
