@@ -72,6 +72,10 @@ struct Args {
     /// their first 10 minutes after the opening.
     #[arg(long, default_value_t = 0.0)]
     step_away_share: f64,
+    /// One-shot visitors (one request each, never back: bots, crawlers, link previews), as a share of the crowd
+    /// (above 1 for a flood); each takes a ticket and never redeems it.
+    #[arg(long, default_value_t = 0.0)]
+    one_shot_share: f64,
     /// Mean minutes away (exponential) of those who step away.
     #[arg(long, default_value_t = 5.0)]
     away_minutes: f64,
@@ -299,6 +303,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         poll_seconds: a.poll_seconds,
         step_away_share: a.step_away_share,
         away_minutes: a.away_minutes,
+        one_shot_share: a.one_shot_share,
         return_window_minutes: a.return_window_minutes,
         idle_minutes: a.idle_minutes,
         seed: a.seed,

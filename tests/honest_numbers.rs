@@ -659,3 +659,60 @@ async fn the_summary_says_in_words_what_the_run_counted() {
         );
     }
 }
+
+/// A flood of one-shot visitors (three for every person, each a ticket never redeemed) changes nothing the people
+/// see on the embedded store, which counts the living: the same crowd (the flood is drawn from a stream of its own)
+/// waits in the same live line, is let in at the same pace, and is shown the same positions. Only the line's
+/// numbers count the flood: at the end of some minute more numbers are out after the head than people are in line.
+/// The positions shown against the people actually let in before each person: without a flood about 1 (those who
+/// give up ahead, 1 % a minute, are counted until the door skips them), and the same with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_one_shot_visitors_changes_nothing_the_people_see() {
+    let base = run(&small_sale(false)).await.unwrap();
+    let flood = run(&Params {
+        one_shot_share: 3.0,
+        ..small_sale(false)
+    })
+    .await
+    .unwrap();
+    println!("{}\n{}", flood.summary(), flood.table());
+    let crowd = (Params::default().crowd as f64 * 0.05).round() as u64;
+    assert_eq!(
+        (base.one_shot_visitors, flood.one_shot_visitors),
+        (0, 3 * crowd)
+    );
+    let seen = |r: &waitroom::rehearsal::Report| -> Vec<(i64, u64, u64, u64)> {
+        r.minutes
+            .iter()
+            .map(|m| (m.minute, m.waiting, m.admitted, m.orders))
+            .collect()
+    };
+    assert_eq!(seen(&flood), seen(&base), "the live line and the door");
+    assert_eq!(flood.joined, base.joined);
+    assert!(base.positions_checked > 0);
+    assert_eq!(
+        (
+            flood.positions_checked,
+            flood.position_over_actual_median,
+            flood.position_over_actual_p90
+        ),
+        (
+            base.positions_checked,
+            base.position_over_actual_median,
+            base.position_over_actual_p90
+        ),
+        "the positions shown"
+    );
+    assert!(
+        (0.9..=1.25).contains(&base.position_over_actual_median),
+        "shown positions {:.2} times the people let in before",
+        base.position_over_actual_median
+    );
+    assert!(
+        flood
+            .minutes
+            .iter()
+            .any(|m| m.numbers_out > m.waiting + crowd),
+        "the numbers count the flood"
+    );
+}

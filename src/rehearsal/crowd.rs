@@ -80,6 +80,8 @@ pub(super) struct Person {
     pub first_shown: Option<Shown>,
     /// When their own poll told them "sold out", if it did.
     pub told_sold_out_s: Option<u64>,
+    /// The position a followed person was shown with their first estimate.
+    pub first_position: Option<u64>,
 }
 
 /// The crowd of `size` people for an on-sale opening `open_s` seconds after the first arrival.
@@ -142,9 +144,20 @@ pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, S
                 followed: Vec::new(),
                 first_shown: None,
                 told_sold_out_s: None,
+                first_position: None,
             }
         })
         .collect())
+}
+
+/// When each of the `count` one-shot visitors sends its one request (seconds since the first arrival, in order):
+/// evenly from the first arrival until ten minutes after the opening, from a stream of their own.
+pub(super) fn one_shots(seed: u64, count: u64, open_s: u64) -> Vec<u64> {
+    let mut rng = Draws::new(seed ^ 0x0e5_4071);
+    let span = (open_s + 600) as f64;
+    let mut at: Vec<u64> = (0..count).map(|_| (rng.unit() * span) as u64).collect();
+    at.sort_unstable();
+    at
 }
 
 impl Person {

@@ -86,6 +86,12 @@ pub struct Params {
     pub step_away_share: f64,
     /// Mean minutes away of those who step away.
     pub away_minutes: f64,
+    /// One-shot visitors (bots, crawlers, uptime checks, link previews: one request each, never back), as a share
+    /// of the crowd (after `scale`; above 1 for a flood), arriving evenly from the first arrival until ten minutes
+    /// after the opening. Each takes a ticket ([`WaitingRoom::ticket`](waitroom_layer::WaitingRoom::ticket)) and
+    /// never redeems it. 0 (the default): none. Drawn apart from the crowd, so the same seed makes the same crowd
+    /// whatever the share.
+    pub one_shot_share: f64,
     /// The span, in minutes from the opening (or the arrival, if later), in which people step away.
     pub step_away_within_minutes: f64,
     /// The room's return window, in minutes ([`RoomBuilder::return_window`]).
@@ -124,6 +130,7 @@ impl Default for Params {
             poll_seconds: 20,
             step_away_share: 0.0,
             away_minutes: 5.0,
+            one_shot_share: 0.0,
             step_away_within_minutes: 10.0,
             return_window_minutes: 10.0,
             idle_minutes: 10.0,

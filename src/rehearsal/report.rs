@@ -15,8 +15,12 @@ use super::simulation::Simulation;
 pub struct Minute {
     /// Minutes since the opening (negative before it).
     pub minute: i64,
-    /// People in line or in the pre-queue at the end of the minute.
+    /// People in line or in the pre-queue at the end of the minute: the live line (on the embedded store, only
+    /// those who came back; one-shot tickets are not in it).
     pub waiting: u64,
+    /// Line numbers handed out after the head at the end of the minute: people in line, one-shot tickets never
+    /// redeemed, those who left. What the line would show if it counted every request.
+    pub numbers_out: u64,
     /// Active sessions at the end of the minute.
     pub active: u64,
     /// Admitted during the minute.
@@ -123,6 +127,17 @@ pub struct Report {
     pub return_wait_median_seconds: f64,
     /// The same, the longest.
     pub return_wait_max_seconds: u64,
+    /// One-shot visitors sent ([`Params::one_shot_share`](super::Params::one_shot_share)): a ticket each, never
+    /// redeemed.
+    pub one_shot_visitors: u64,
+    /// Positions checked: the position each followed person was shown with their first estimate, against the
+    /// people actually let in from then until their own turn (themselves included, as a position counts them).
+    pub positions_checked: u64,
+    /// Median of shown position over that actual count (1: exact; above 1: people who left ahead, or tickets,
+    /// were counted).
+    pub position_over_actual_median: f64,
+    /// 90th percentile of the same ratio.
+    pub position_over_actual_p90: f64,
 }
 
 impl Simulation<'_> {
@@ -167,7 +182,26 @@ impl Simulation<'_> {
             .iter()
             .filter(|q| q.away.is_some() && (q.number > 0 || q.admitted_s.is_some()))
             .count() as u64;
+        // Shown positions against the people actually let in from the moment each was shown until that person's own
+        // turn (themselves included): admissions counted from the sorted admission seconds.
+        let mut admitted_at: Vec<u64> = self.people.iter().filter_map(|q| q.admitted_s).collect();
+        admitted_at.sort_unstable();
+        let mut position_ratios: Vec<f64> = self
+            .people
+            .iter()
+            .filter_map(|q| {
+                let (shown, position, own) = (q.first_shown?, q.first_position?, q.admitted_s?);
+                let from = admitted_at.partition_point(|&a| a < shown.at_s);
+                let to = admitted_at.partition_point(|&a| a <= own);
+                let actual = (to - from).max(1);
+                Some(position as f64 / actual as f64)
+            })
+            .collect();
         Report {
+            one_shot_visitors: self.one_shots_sent(),
+            positions_checked: position_ratios.len() as u64,
+            position_over_actual_median: percentile(&mut position_ratios, 0.5),
+            position_over_actual_p90: percentile(&mut position_ratios, 0.9),
             stepped_away,
             missed_turns: counters.missed,
             returned_in_time: counters.returned,
@@ -492,6 +526,25 @@ impl Report {
                 grouped(last)
             ));
         }
+        if self.positions_checked > 0 {
+            let flood = if self.one_shot_visitors > 0 {
+                format!(
+                    " {} one-shot visitors took a ticket each and never came back (the line's numbers, \
+                     `numbers_out`, count them; the positions and `waiting` count the people who came back).",
+                    grouped(self.one_shot_visitors)
+                )
+            } else {
+                String::new()
+            };
+            line(format!(
+                "Positions shown with the first estimate, against the people actually let in before each person's \
+                 turn (themselves included): {:.2} times for half of the {} followed people, {:.2} at the 90th \
+                 percentile (1 is exact; people who left ahead are counted until the door skips them).{flood}",
+                self.position_over_actual_median,
+                grouped(self.positions_checked),
+                self.position_over_actual_p90,
+            ));
+        }
         if self.stepped_away > 0 {
             line(format!(
                 "{} people stepped away for a while; {} turns came while someone was away. {} came back in time \
@@ -512,9 +565,10 @@ impl Report {
     /// happened during that minute; the line, the checkout and the seats are as they stood at its end (seats sold:
     /// so far). From the minute before the opening.
     pub fn table(&self) -> String {
-        const HEAD: [&str; 8] = [
+        const HEAD: [&str; 9] = [
             "minute",
             "in line",
+            "numbers out",
             "inside",
             "let in",
             "orders",
@@ -522,8 +576,9 @@ impl Report {
             "seats held",
             "seats left",
         ];
-        const UNDER: [&str; 8] = [
+        const UNDER: [&str; 9] = [
             "",
+            "at end",
             "at end",
             "at end",
             "this minute",
@@ -532,11 +587,12 @@ impl Report {
             "at end",
             "at end",
         ];
-        let mut rows: Vec<[String; 8]> = vec![HEAD.map(String::from), UNDER.map(String::from)];
+        let mut rows: Vec<[String; 9]> = vec![HEAD.map(String::from), UNDER.map(String::from)];
         for m in self.minutes.iter().filter(|m| m.minute >= 0) {
             rows.push([
                 m.minute.to_string(),
                 grouped(m.waiting),
+                grouped(m.numbers_out),
                 grouped(m.active),
                 grouped(m.admitted),
                 grouped(m.orders),
@@ -545,13 +601,15 @@ impl Report {
                 grouped(m.available),
             ]);
         }
-        let widths: Vec<usize> = (0..8)
+        let widths: Vec<usize> = (0..9)
             .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
             .collect();
         let mut s = String::from(
             "Minute by minute (minute 1 is the first after the opening; \"this minute\" counts what happened \
              during it, \"at end\" is how things stood when it ended; the run stops once the line has heard \
-             \"sold out\", so its last minute may be cut short)\n",
+             \"sold out\", so its last minute may be cut short; \"in line\" counts the people who came back, \
+             \"numbers out\" the line numbers handed out after the head, one-shot tickets and people who left \
+             included)\n",
         );
         for r in &rows {
             let cells: Vec<String> = r

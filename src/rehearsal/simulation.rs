@@ -113,6 +113,9 @@ pub(super) struct Simulation<'p> {
     /// The people in order of arrival, and the next one to arrive.
     arrivals: Vec<usize>,
     next_arrival: usize,
+    /// When each one-shot visitor sends its request, in order, and the next one.
+    one_shots: Vec<u64>,
+    next_one_shot: usize,
     by_sid: HashMap<String, usize>,
     /// Line number -> person (`usize::MAX`: nobody known; index 0 unused).
     by_number: Vec<usize>,
@@ -178,6 +181,11 @@ impl<'p> Simulation<'p> {
         room.set_inventory(seats.inventory()).await?;
 
         let people = crowd(p, crowd_size, open_s)?;
+        let one_shots = super::crowd::one_shots(
+            p.seed,
+            (crowd_size as f64 * p.one_shot_share.max(0.0)).round() as u64,
+            open_s,
+        );
         let mut arrivals: Vec<usize> = (0..people.len()).collect();
         arrivals.sort_by_key(|&i| people[i].arrive_s);
         let by_sid = people
@@ -200,6 +208,8 @@ impl<'p> Simulation<'p> {
             people,
             arrivals,
             next_arrival: 0,
+            one_shots,
+            next_one_shot: 0,
             by_sid,
             by_number: vec![usize::MAX],
             agenda: BTreeMap::new(),
@@ -232,6 +242,11 @@ impl<'p> Simulation<'p> {
             }
         }
         Ok(())
+    }
+
+    /// One-shot visitors sent so far.
+    pub fn one_shots_sent(&self) -> u64 {
+        self.next_one_shot as u64
     }
 
     /// The people the room has counted as joined.
@@ -301,8 +316,16 @@ impl<'p> Simulation<'p> {
                     && st.state == ViewState::Waiting
                 {
                     self.people[i].first_shown = Some(shown);
+                    self.people[i].first_position = st.position;
                 }
             }
+        }
+        // One-shot visitors: a ticket each, never redeemed.
+        while let Some(&at) = self.one_shots.get(self.next_one_shot)
+            && at <= t
+        {
+            self.next_one_shot += 1;
+            self.room.ticket(&WaitingRoom::new_session_id()).await?;
         }
         Ok(())
     }
@@ -325,12 +348,18 @@ impl<'p> Simulation<'p> {
             }
         }
         if self.drawn {
-            let hi = (served + self.window).min(self.by_number.len() as u64 - 1);
-            for n in served + 1..=hi {
+            // The window counts people, not numbers: numbers nobody holds (one-shot tickets) are passed over.
+            let mut people = 0;
+            let last = self.by_number.len() as u64 - 1;
+            for n in served + 1..=last {
+                if people >= self.window {
+                    break;
+                }
                 let i = self.by_number[n as usize];
                 if i == usize::MAX {
                     continue;
                 }
+                people += 1;
                 let q = &self.people[i];
                 if t < q.give_up_s
                     && t >= q.arrive_s
@@ -370,6 +399,7 @@ impl<'p> Simulation<'p> {
             match Shown::of(t, &st) {
                 Some(shown) if st.state == ViewState::Waiting => {
                     self.people[i].first_shown = Some(shown);
+                    self.people[i].first_position = st.position;
                 }
                 _ => still.push(i),
             }
@@ -620,6 +650,7 @@ impl<'p> Simulation<'p> {
         self.table.minutes.push(Minute {
             minute: -((-since_open).div_euclid(60)),
             waiting: snap.waiting(),
+            numbers_out: snap.last_number.saturating_sub(snap.served),
             active: snap.active,
             admitted: admitted - self.table.admitted_before,
             orders: self.seats.orders - self.table.orders_before,

@@ -1288,10 +1288,10 @@ async fn a_newcomer_does_not_pass_anyone_ahead_of_it() {
             .unwrap(),
         "seat map"
     );
-    // B waits behind the full room.
+    // B waits behind the full room, and its page polls (a first contact's ticket is redeemed at its first poll:
+    // until then B is not counted in the line, issue #30).
     let b = browser();
     assert_eq!(state(&get_json(&b, s.at("/checkout")).await), "waiting");
-    // B's holding page polls (its ticket takes its place in the line).
     assert_eq!(poll(&b, &s).await["position"], 1);
     // A buys and leaves: a place is free, and B is ahead of anyone who comes now.
     let res = a.post(s.at("/checkout/buy")).send().await.unwrap();

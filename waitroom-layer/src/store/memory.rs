@@ -2,10 +2,12 @@
 
 mod durable;
 mod line;
+mod sessions;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use line::Line;
+use sessions::{Sessions, Sid};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -20,7 +22,22 @@ use crate::error::StoreError;
 
 /// The embedded in-process store: every on-sale's line in this process's memory, behind one mutex.
 ///
-/// About 150 bytes per waiting session (see BENCHMARKS.md). Cheap to clone; clones share the data.
+/// About 110 bytes per waiting session (see BENCHMARKS.md). Cheap to clone; clones share the data.
+///
+/// # Growth without stalls, and what it keeps
+///
+/// The session records are spread over 128 hash maps of unequal shares, which double one after another as the
+/// line grows: no join waits for the whole line to be rehashed (the longest join measured 1.6 ms at 2.5 million
+/// sessions, against 490 ms with one map). Session ids are kept inline (the room's 22-character ids in 24 bytes,
+/// no allocation of their own).
+///
+/// Sessions that ended (finished, expired, turned away, abandoned) are forgotten a return window after they ended
+/// ([`Tick::return_window_ms`], and at least [`Tick::abandon_after_ms`]), a tick at a time (at most
+/// [`Tick::max_scan`] each), and their rows leave the data file at the next commit: the store holds the live line
+/// plus the last return window's ended sessions, not every session that ever came. A forgotten session that comes
+/// back is one the store does not know: [`lookup`](Store::lookup) says `None`, and the room gives it a new place at
+/// the back (a finished one's admission token stays refused by the verifiers' deny list). The counters keep what the
+/// records no longer do.
 ///
 /// # Tickets and the live line
 ///
@@ -183,7 +200,6 @@ impl MemoryStore {
 
 #[derive(Debug, Clone, Copy)]
 struct Rec {
-    state: SessionState,
     /// 0 while it has no number.
     number: u64,
     /// When it was last seen (waiting, returning); when it was let in (admitted, active: for [`Store::inspect`]);
@@ -191,8 +207,11 @@ struct Rec {
     /// return was counted, else 0.
     last_seen_ms: u64,
     /// This record's place in the on-sale's order of joins (and reclaims): its key in the data file, so a commit
-    /// appends at the end of the file's tree instead of writing all over it.
-    seq: u64,
+    /// appends at the end of the file's tree instead of writing all over it. 32 bits keep the record at 24 bytes;
+    /// the count wraps after 4.3 billion records, when the records of that key's time have long been forgotten
+    /// (see [`Event::forget_ended`]).
+    seq: u32,
+    state: SessionState,
 }
 
 /// The time field of an abandoned session whose late return was counted (in both stores' records).
@@ -204,21 +223,21 @@ struct Event {
     /// The opening as first configured (an "open now" moves `settings.opens_at_ms`, not this).
     scheduled_open_ms: Option<u64>,
     drawn: bool,
-    sessions: HashMap<Arc<str>, Rec>,
-    accounts: HashMap<Box<str>, Arc<str>>,
-    prequeue: Vec<(u64, Arc<str>)>,
+    sessions: Sessions,
+    accounts: HashMap<Box<str>, Sid>,
+    prequeue: Vec<(u64, Sid)>,
     /// Sessions waiting with a number after `served`, by number, counted. A number in `served + 1 ..=
     /// last_number` nobody holds is free: a ticket not redeemed (yet), a number kept for an owner the store forgot
     /// (see [`Store::reclaim`]), the old place of a session moved to the front. The head passes free numbers at no
     /// cost.
     line: Line,
     /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
-    returning: VecDeque<Arc<str>>,
+    returning: VecDeque<Sid>,
     /// Sessions that missed their turn, with when, in the order they missed it (entries of sessions that came back
     /// since, or missed again later, are passed over when they reach the front).
-    missed: VecDeque<(u64, Arc<str>)>,
+    missed: VecDeque<(u64, Sid)>,
     /// Sessions taken back after the head passed their number, by number: let in ahead of the line.
-    back: BTreeMap<u64, Arc<str>>,
+    back: BTreeMap<u64, Sid>,
     /// Set by a restore: the last number given out before the loss.
     reclaim_upto: Option<u64>,
     /// Nobody is let in before this (ms), after a restore.
@@ -229,19 +248,19 @@ struct Event {
     served: u64,
     /// Admitted and active sessions with their deadlines (kept apart from `sessions` so the expiry scan touches
     /// only these few thousand entries).
-    active: HashMap<Arc<str>, u64>,
+    active: HashMap<Sid, u64>,
     /// (second, admissions in that second) over the last minute.
     recent_admits: VecDeque<(u64, u64)>,
     counters: Counters,
     /// (sequence, when on the room's clock, session) of the last finishes, for [`Store::finished_since`].
-    finished_log: VecDeque<(u64, u64, Arc<str>)>,
+    finished_log: VecDeque<(u64, u64, Sid)>,
     finished_seq: u64,
     /// The last [`AUDIT_KEEP`] admin actions, oldest first.
     audit: VecDeque<AuditEntry>,
     /// Sessions moved to the front, let in before the line.
-    front: VecDeque<Arc<str>>,
+    front: VecDeque<Sid>,
     /// (old number, session) of sessions moved to the front whose old number the head has not passed.
-    moved: Vec<(u64, Arc<str>)>,
+    moved: Vec<(u64, Sid)>,
     /// Line numbers up to this may be handed out: the high-water mark the data file holds (`u64::MAX` without
     /// one).
     reserved: u64,
@@ -250,7 +269,10 @@ struct Event {
     /// Everyone in line counts as seen at this time (set by the first tick after a restart).
     seen_floor_ms: u64,
     /// The last record key given out ([`Rec::seq`]).
-    next_seq: u64,
+    next_seq: u32,
+    /// Sessions that ended (finished, expired, turned away, abandoned), with when and their record's key, in the
+    /// order they ended: forgotten a return window later ([`Event::forget_ended`]).
+    ended: VecDeque<(u64, u32, Sid)>,
     /// Taken back after a crash, with numbers kept free for owners whose joins were lost: the first tick opens
     /// the late window ([`late_until_ms`](Self::late_until_ms)) for those the head passes before they come back.
     lost_writes: bool,
@@ -268,7 +290,7 @@ impl Event {
             scheduled_open_ms: settings.opens_at_ms,
             settings,
             drawn,
-            sessions: HashMap::new(),
+            sessions: Sessions::default(),
             accounts: HashMap::new(),
             prequeue: Vec::new(),
             line: Line::default(),
@@ -292,13 +314,14 @@ impl Event {
             seen_at_first_tick: false,
             seen_floor_ms: 0,
             next_seq: 0,
+            ended: VecDeque::new(),
             lost_writes: false,
             journal: None,
         }
     }
 
     /// Notes a change to `sid`'s record (and to the on-sale's numbers) for the next commit.
-    fn dirty(&mut self, sid: &Arc<str>) {
+    fn dirty(&mut self, sid: &Sid) {
         if let Some(j) = self.journal.as_mut() {
             j.changed = true;
             j.sessions.insert(sid.clone());
@@ -309,6 +332,71 @@ impl Event {
     fn changed(&mut self) {
         if let Some(j) = self.journal.as_mut() {
             j.changed = true;
+        }
+    }
+
+    /// Writes a new record for `sid` (a join, a redemption, a reclaim) under the next record key. The record it
+    /// replaces (a session that ended and joined again) leaves the data file at the next commit.
+    fn put(&mut self, sid: &Sid, state: SessionState, number: u64, now_ms: u64) {
+        self.next_seq = self.next_seq.wrapping_add(1);
+        let rec = Rec {
+            state,
+            number,
+            last_seen_ms: now_ms,
+            seq: self.next_seq,
+        };
+        if let Some(old) = self.sessions.insert(sid.clone(), rec) {
+            self.drop_row(old.seq);
+        }
+        self.dirty(sid);
+    }
+
+    /// Deletes the data file's record under `seq` at the next commit.
+    fn drop_row(&mut self, seq: u32) {
+        if let Some(j) = self.journal.as_mut() {
+            j.changed = true;
+            j.removed.push(seq);
+        }
+    }
+
+    /// Notes that `sid` ended now (its record is terminal): it is forgotten a return window later.
+    fn note_ended(&mut self, sid: &Sid, now_ms: u64) {
+        if let Some(r) = self.sessions.get(sid) {
+            self.ended.push_back((now_ms, r.seq, sid.clone()));
+        }
+    }
+
+    /// Forgets the sessions that ended a return window ago or more (and at least an abandon grace ago, so one told
+    /// it ended can read it again at its next poll; at most `max_scan` a tick): nothing needs their
+    /// records any more. A finished one's admission token is refused by the verifiers' deny list (fed from the
+    /// finished log, which keeps its own copy) for the token's lifetime; a missed one had its return window before
+    /// it was abandoned; the others' cookies lead nowhere the room cannot answer without the record. A session
+    /// forgotten and back is unknown to the store: the room answers it as any session the store does not know (a
+    /// number the head passed: a new place at the back). The live line plus the last return window's ended
+    /// sessions is all the store holds.
+    fn forget_ended(&mut self, t: &Tick) {
+        let keep = t.return_window_ms.max(t.abandon_after_ms);
+        let mut budget = t.max_scan.max(1);
+        while budget > 0 {
+            let Some(&(at, seq, _)) = self.ended.front() else {
+                break;
+            };
+            if at.saturating_add(keep) > t.now_ms {
+                break;
+            }
+            let Some((_, _, sid)) = self.ended.pop_front() else {
+                break;
+            };
+            // Not if it joined again since (a new record, a new key) or came back to life.
+            if self
+                .sessions
+                .get(&sid)
+                .is_some_and(|r| r.seq == seq && r.state.is_terminal())
+            {
+                self.sessions.remove(&sid);
+                self.drop_row(seq);
+                budget -= 1;
+            }
         }
     }
 
@@ -381,7 +469,7 @@ impl Event {
         if self.settings.turning_away() {
             return None;
         }
-        let sid: Arc<str> = Arc::from(c.session.as_str());
+        let sid: Sid = Sid::from(c.session.as_str());
         let (state, number) = match c.number {
             None if !self.drawn => {
                 self.prequeue.push((c.draw_key, sid.clone()));
@@ -416,15 +504,7 @@ impl Event {
                 (SessionState::Waiting, n)
             }
         };
-        self.next_seq += 1;
-        let rec = Rec {
-            state,
-            number,
-            last_seen_ms: c.now_ms,
-            seq: self.next_seq,
-        };
-        self.sessions.insert(sid.clone(), rec);
-        self.dirty(&sid);
+        self.put(&sid, state, number, c.now_ms);
         self.placement(&c.session)
     }
 
@@ -454,7 +534,7 @@ impl Event {
         if self.settings.turning_away() || r.issued_ms.saturating_add(r.grace_ms) < r.now_ms {
             return None;
         }
-        let sid: Arc<str> = Arc::from(r.session.as_str());
+        let sid: Sid = Sid::from(r.session.as_str());
         let (state, number) = match r.number {
             None if !self.drawn => {
                 self.prequeue.push((r.draw_key, sid.clone()));
@@ -491,15 +571,7 @@ impl Event {
         };
         self.counters.joined += 1;
         self.counters.redeemed += 1;
-        self.next_seq += 1;
-        let rec = Rec {
-            state,
-            number,
-            last_seen_ms: r.now_ms,
-            seq: self.next_seq,
-        };
-        self.sessions.insert(sid.clone(), rec);
-        self.dirty(&sid);
+        self.put(&sid, state, number, r.now_ms);
         self.placement(&r.session)
     }
 
@@ -559,31 +631,23 @@ impl Event {
                 number: None,
             };
         }
-        let sid: Arc<str> = Arc::from(j.session.as_str());
+        let sid: Sid = Sid::from(j.session.as_str());
         if self.draw_due(j.now_ms) {
             self.draw(j.now_ms);
         }
         self.counters.joined += 1;
-        self.next_seq += 1;
-        let mut rec = Rec {
-            state: SessionState::Waiting,
-            number: 0,
-            last_seen_ms: j.now_ms,
-            seq: self.next_seq,
-        };
         if self.drawn {
             self.last_number += 1;
-            rec.number = self.last_number;
-            self.line.insert(rec.number, sid.clone());
+            let n = self.last_number;
+            self.line.insert(n, sid.clone());
+            self.put(&sid, SessionState::Waiting, n, j.now_ms);
         } else {
-            rec.state = SessionState::PreQueue;
             self.prequeue.push((j.draw_key, sid.clone()));
             if let Some(journal) = self.journal.as_mut() {
                 journal.keys.insert(sid.clone(), j.draw_key);
             }
+            self.put(&sid, SessionState::PreQueue, 0, j.now_ms);
         }
-        self.sessions.insert(sid.clone(), rec);
-        self.dirty(&sid);
         if let Some(account) = &j.account {
             self.accounts.insert(account.as_str().into(), sid.clone());
             if let Some(journal) = self.journal.as_mut() {
@@ -636,6 +700,11 @@ impl Event {
         let mut report = TickReport::default();
         if std::mem::take(&mut self.seen_at_first_tick) {
             self.seen_floor_ms = t.now_ms;
+            // The ended sessions taken back from the data file did not keep when they ended: a return window from
+            // now.
+            for (at, _, _) in self.ended.iter_mut().filter(|(at, _, _)| *at == 0) {
+                *at = t.now_ms;
+            }
         }
         if std::mem::take(&mut self.lost_writes) {
             // Taken back after a crash: the owners of the numbers given out in the lost moment come back with
@@ -651,7 +720,7 @@ impl Event {
             report.drew = true;
         }
         // Expire idle actives (and admitted sessions that never came).
-        let expired: Vec<Arc<str>> = self
+        let expired: Vec<Sid> = self
             .active
             .iter()
             .filter(|(_, deadline)| **deadline <= t.now_ms)
@@ -661,17 +730,19 @@ impl Event {
             self.active.remove(&sid);
             if let Some(r) = self.sessions.get_mut(&sid) {
                 r.state = SessionState::Expired;
+                self.note_ended(&sid, t.now_ms);
             }
             self.dirty(&sid);
             self.counters.expired += 1;
             report.expired.push(sid.to_string());
         }
         if self.settings.turning_away() {
-            self.turn_away(&mut report);
+            self.turn_away(t.now_ms, &mut report);
         } else if self.settings.door_open(t.now_ms) && t.now_ms >= self.hold_until_ms {
             self.admit(t, &mut report);
         }
         self.end_missed(t, &mut report);
+        self.forget_ended(t);
         let served = self.served;
         self.moved.retain(|(n, _)| *n > served);
         report
@@ -781,6 +852,7 @@ impl Event {
                 self.counters.abandoned += 1;
                 report.abandoned.push(key.to_string());
                 self.dirty(&key);
+                self.note_ended(&key, t.now_ms);
                 budget -= 1;
             }
             // Abandoned now, or an entry passed over: the session came back since (or missed again, later).
@@ -821,12 +893,16 @@ impl Event {
                 if r.state == SessionState::Missed {
                     self.counters.abandoned += 1;
                 }
+                let was_missed = r.state == SessionState::Missed;
                 if let Some(r) = self.sessions.get_mut(&key) {
                     r.state = SessionState::Abandoned;
                     r.last_seen_ms = LATE_TOLD;
                 }
                 self.counters.returned_late += 1;
                 self.dirty(&key);
+                if was_missed {
+                    self.note_ended(&key, now_ms);
+                }
                 counted = Some(Return::TooLate);
             }
             _ => {}
@@ -857,7 +933,7 @@ impl Event {
     /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: those moved to the front first, then those taken back
     /// after the head passed them, then the returning queue, then the head of the line (their numbers count as
     /// served), then the pre-queue.
-    fn turn_away(&mut self, report: &mut TickReport) {
+    fn turn_away(&mut self, now_ms: u64, report: &mut TickReport) {
         let mut budget = TURN_AWAY_PER_TICK;
         while budget > 0 {
             let Some(sid) = self.front.pop_front() else {
@@ -869,7 +945,7 @@ impl Event {
                 .is_some_and(|r| r.state == SessionState::Waiting && r.number == 0)
             {
                 budget -= 1;
-                self.turn_away_one(sid, report);
+                self.turn_away_one(sid, now_ms, report);
             }
         }
         while budget > 0 {
@@ -877,7 +953,7 @@ impl Event {
                 break;
             };
             budget -= 1;
-            self.turn_away_one(sid, report);
+            self.turn_away_one(sid, now_ms, report);
         }
         while budget > 0 {
             let Some(sid) = self.returning.pop_front() else {
@@ -889,7 +965,7 @@ impl Event {
                 .is_some_and(|r| r.state == SessionState::Returning)
             {
                 budget -= 1;
-                self.turn_away_one(sid, report);
+                self.turn_away_one(sid, now_ms, report);
             }
         }
         while budget > 0 {
@@ -898,23 +974,24 @@ impl Event {
             };
             budget -= 1;
             self.served = n;
-            self.turn_away_one(sid, report);
+            self.turn_away_one(sid, now_ms, report);
         }
         while budget > 0 {
             let Some((_, sid)) = self.prequeue.pop() else {
                 break;
             };
             budget -= 1;
-            self.turn_away_one(sid, report);
+            self.turn_away_one(sid, now_ms, report);
         }
     }
 
-    fn turn_away_one(&mut self, sid: Arc<str>, report: &mut TickReport) {
+    fn turn_away_one(&mut self, sid: Sid, now_ms: u64, report: &mut TickReport) {
         if let Some(r) = self.sessions.get_mut(&sid) {
             r.state = SessionState::TurnedAway;
             self.counters.turned_away += 1;
             report.turned_away.push(sid.to_string());
             self.dirty(&sid);
+            self.note_ended(&sid, now_ms);
         }
     }
 
@@ -1093,7 +1170,9 @@ impl Store for MemoryStore {
                 ev.finished_log.pop_front();
             }
             let seq = ev.finished_seq;
-            ev.finished_log.push_back((seq, now_ms, Arc::from(session)));
+            let sid = Sid::from(session);
+            ev.finished_log.push_back((seq, now_ms, sid.clone()));
+            ev.note_ended(&sid, now_ms);
             if seats > 0 {
                 ev.counters.orders += 1;
                 ev.counters.seats_bought += u64::from(seats);
@@ -1148,7 +1227,8 @@ impl Store for MemoryStore {
     ) -> Result<Vec<String>, StoreError> {
         self.with_event(event, |ev| {
             ev.sessions
-                .keys()
+                .iter()
+                .map(|(s, _)| s)
                 .filter(|s| matches(s))
                 .take(limit)
                 .map(|s| s.to_string())

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::{Event, FINISHED_LOG, Rec};
+use super::{Event, FINISHED_LOG, Rec, Sid};
 use crate::error::StoreError;
 use crate::store::{Counters, SessionState, Settings};
 
@@ -60,12 +60,14 @@ pub(super) struct Journal {
     /// Anything at all (the numbers, the settings, a record).
     pub(super) changed: bool,
     /// Sessions whose records changed.
-    pub(super) sessions: HashSet<Arc<str>>,
+    pub(super) sessions: HashSet<Sid>,
     /// The record keys written since the last commit: the draw key of a session that joined the pre-queue, the
     /// place in the returning queue (returns so far) of one that came back after missing its turn.
-    pub(super) keys: HashMap<Arc<str>, u64>,
+    pub(super) keys: HashMap<Sid, u64>,
     /// Accounts that took a session since the last commit.
-    pub(super) accounts: Vec<(Box<str>, Arc<str>)>,
+    pub(super) accounts: Vec<(Box<str>, Sid)>,
+    /// The keys of records forgotten (or replaced by a new join) since the last commit: deleted from the file.
+    pub(super) removed: Vec<u32>,
     /// A join or draw is waiting for numbers up to this.
     pub(super) want: u64,
     /// The last number given out at the last commit.
@@ -199,6 +201,7 @@ pub(super) fn open(dir: &Path) -> Result<(HashMap<String, Event>, Start), StoreE
             served = ev.served,
             last_number = ev.last_number,
             missed = ev.missed.len(),
+            records = ev.sessions.len(),
             free_numbers = ev.last_number.saturating_sub(ev.served) - ev.line.len() as u64,
             reclaim_upto = ev.reclaim_upto,
             took_ms = started.elapsed().as_millis() as u64,
@@ -268,15 +271,16 @@ fn load_event(
 
     // The records in join order; a session that joined again has a later record, which wins.
     let table_name = sessions_table(name);
-    let mut extra: HashMap<Arc<str>, (u64, u64)> = HashMap::new();
+    let mut extra: HashMap<Sid, (u64, u64)> = HashMap::new();
+    let mut superseded = Vec::new();
     match txn.open_table(TableDefinition::<u64, &[u8]>::new(&table_name)) {
         Ok(table) => {
             for row in table.iter().map_err(|e| bad(&e))? {
                 let (seq, bytes) = row.map_err(|e| bad(&e))?;
-                let seq = seq.value();
+                let seq = seq.value() as u32;
                 let d = decode(bytes.value())
                     .ok_or_else(|| bad(&format_args!("session record {seq} does not read")))?;
-                let sid: Arc<str> = Arc::from(d.sid);
+                let sid: Sid = Sid::from(d.sid);
                 let rec = Rec {
                     state: d.state,
                     number: d.number,
@@ -285,17 +289,20 @@ fn load_event(
                 };
                 ev.next_seq = ev.next_seq.max(seq);
                 extra.insert(sid.clone(), (d.deadline, d.draw_key));
-                ev.sessions.insert(sid, rec);
+                if let Some(old) = ev.sessions.insert(sid, rec) {
+                    // Written by a version that kept the row of a session that ended and joined again.
+                    superseded.push(old.seq);
+                }
             }
         }
         Err(redb::TableError::TableDoesNotExist(_)) => {}
         Err(e) => return Err(bad(&e)),
     }
-    let mut in_order: Vec<(&Arc<str>, &Rec)> = ev.sessions.iter().collect();
+    let mut in_order: Vec<(&Sid, &Rec)> = ev.sessions.iter().collect();
     in_order.sort_unstable_by_key(|(_, r)| r.seq);
-    let mut numbered: Vec<(u64, Arc<str>)> = Vec::new();
-    let mut returning: Vec<(u64, u64, Arc<str>)> = Vec::new();
-    let mut missed: Vec<(u64, u64, Arc<str>)> = Vec::new();
+    let mut numbered: Vec<(u64, Sid)> = Vec::new();
+    let mut returning: Vec<(u64, u32, Sid)> = Vec::new();
+    let mut missed: Vec<(u64, u32, Sid)> = Vec::new();
     let mut back = BTreeMap::new();
     for (sid, r) in in_order {
         let (deadline, key) = extra[sid];
@@ -311,7 +318,8 @@ fn load_event(
             }
             SessionState::Returning => returning.push((key, r.seq, sid.clone())),
             SessionState::Missed => missed.push((r.last_seen_ms, r.seq, sid.clone())),
-            _ => {}
+            // Ended: forgotten a return window after the first tick (when it ended was not kept).
+            _ => ev.ended.push_back((0, r.seq, sid.clone())),
         }
     }
     // The returning queue in the order they came back; the missed ones in the order they missed their turn.
@@ -367,7 +375,7 @@ fn load_event(
                         seq.value()
                     )));
                 };
-                ev.finished_log.push_back((seq.value(), at, Arc::from(sid)));
+                ev.finished_log.push_back((seq.value(), at, Sid::from(sid)));
             }
         }
         Err(redb::TableError::TableDoesNotExist(_)) => {}
@@ -377,8 +385,10 @@ fn load_event(
         ev.finished_log.pop_front();
     }
     ev.journal = Some(Box::new(Journal {
+        changed: !superseded.is_empty(),
         committed_numbers: ev.last_number,
         committed_finishes: ev.finished_seq,
+        removed: superseded,
         ..Journal::default()
     }));
     Ok(ev)
@@ -599,9 +609,10 @@ struct Batch {
     numbers: u64,
     finished_seq: u64,
     records: Vec<(u64, Vec<u8>)>,
-    sessions: Vec<Arc<str>>,
-    keys: Vec<(Arc<str>, u64)>,
-    accounts: Vec<(Box<str>, Arc<str>)>,
+    sessions: Vec<Sid>,
+    keys: Vec<(Sid, u64)>,
+    accounts: Vec<(Box<str>, Sid)>,
+    removed: Vec<u32>,
     finishes: Vec<(u64, Vec<u8>)>,
     prune_below: u64,
 }
@@ -630,7 +641,7 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
         }
         let mut records = Vec::with_capacity(j.sessions.len());
         let mut keys = Vec::new();
-        let sessions: Vec<Arc<str>> = j.sessions.drain().collect();
+        let sessions: Vec<Sid> = j.sessions.drain().collect();
         for sid in &sessions {
             let Some(r) = ev.sessions.get(sid) else {
                 continue;
@@ -643,7 +654,7 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
                 None => 0,
             };
             let deadline = ev.active.get(sid).copied().unwrap_or(0);
-            records.push((r.seq, encode(r, deadline, draw_key, sid)));
+            records.push((u64::from(r.seq), encode(r, deadline, draw_key, sid)));
         }
         let first_new = ev
             .finished_log
@@ -682,6 +693,7 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
             sessions,
             keys,
             accounts: std::mem::take(&mut j.accounts),
+            removed: std::mem::take(&mut j.removed),
             prune_below: if finishes.is_empty() {
                 0
             } else {
@@ -711,6 +723,10 @@ fn write(db: &Database, forgotten: &[String], batches: &[Batch]) -> Result<(), r
             meta.insert(b.event.as_str(), b.meta.as_slice())?;
             let name = sessions_table(&b.event);
             let mut t = txn.open_table(TableDefinition::<u64, &[u8]>::new(&name))?;
+            // Forgotten records first: a key given out again after the count wrapped is written afresh below.
+            for seq in &b.removed {
+                t.remove(u64::from(*seq))?;
+            }
             for (seq, bytes) in &b.records {
                 t.insert(seq, bytes.as_slice())?;
             }
@@ -764,6 +780,7 @@ fn settle(events: &mut HashMap<String, Event>, batches: &mut [Batch], ok: bool) 
             j.sessions.extend(b.sessions.drain(..));
             j.keys.extend(b.keys.drain(..));
             j.accounts.append(&mut b.accounts);
+            j.removed.append(&mut b.removed);
         }
     }
 }
