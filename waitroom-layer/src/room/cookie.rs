@@ -550,6 +550,24 @@ mod tests {
         assert_eq!(c.session(&c.read(&h)).unwrap().unwrap().number, Some(3));
     }
 
+    /// A bearer token as long as a token cookie may be is read; one byte longer is not (the same bound either way).
+    #[test]
+    fn a_bearer_token_is_read_up_to_the_longest_token() {
+        let c = codec();
+        for (len, read) in [(MAX_TOKEN_LEN, true), (MAX_TOKEN_LEN + 1, false)] {
+            let mut h = HeaderMap::new();
+            h.insert(
+                AUTHORIZATION,
+                format!("Bearer {}", "t".repeat(len)).parse().unwrap(),
+            );
+            assert_eq!(
+                c.read(&h).tokens.as_slice().len(),
+                usize::from(read),
+                "{len}"
+            );
+        }
+    }
+
     #[test]
     fn the_codecs_secure_flag_is_what_its_cookies_say_and_debug_keeps_the_secret() {
         for secure in [true, false] {
