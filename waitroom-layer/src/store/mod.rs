@@ -86,7 +86,7 @@ use serde::{Deserialize, Serialize};
 
 pub use memory::{COMMIT_INTERVAL, DATA_FILE, MemoryStore};
 #[cfg(feature = "redis")]
-pub use redis::{RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TOUCH_CHUNK};
+pub use redis::{RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TICKET_BATCH, TOUCH_CHUNK};
 
 use crate::error::StoreError;
 
@@ -706,6 +706,36 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// [`Counters::tickets`]. Runs the draw when it is due (as a join does). While the on-sale is closed or sold
     /// out: [`Ticket::TurnedAway`], nothing counted. See "Tickets" in the module docs.
     async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError>;
+
+    /// `count` first contacts' tickets in one step, in order: as `count` calls of [`ticket`](Store::ticket) one
+    /// after the other with no other call in between, so numbered tickets are `count` consecutive numbers, the
+    /// first for the first asker (before the draw: `count` pre-queue tickets; closed or sold out: `count`
+    /// [`Ticket::TurnedAway`]). [`Counters::tickets`] counts each. A room whose store asks for batches
+    /// ([`ticket_batch`](Store::ticket_batch)) gathers the first contacts that arrive while its previous call is
+    /// under way into one such call (see "Tickets" in the module docs).
+    ///
+    /// The default calls [`ticket`](Store::ticket) `count` times: the numbers are in order and distinct, but
+    /// another caller's tickets may fall between them. Both stores of this crate give out the range in one step.
+    async fn tickets(
+        &self,
+        event: &str,
+        count: usize,
+        now_ms: u64,
+    ) -> Result<Vec<Ticket>, StoreError> {
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            out.push(self.ticket(event, now_ms).await?);
+        }
+        Ok(out)
+    }
+
+    /// The most first contacts a room gathers into one [`tickets`](Store::tickets) call. `1` (the default): the
+    /// room asks for each ticket at once, right for a store in the same process, where a call costs less than
+    /// gathering. A store a network round trip away asks for more (`RedisStore`: 1,024), so the work per first
+    /// contact falls to a fraction of one round trip.
+    fn ticket_batch(&self) -> usize {
+        1
+    }
 
     /// A ticket comes back within the grace: the session is written at the ticket's number, as a join would have
     /// written it ([`Counters::joined`] and [`Counters::redeemed`] count it). Idempotent: a session the store

@@ -65,6 +65,13 @@ const KEY_PARTS: [&str; 16] = [
 /// the head reads the slots covering the abandon grace (so the grace is rounded up by at most one slot).
 pub const SEEN_SLOT_MS: u64 = 10_000;
 
+/// The most first contacts a room over this store numbers in one `TICKET` call ([`Store::ticket_batch`]): the
+/// script's work is the same for one or for a thousand (one `HINCRBY` for the range), so the bound only caps how
+/// many people one failed call answers with "status unknown".
+///
+/// [`Store::ticket_batch`]: super::Store::ticket_batch
+pub const TICKET_BATCH: usize = 1_024;
+
 /// The shared store: every on-sale's line in Redis (or Valkey), shared by every room instance pointing at it.
 /// Cheap to clone; clones share the connection and the command counter.
 ///
@@ -181,8 +188,9 @@ pub const SEEN_SLOT_MS: u64 = 10_000;
 ///
 /// # Tickets
 ///
-/// `TICKET` (a first contact) reads the settings, runs the draw when due and does one `HINCRBY meta last 1` (or
-/// `tickets` before the draw): no record, no `line` entry. `REDEEM` writes the session when its ticket comes back
+/// `TICKET` (first contacts) reads the settings, runs the draw when due and does one `HINCRBY meta last <count>`
+/// for a room's whole batch of first contacts (up to [`TICKET_BATCH`]; `tickets` alone before the draw): no
+/// record, no `line` entry. `REDEEM` writes the session when its ticket comes back
 /// within the grace: `line` first reaches the ticket's number with empty entries for the tickets before it that
 /// were never redeemed (about two bytes each in a listpack), then the session. Positions on this store still count
 /// numbers (its snapshot carries no [`Snapshot::live`](super::Snapshot::live) counts) and the tick pops those empty

@@ -73,6 +73,34 @@ impl Store for RedisStore {
         })
     }
 
+    async fn tickets(
+        &self,
+        event: &str,
+        count: usize,
+        now_ms: u64,
+    ) -> Result<Vec<Ticket>, StoreError> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut cmd = self.evalsha(&self.scripts.ticket, event)?;
+        cmd.arg(now_ms).arg(count);
+        let v = self.run(&self.scripts.ticket, &cmd).await?;
+        let n = count as u64;
+        Ok(match v {
+            ::redis::Value::Int(last) if last > 0 && last as u64 >= n => {
+                let first = last as u64 - n + 1;
+                (first..=last as u64).map(Ticket::Number).collect()
+            }
+            ::redis::Value::Int(0) => vec![Ticket::PreQueue; count],
+            ::redis::Value::Int(-1) => vec![Ticket::TurnedAway; count],
+            other => return Err(corrupt(format_args!("{count} tickets of {other:?}"))),
+        })
+    }
+
+    fn ticket_batch(&self) -> usize {
+        super::TICKET_BATCH
+    }
+
     async fn redeem(&self, event: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
         let mut cmd = self.evalsha(&self.scripts.redeem, event)?;
         cmd.arg(&r.session)
