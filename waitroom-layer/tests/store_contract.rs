@@ -448,9 +448,8 @@ mod contract {
                             let Ticket::Number(first) = ts[0] else {
                                 panic!("a FIFO line gives numbers");
                             };
-                            let expected: Vec<Ticket> = (first..first + count as u64)
-                                .map(Ticket::Number)
-                                .collect();
+                            let expected: Vec<Ticket> =
+                                (first..first + count as u64).map(Ticket::Number).collect();
                             assert_eq!(ts, expected, "one batch: consecutive numbers in its order");
                             numbers.extend(first..first + count as u64);
                             tickets += count as u64;
@@ -472,7 +471,11 @@ mod contract {
         }
         all.sort_unstable();
         let total = all.len() as u64;
-        assert_eq!(all, (1..=total).collect::<Vec<_>>(), "distinct and gap-free");
+        assert_eq!(
+            all,
+            (1..=total).collect::<Vec<_>>(),
+            "distinct and gap-free"
+        );
         let snap = instances[0].snapshot(event).await.unwrap();
         assert_eq!(snap.last_number, total);
         assert_eq!(snap.counters.tickets, tickets);
@@ -2913,7 +2916,7 @@ mod durable {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn tickets_from_many_tasks_at_once_are_distinct_gap_free_and_consecutive_per_batch_across_restarts()
-    {
+     {
         let store = Arc::new(Restarting::new("ctickets", 53));
         store
             .init("ev", &contract::settings(7, false, None))

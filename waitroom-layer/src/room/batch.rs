@@ -107,7 +107,9 @@ async fn run(room: Weak<Inner>, mut rx: mpsc::UnboundedReceiver<Answer>, max: us
             }
             r => {
                 let e = r.err().unwrap_or_else(|| {
-                    StoreError::Corrupt(format!("the store gave the wrong number of tickets for {n}"))
+                    StoreError::Corrupt(format!(
+                        "the store gave the wrong number of tickets for {n}"
+                    ))
                 });
                 for a in batch.drain(..) {
                     let _ = a.send(Err(e.clone()));
