@@ -442,7 +442,9 @@ async fn arrivals(
     let all = futures_util::future::join_all(sids.iter().map(|s| room.ticket(s)));
     tokio::time::timeout(Duration::from_secs(10), all)
         .await
-        .expect("every first contact is answered within 10 s (the store's timeout is 2 s at most here)")
+        .expect(
+            "every first contact is answered within 10 s (the store's timeout is 2 s at most here)",
+        )
 }
 
 /// Their numbers: every one a ticket with a number.

@@ -4,14 +4,15 @@
 //!
 //! One task per room does the calls, one at a time. A first contact hands it a place to answer and waits; the
 //! task takes every first contact waiting (up to the store's [`ticket_batch`](crate::store::Store::ticket_batch)),
-//! lets the other ready tasks run once (so a wave of requests read in the same turn of the event loop goes
-//! together) and makes the call. A first contact that finds the task idle goes at once: nobody waits for a timer,
-//! and a lone first contact waits for no one. Under load the batch is whatever arrived during the previous call
-//! (about one round trip to the store), so the batches grow with the load and the store's work per first contact
-//! shrinks. A failed call answers everyone in its batch with the error (the room answers each the holding page with
+//! lets the other ready tasks run (a wave of requests read in the same turn of the event loop goes together) for
+//! as long as each turn brings more, at most [`WINDOW`] after the first, and makes the call. A first contact that
+//! finds the task idle goes after one turn of the scheduler: nobody waits for a timer, and a lone first contact
+//! waits for no one. Under load the batch is whatever arrived during the previous call (about one round trip to
+//! the store) and the window, so the batches grow with the load and the store's work per first contact shrinks. A failed call answers everyone in its batch with the error (the room answers each the holding page with
 //! the status unknown); an asker that went away before its batch left takes no number.
 
 use std::sync::{Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -20,6 +21,12 @@ use crate::error::StoreError;
 use crate::store::Ticket;
 
 type Answer = oneshot::Sender<Result<Ticket, StoreError>>;
+
+/// The longest a batch waits for more first contacts once its first has arrived, and only while more keep arriving:
+/// the task lets the other ready tasks run and takes the first contacts they bring, until a turn brings none, the
+/// batch is full, or this window has passed since its first arrived. A lone first contact waits one turn of the
+/// scheduler, no timer.
+pub(crate) const WINDOW: Duration = Duration::from_millis(1);
 
 /// The way to the room's ticket task.
 #[derive(Debug)]
@@ -80,10 +87,16 @@ async fn run(room: Weak<Inner>, mut rx: mpsc::UnboundedReceiver<Answer>, max: us
     let mut batch = Vec::with_capacity(max.min(1024));
     while let Some(first) = rx.recv().await {
         batch.push(first);
+        let opened = Instant::now();
         gather(&mut rx, &mut batch, max);
-        if batch.len() < max {
+        // While more keep coming (each turn of the scheduler brings some), for at most the window.
+        while batch.len() < max && opened.elapsed() < WINDOW {
             tokio::task::yield_now().await;
+            let before = batch.len();
             gather(&mut rx, &mut batch, max);
+            if batch.len() == before {
+                break;
+            }
         }
         // Those who went away (their request was dropped) take no number.
         batch.retain(|a| !a.is_closed());

@@ -63,7 +63,13 @@
 //! cookie jar. So a first contact does not join: [`Store::ticket`] hands it the next line number (an atomic add
 //! in memory, one short script on Redis, which is one `HINCRBY` and a read of the settings) and writes nothing
 //! else; the room seals the number and the time into the session cookie (a **ticket**). FIFO order is the order
-//! of [`Store::ticket`] calls, on the store's one counter, so it holds across room instances. When the ticket
+//! of the ticket calls on the store's one counter. A room over a store a round trip away (Redis) gathers the first
+//! contacts that arrive while its previous ticket call is under way into one [`Store::tickets`] call, which gives
+//! them consecutive numbers in the order they arrived at that instance ([`Store::ticket_batch`]; a first contact
+//! that finds no call under way goes at once). So FIFO holds exactly within an instance; across instances it is the
+//! order of their calls: two people who reach two instances within about two store round trips of each other (the
+//! call under way, and their own) may be numbered in either order, and anyone who arrives after another's ticket
+//! was answered gets a later number. When the ticket
 //! comes back within the abandon grace (the holding page's first poll, the next protected request),
 //! [`Store::redeem`] writes the session at its number. A ticket that never comes back costs its number: the head
 //! passes an unclaimed number as it passes an empty place. One that comes back after the head passed its

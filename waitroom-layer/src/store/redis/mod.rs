@@ -287,6 +287,10 @@ pub struct RedisStore {
     timeout: Duration,
     draw_bits: u8,
     commands: Arc<AtomicU64>,
+    /// The last on-sale's `TICKET` command up to its arguments (the script's hash and the on-sale's 16 key names),
+    /// built once and cloned for each batch of first contacts: naming the keys costs more than the rest of the
+    /// call on this side.
+    ticket_cmd: Arc<std::sync::Mutex<Option<(String, ::redis::Cmd)>>>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -393,6 +397,7 @@ impl RedisStoreBuilder {
             timeout: self.timeout,
             draw_bits: self.draw_bits,
             commands: Arc::new(AtomicU64::new(0)),
+            ticket_cmd: Arc::default(),
         };
         for script in store.scripts.all() {
             store.load(script).await?;

@@ -82,7 +82,17 @@ impl Store for RedisStore {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let mut cmd = self.evalsha(&self.scripts.ticket, event)?;
+        let mut cmd = {
+            let mut cached = self.ticket_cmd.lock().unwrap_or_else(|e| e.into_inner());
+            match cached.as_ref() {
+                Some((ev, cmd)) if ev == event => cmd.clone(),
+                _ => {
+                    let cmd = self.evalsha(&self.scripts.ticket, event)?;
+                    *cached = Some((event.to_owned(), cmd.clone()));
+                    cmd
+                }
+            }
+        };
         cmd.arg(now_ms).arg(count);
         let v = self.run(&self.scripts.ticket, &cmd).await?;
         let n = count as u64;
