@@ -407,7 +407,10 @@ impl CookieCodec {
     /// `Set-Cookie` for the session cookie with a value made by [`seal`](Self::seal).
     pub(crate) fn set_sealed(&self, sealed: &str) -> HeaderValue {
         // Built in place (no formatting machinery): this runs for every first contact.
-        let (name, secure) = (&self.names.session, if self.secure { "; Secure" } else { "" });
+        let (name, secure) = (
+            &self.names.session,
+            if self.secure { "; Secure" } else { "" },
+        );
         let mut v = String::with_capacity(name.len() + sealed.len() + self.domain.len() + 80);
         v.push_str(name);
         v.push('=');
