@@ -9,8 +9,10 @@ sessions' cookies against:
                            identical to /healthz's (`ok`): what the layers cost, nothing else
   - GET /api/me            the same with a handler that reads the admission and writes a small JSON body
   - GET /healthz           a bare route outside the room (the baseline), sent with the waiting sessions' cookies
-  - GET /seats             without a cookie: a join (a new session takes a place; 429 with its status), so every
-                           request of this target adds one person to the line (hence the shorter runs it needs)
+  - GET /seats             without a cookie: a first contact (a new session gets a ticket, the next line number,
+                           in a full room; 429 with its status): each request takes a number
+  - GET /healthz           without a cookie (`healthz_none`, not run by default): the join's baseline with the same
+                           wrk script and request shape (no Cookie header), for `--targets healthz_none,join`
 for the embedded store in memory only (`--memory-only`: the demo before it was durable), the embedded store durable
 in a fresh data directory (the demo's default; joins committed every 100 ms), and, with --redis, for the Redis store
 (a redis-server the script starts on a free port).
@@ -30,8 +32,14 @@ the kernel's share of a request, about half of it, is not counted). Under valgri
 its portable code (no SHA-NI), which inflates the session cookie's HMAC check: about 7,000 instructions on every
 request the room reads a cookie for.
 
+With --redis the table also gives the Redis commands per request (the server's total_commands_processed over each
+run, background ticks, refreshes and flushes included). With --p99-at 0.8 the joins then run at 80% of their
+highest rate (each connection waits 1 ms after each answer, the number of connections set to reach the rate) and
+their latency percentiles are printed.
+
 Usage: scripts/bench_http.py [--sessions 2000] [--capacity 200] [--seconds 8] [--connections 32] [--rounds 5]
-                             [--redis] [--binary PATH] [--instructions]
+                             [--redis] [--binary PATH] [--instructions] [--targets healthz_none,join]
+                             [--stores memory,redis] [--p99-at 0.8]
 The demo is built with `cargo build --release --example onsale` and run from $CARGO_TARGET_DIR (default
 ROOT/target); --binary runs a given build instead (no build), e.g. to compare two builds.
 Loopback only; every run is bounded by --seconds and stops by itself.
@@ -85,17 +93,23 @@ def get(port, path, cookies, accept="application/json"):
     return r.status, body
 
 
-def wrk(port, path, cookie_file, seconds, connections):
+def wrk(port, path, cookie_file, seconds, connections, delay_ms=0):
     lua = os.path.join(tempfile.gettempdir(), f"waitroom-wrk-{os.getpid()}.lua")
     with open(lua, "w") as f:
         f.write(f"""
 local cookies = {{}}
 for line in io.lines("{cookie_file}") do cookies[#cookies + 1] = line end
 local i = 0
+local json = {{ ["Accept"] = "application/json" }}
 request = function()
   i = i % #cookies + 1
+  -- An empty line: no Cookie header at all (a first contact).
+  if cookies[i] == "" then
+    return wrk.format("GET", "{path}", json)
+  end
   return wrk.format("GET", "{path}", {{ ["Cookie"] = cookies[i], ["Accept"] = "application/json" }})
 end
+{"delay = function() return " + str(delay_ms) + " end" if delay_ms else ""}
 done = function(summary, latency, requests)
   io.write(string.format("RESULT requests=%d rps=%.1f p50=%d p90=%d p99=%d errors=%d non2xx=%d\\n",
     summary.requests, summary.requests / (summary.duration / 1e6), latency:percentile(50), latency:percentile(90),
@@ -120,6 +134,7 @@ TARGETS = {
     "me": ("/api/me", "admitted"),
     "healthz_admitted": ("/healthz", "admitted"),
     "join": ("/seats", "none"),
+    "healthz_none": ("/healthz", "none"),
 }
 NAMES = {
     "healthz": "GET /healthz (bare, baseline)",
@@ -127,8 +142,17 @@ NAMES = {
     "ping": "GET /api/ping (admitted, both layers, bare handler)",
     "me": "GET /api/me (admitted, both layers, JSON handler)",
     "healthz_admitted": "GET /healthz with the admitted cookies (bare)",
-    "join": "GET /seats without a cookie (a join; 429 is its answer)",
+    "join": "GET /seats without a cookie (a first contact: a ticket; 429 is its answer)",
+    "healthz_none": "GET /healthz without a cookie (the join's baseline: the same request shape)",
 }
+
+
+def redis_commands(redis_port):
+    """Commands the Redis server has processed so far (`INFO stats` total_commands_processed); `INFO` itself counts one."""
+    out = subprocess.run(["redis-cli", "-p", str(redis_port), "INFO", "stats"], capture_output=True, text=True,
+                         timeout=10).stdout
+    m = re.search(r"total_commands_processed:(\d+)", out)
+    return int(m.group(1)) if m else 0
 
 
 def cpu_seconds(pid):
@@ -154,6 +178,7 @@ def callgrind_total(out_file, pid):
 
 
 def run(store, args, redis_url=None):
+    targets = args.targets
     port = free_port()
     cmd = [os.path.abspath(args.binary) if args.binary else os.path.join(TARGET_DIR, "release", "examples", "onsale"), "--port", str(port),
            "--capacity", str(args.capacity), "--refresh-seconds", "20"]
@@ -203,13 +228,13 @@ def run(store, args, redis_url=None):
                 for jar in jars:
                     f.write("; ".join(f"{k}={v}" for k, v in jar.items()) + "\n")
             files[name] = path
-        res = {label: [] for label in TARGETS}
+        res = {label: [] for label in targets}
         if cg_out:
             # Warm every path once, then count each target over one run.
-            for label in TARGETS:
+            for label in targets:
                 path, jar = TARGETS[label]
                 wrk(port, path, files[jar], 2, 4)
-            for label in TARGETS:
+            for label in targets:
                 path, jar = TARGETS[label]
                 callgrind_total(cg_out, demo.pid)
                 r = wrk(port, path, files[jar], args.seconds, 4)
@@ -217,17 +242,33 @@ def run(store, args, redis_url=None):
                 r["instructions"] = total / max(r["requests"], 1)
                 res[label].append(r)
             return res
-        def measure(label):
+        rport = int(redis_url.rsplit(":", 1)[1]) if redis_url else None
+        def measure(label, connections=args.connections, delay_ms=0, seconds=args.seconds):
             path, jar = TARGETS[label]
             before = cpu_seconds(demo.pid)
-            r = wrk(port, path, files[jar], args.seconds, args.connections)
+            cmds = redis_commands(rport) if rport else 0
+            r = wrk(port, path, files[jar], seconds, connections, delay_ms)
             r["cpu_us"] = (cpu_seconds(demo.pid) - before) * 1e6 / max(r["requests"], 1)
-            res[label].append(r)
+            if rport:
+                r["redis_per_request"] = (redis_commands(rport) - cmds - 1) / max(r["requests"], 1)
+            return r
         for _ in range(args.rounds):
-            for label in TARGETS:
-                measure(label)
+            for label in targets:
+                res[label].append(measure(label))
         # The closing baseline: every round sits between two /healthz runs.
-        measure("healthz")
+        res["healthz"].append(measure("healthz"))
+        if args.p99_at and "join" in targets:
+            # Joins at a fraction of the highest join rate measured above: each connection waits `delay` ms after
+            # each answer (wrk's `delay()`, whole milliseconds), and the number of connections is set so the
+            # rate comes out at the target; one correction run, then the run reported. wrk measures each request
+            # from its sending (a closed loop with think time: no coordinated-omission correction).
+            target = args.p99_at * statistics.median(x["rps"] for x in res["join"])
+            conns = max(2, round(target * 0.0012))
+            for _ in range(2):
+                r = measure("join", connections=conns, delay_ms=1)
+                conns = max(2, round(conns * target / max(r["rps"], 1)))
+            r["target"] = target
+            res["join_at"] = [r]
         return res
     finally:
         demo.terminate()
@@ -247,9 +288,19 @@ def main():
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds of every target (median reported)")
     ap.add_argument("--redis", action="store_true", help="also run against a redis-server started on a free port")
     ap.add_argument("--binary", help="run this onsale build instead of building one")
+    ap.add_argument("--targets", default=",".join(t for t in TARGETS if t != "healthz_none"),
+                    help="comma-separated targets to run (healthz always runs); e.g. healthz_none,join")
+    ap.add_argument("--stores", default="memory,durable,redis",
+                    help="which of memory, durable, redis to run (redis also needs --redis)")
+    ap.add_argument("--p99-at", type=float, default=0,
+                    help="then run joins at this fraction of their highest rate (e.g. 0.8) and report their latency")
     ap.add_argument("--instructions", action="store_true",
                     help="count the demo's instructions per request under valgrind's callgrind instead of timing")
     args = ap.parse_args()
+    args.targets = ["healthz"] + [t for t in args.targets.split(",") if t and t != "healthz"]
+    for t in args.targets:
+        if t not in TARGETS:
+            sys.exit(f"unknown target {t}; one of {', '.join(TARGETS)}")
     if args.instructions and not (shutil.which("valgrind") and shutil.which("callgrind_control")):
         sys.exit("--instructions needs valgrind: apt-get install valgrind")
     if args.rounds < 1:
@@ -260,9 +311,9 @@ def main():
     if not args.binary:
         subprocess.run(["cargo", "build", "--release", "--example", "onsale"] + (["--features", features] if features else []),
                        cwd=ROOT, check=True)
-    stores = [("memory", None), ("durable", None)]
+    stores = [(s, None) for s in ("memory", "durable") if s in args.stores.split(",")]
     redis = None
-    if args.redis:
+    if args.redis and "redis" in args.stores.split(","):
         rport = free_port()
         rdir = tempfile.mkdtemp()
         redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
@@ -279,7 +330,8 @@ def main():
             for store, url in stores:
                 r = run(store, args, url)
                 base = r["healthz"][0]["instructions"]
-                for label, name in NAMES.items():
+                for label in args.targets:
+                    name = NAMES[label]
                     x = r[label][0]
                     print(f"| {store} | {name} | {x['requests']:,} | {x['instructions']:,.0f} | "
                           f"{x['instructions'] - base:+,.0f} |")
@@ -290,8 +342,8 @@ def main():
             return
         print(f"# {time.strftime('%Y-%m-%d')} {os.cpu_count()} cores; wrk -t1 -c{args.connections} -d{args.seconds}s; "
               f"{args.sessions} sessions, capacity {args.capacity}; {args.rounds} interleaved rounds, medians")
-        print("| store | target | requests/s | vs /healthz | p50 | p90 | p99 | errors | non-2xx | demo CPU per request | vs /healthz |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| store | target | requests/s | vs /healthz | p50 | p90 | p99 | errors | non-2xx | demo CPU per request | vs /healthz | Redis commands per request |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         notes = []
         for store, url in stores:
             r = run(store, args, url)
@@ -300,7 +352,8 @@ def main():
             bases = [(h[i] + h[i + 1]) / 2 for i in range(args.rounds)]
             med = lambda xs: statistics.median(xs)
             base_cpu = med([x["cpu_us"] for x in r["healthz"]])
-            for label, name in NAMES.items():
+            for label in args.targets:
+                name = NAMES[label]
                 runs = r[label]
                 ratios = [1.0] * args.rounds if label == "healthz" else [x["rps"] / b for x, b in zip(runs, bases)]
                 rps = med([x["rps"] for x in runs])
@@ -308,12 +361,23 @@ def main():
                 print(f"| {store} | {name} | {rps:,.0f} | {100 * med(ratios):.0f}% | {med([x['p50'] for x in runs]) / 1000:.2f} ms | "
                       f"{med([x['p90'] for x in runs]) / 1000:.2f} ms | {med([x['p99'] for x in runs]) / 1000:.2f} ms | "
                       f"{sum(x['errors'] for x in runs)} | {sum(x['non2xx'] for x in runs)} | {cpu:.2f} µs | "
-                      f"{100 * base_cpu / cpu:.0f}% |")
+                      f"{100 * base_cpu / cpu:.0f}% | "
+                      + (f"{med([x['redis_per_request'] for x in runs]):.4f} |" if url else "– |"))
                 if label != "healthz":
                     notes.append(f"{store} {label}: per-round ratios {', '.join(f'{100 * x:.0f}%' for x in ratios)} "
                                  f"(median {100 * med(ratios):.0f}%, spread {100 * (max(ratios) - min(ratios)):.0f} points)")
                 else:
                     notes.append(f"{store} healthz: requests/s per run {', '.join(f'{x:,.0f}' for x in h)}")
+            if "join" in r and "healthz_none" in r:
+                js = [j["rps"] / b["rps"] for j, b in zip(r["join"], r["healthz_none"])]
+                notes.append(f"{store} join against /healthz without a cookie (same wrk script, same round): "
+                             f"{', '.join(f'{100 * x:.0f}%' for x in js)} (median {100 * med(js):.0f}%)")
+            if "join_at" in r:
+                x = r["join_at"][0]
+                notes.append(f"{store} joins at {100 * args.p99_at:.0f}% of their highest rate (target {x['target']:,.0f}/s): "
+                             f"{x['rps']:,.0f}/s ({100 * x['rps'] / max(x['target'], 1):.0f}% of the target), p50 "
+                             f"{x['p50'] / 1000:.2f} ms, p90 {x['p90'] / 1000:.2f} ms, p99 {x['p99'] / 1000:.2f} ms, errors {x['errors']}"
+                             + (f", Redis commands per join {x['redis_per_request']:.4f}" if url else ""))
         print()
         for n in notes:
             print(n)

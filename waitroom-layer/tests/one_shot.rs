@@ -838,3 +838,279 @@ async fn measure_memory_per_waiting_person_who_polls_on_the_embedded_store() {
         snap.waiting()
     );
 }
+
+// ---- First contacts in batches (issue 24) ----
+
+/// A room over `store` whose door is paused, so every first contact gets a ticket (none joins at once), numbering
+/// up to `batch` first contacts in one store call (`None`: what the store asks for).
+async fn paused_room(
+    store: Arc<dyn Store>,
+    event: &str,
+    clock: &ManualClock,
+    batch: Option<usize>,
+) -> WaitingRoom {
+    let mut b = WaitingRoom::builder(event)
+        .capacity(1)
+        .poll_interval(POLL)
+        .abandon_after(GRACE)
+        .cookie_secret(*b"a-cookie-secret-for-one-shot-tst")
+        .secure_cookies(false)
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .shared_store(store);
+    if let Some(n) = batch {
+        b = b.ticket_batch(n);
+    }
+    let room = b.build().await.unwrap();
+    room.pause().await.unwrap();
+    assert!(room.snapshot().settings.paused);
+    room
+}
+
+/// This instance's store calls for tickets so far (`waitroom_ticket_batches_total`).
+fn ticket_batches(room: &WaitingRoom) -> u64 {
+    room.metrics_text()
+        .lines()
+        .find(|l| l.starts_with("waitroom_ticket_batches_total"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .expect("the ticket_batches counter")
+}
+
+/// Most first contacts [`arrivals`] sends at once: `join_all` polls up to 30 futures in order in one pass (more
+/// go through `FuturesOrdered`, which may yield part way).
+const AT_ONCE: usize = 30;
+
+/// `n` (at most [`AT_ONCE`]) first contacts reaching `room` in a known order, on one task: `join_all` polls each
+/// once, in order, before it waits for any, so each is queued before the next arrives. Their answers, in arrival
+/// order; each is answered within a bound (a store call that fails answers everyone in its batch).
+async fn arrivals(
+    room: &WaitingRoom,
+    tag: &str,
+    n: usize,
+) -> Vec<Result<(waitroom_layer::Placement, Option<u64>), waitroom_layer::StoreError>> {
+    assert!(n <= AT_ONCE);
+    let sids: Vec<String> = (0..n).map(|i| format!("{tag}-{i:05}-xxxxxxxx")).collect();
+    let all = futures_util::future::join_all(sids.iter().map(|s| room.ticket(s)));
+    tokio::time::timeout(Duration::from_secs(10), all)
+        .await
+        .expect(
+            "every first contact is answered within 10 s (the store's timeout is 2 s at most here)",
+        )
+}
+
+/// Their numbers: every one a ticket with a number.
+fn numbers(
+    answers: Vec<Result<(waitroom_layer::Placement, Option<u64>), waitroom_layer::StoreError>>,
+) -> Vec<u64> {
+    answers
+        .into_iter()
+        .map(|r| {
+            let (p, issued) = r.expect("the store answers");
+            assert!(issued.is_some(), "a ticket, not a join: {p:?}");
+            p.number.expect("a numbered ticket")
+        })
+        .collect()
+}
+
+/// The numbers one instance gave, in arrival order, are consecutive: `first, first + 1, ...`.
+fn consecutive(ns: &[u64]) -> bool {
+    ns.windows(2).all(|w| w[1] == w[0] + 1)
+}
+
+#[tokio::test]
+async fn on_the_embedded_store_first_contacts_arriving_together_are_numbered_in_arrival_order() {
+    let clock = ManualClock::starting_now();
+    // As shipped: each first contact asks the store itself (one add under its lock), no batches.
+    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+    let room = paused_room(store, "arrive-memory", &clock, None).await;
+    let ns = numbers(arrivals(&room, "lone", AT_ONCE).await);
+    assert!(consecutive(&ns), "{ns:?}");
+    assert_eq!(ticket_batches(&room), 0, "no batches on the embedded store");
+    // The same shape when batches are asked for: the 30 were all queued before the first call, so one call.
+    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+    let room = paused_room(store, "arrive-memory-b", &clock, Some(64)).await;
+    let ns = numbers(arrivals(&room, "batched", AT_ONCE).await);
+    assert_eq!(ns, (1..=AT_ONCE as u64).collect::<Vec<_>>());
+    assert_eq!(ticket_batches(&room), 1, "one store call for the 30");
+}
+
+/// Three room instances over one Redis, built on one Tokio runtime.
+#[cfg(feature = "redis")]
+async fn three_instances(
+    server: &waitroom_testkit::redis::RedisServer,
+    event: &str,
+    clock: &ManualClock,
+) -> Vec<WaitingRoom> {
+    let mut rooms = Vec::new();
+    for _ in 0..3 {
+        let store: Arc<dyn Store> = Arc::new(
+            waitroom_layer::RedisStore::connect(server.url())
+                .await
+                .unwrap(),
+        );
+        rooms.push(paused_room(store, event, clock, None).await);
+    }
+    rooms
+}
+
+/// Three room instances over one Redis, first contacts arriving at each in rounds of 30 while the others' batches
+/// are under way: each instance numbers its own in arrival order, in one store call a round, and all numbers
+/// together are distinct and gap-free. (One thread: every first contact of a round is queued before any
+/// instance's batch task runs, so the batches are known.)
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_first_contacts_at_three_instances_are_numbered_in_arrival_order_per_instance() {
+    use waitroom_testkit::redis::RedisServer;
+    let server = RedisServer::from_env_or_start();
+    let clock = ManualClock::starting_now();
+    let event = format!("arrive-redis-{}-{}", std::process::id(), clock.now_ms());
+    let rooms = three_instances(&server, &event, &clock).await;
+    let mut all = Vec::new();
+    const ROUNDS: u64 = 4;
+    for round in 0..ROUNDS {
+        let tags = [
+            format!("a{round}"),
+            format!("b{round}"),
+            format!("c{round}"),
+        ];
+        let (a, b, c) = tokio::join!(
+            arrivals(&rooms[0], &tags[0], AT_ONCE),
+            arrivals(&rooms[1], &tags[1], AT_ONCE),
+            arrivals(&rooms[2], &tags[2], AT_ONCE),
+        );
+        for got in [a, b, c] {
+            let ns = numbers(got);
+            assert!(consecutive(&ns), "one instance, one round: {ns:?}");
+            all.extend(ns);
+        }
+    }
+    for r in &rooms {
+        assert_eq!(ticket_batches(r), ROUNDS, "one store call a round");
+    }
+    all.sort_unstable();
+    let total = 3 * ROUNDS * AT_ONCE as u64;
+    assert_eq!(all, (1..=total).collect::<Vec<_>>(), "distinct, gap-free");
+}
+
+/// Many tasks at once on each of three instances over one Redis, on two threads: each task's numbers increase
+/// (its next first contact arrives after the last was answered), none is lost or given twice, and the store counts
+/// every ticket.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_first_contacts_from_many_tasks_at_three_instances_are_distinct_and_gap_free() {
+    use waitroom_testkit::redis::RedisServer;
+    let server = RedisServer::from_env_or_start();
+    let clock = ManualClock::starting_now();
+    let event = format!("tasks-redis-{}-{}", std::process::id(), clock.now_ms());
+    let rooms = three_instances(&server, &event, &clock).await;
+    const TASKS: u64 = 8;
+    const EACH: u64 = 25;
+    let mut tasks = Vec::new();
+    for (i, room) in rooms.iter().enumerate() {
+        for t in 0..TASKS {
+            let room = room.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut ns = Vec::new();
+                for k in 0..EACH {
+                    let (p, issued) = room
+                        .ticket(&format!("task-{i}-{t}-{k:03}-xxxxxxxxx"))
+                        .await
+                        .unwrap();
+                    assert!(issued.is_some());
+                    ns.push(p.number.unwrap());
+                }
+                ns
+            }));
+        }
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        let ns = t.await.unwrap();
+        assert!(ns.windows(2).all(|w| w[0] < w[1]), "{ns:?}");
+        all.extend(ns);
+    }
+    all.sort_unstable();
+    let total = 3 * TASKS * EACH;
+    assert_eq!(all, (1..=total).collect::<Vec<_>>(), "distinct, gap-free");
+    let snap = rooms[0].store().snapshot(&event).await.unwrap();
+    assert_eq!((snap.last_number, snap.counters.tickets), (total, total));
+    let calls: u64 = rooms.iter().map(ticket_batches).sum();
+    println!("{total} tickets in {calls} store calls");
+}
+
+/// A store error inside a batch answers everyone in it: in the room, every first contact of the batch gets the
+/// error (none waits on, none gets a number); over HTTP, every browser gets the holding page saying the status is
+/// unknown, never a 5xx.
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_a_store_error_inside_a_batch_answers_everyone_in_it() {
+    use waitroom_testkit::redis::RedisServer;
+    let mut server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let event = format!("batch-error-{}-{}", std::process::id(), clock.now_ms());
+    let store: Arc<dyn Store> = Arc::new(
+        waitroom_layer::RedisStore::builder(server.url())
+            .timeout(Duration::from_secs(2))
+            .connect()
+            .await
+            .unwrap(),
+    );
+    let room = paused_room(store, &event, &clock, None).await;
+    assert_eq!(numbers(arrivals(&room, "before", 3).await), vec![1, 2, 3]);
+    server.stop();
+    let before = ticket_batches(&room);
+    let answers = arrivals(&room, "during", AT_ONCE).await;
+    assert_eq!(ticket_batches(&room), before + 1, "the 30 were one batch");
+    for (i, a) in answers.iter().enumerate() {
+        assert!(
+            a.is_err(),
+            "first contact {i} is told the store failed: {a:?}"
+        );
+    }
+    // Over HTTP: a crowd of browsers at once, each answered.
+    let layer = WaitingRoomLayer::builder(room.clone())
+        .protect_prefix("/checkout")
+        .build()
+        .unwrap();
+    let url = serve(
+        Router::new()
+            .route("/checkout", get(|| async { "seat map" }))
+            .layer(layer),
+    )
+    .await;
+    let crowd: Vec<reqwest::Client> = (0..20).map(|_| browser()).collect();
+    let pages = futures_util::future::join_all(crowd.iter().map(|c| async {
+        let res = c
+            .get(format!("{url}/checkout"))
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }))
+    .await;
+    for (status, html) in pages {
+        assert_eq!(status, 200, "the holding page, never a 5xx");
+        assert!(html.contains(">Status temporarily unknown"), "{html:.300}");
+    }
+}
+
+/// The batch never holds back a lone first contact: it goes to the store at once, waiting for no timer (on
+/// Tokio's paused clock any wait on a timer would move it).
+#[tokio::test(start_paused = true)]
+async fn a_lone_first_contact_waits_for_no_batch_window() {
+    let clock = ManualClock::starting_now();
+    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+    let room = paused_room(store, "lone", &clock, Some(64)).await;
+    for k in 1..=3u64 {
+        let t0 = tokio::time::Instant::now();
+        let (p, issued) = room
+            .ticket(&format!("lone-{k}-xxxxxxxxxxxxxxx"))
+            .await
+            .unwrap();
+        assert_eq!(t0.elapsed(), Duration::ZERO, "first contact {k} waited");
+        assert_eq!((p.number, issued.is_some()), (Some(k), true));
+    }
+    assert_eq!(ticket_batches(&room), 3, "each alone in its batch");
+}

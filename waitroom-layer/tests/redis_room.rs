@@ -744,3 +744,84 @@ async fn an_inventory_set_on_one_instance_steers_the_door_of_another() {
     assert_eq!((c.admitted, c.turned_away), (4, 4));
     assert_eq!(door.snapshot().waiting(), 0);
 }
+
+/// The figures for BENCHMARKS.md ("First contacts in batches", issue 24): first contacts' tickets a second into one
+/// Redis from three room instances in one process (each with its own connection, 64 tasks each asking for tickets
+/// in a loop, a new session id each), as shipped (batched) against one store call per ticket
+/// (`RoomBuilder::ticket_batch(1)`), interleaved in the same run; Redis commands per ticket
+/// (`RedisStore::commands_sent`); the latency of one ticket under that load. Run with
+/// `cargo test --release -p waitroom-layer --features redis --test redis_room redis_ticket_figures -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints the figures for BENCHMARKS.md"]
+async fn redis_ticket_figures() {
+    const TASKS: usize = 64;
+    const RUN: Duration = Duration::from_secs(3);
+    let server = RedisServer::from_env_or_start();
+    let clock = ManualClock::starting_now();
+    for (label, batch) in [
+        ("one store call each", Some(1)),
+        ("batched (as shipped)", None),
+        ("one store call each", Some(1)),
+        ("batched (as shipped)", None),
+    ] {
+        let ev = event("ticket-fig");
+        let mut stores = Vec::new();
+        let mut rooms = Vec::new();
+        for _ in 0..3 {
+            let store = RedisStore::connect(server.url()).await.unwrap();
+            let mut b = WaitingRoom::builder(&ev)
+                .capacity(1)
+                .clock(Arc::new(clock.clone()))
+                .background(false)
+                .store(store.clone());
+            if let Some(n) = batch {
+                b = b.ticket_batch(n);
+            }
+            let room = b.build().await.unwrap();
+            // A paused door: every first contact gets a ticket.
+            room.pause().await.unwrap();
+            stores.push(store);
+            rooms.push(room);
+        }
+        let sent0: u64 = stores.iter().map(RedisStore::commands_sent).sum();
+        let t0 = Instant::now();
+        let mut tasks = Vec::new();
+        for room in &rooms {
+            for _ in 0..TASKS {
+                let room = room.clone();
+                tasks.push(tokio::spawn(async move {
+                    let mut lat = Vec::new();
+                    while t0.elapsed() < RUN {
+                        let s = WaitingRoom::new_session_id();
+                        let t = Instant::now();
+                        let (p, issued) = room.ticket(&s).await.unwrap();
+                        lat.push(t.elapsed());
+                        assert!(issued.is_some() && p.number.is_some());
+                    }
+                    lat
+                }));
+            }
+        }
+        let mut lat = Vec::new();
+        for t in tasks {
+            lat.extend(t.await.unwrap());
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let sent = stores.iter().map(RedisStore::commands_sent).sum::<u64>() - sent0;
+        let n = lat.len() as u64;
+        assert_eq!(
+            rooms[0].store().snapshot(&ev).await.unwrap().last_number,
+            n,
+            "every ticket a number, none twice"
+        );
+        lat.sort_unstable();
+        let pct = |p: usize| lat[(lat.len() * p / 100).min(lat.len() - 1)];
+        println!(
+            "{label}: {n} tickets in {secs:.2} s = {:.0} tickets/s from 3 instances; {sent} Redis commands = {:.4} per ticket; latency p50 {:?} p99 {:?}",
+            n as f64 / secs,
+            sent as f64 / n as f64,
+            pct(50),
+            pct(99),
+        );
+    }
+}

@@ -214,6 +214,10 @@ impl Store for Counting {
         self.bump();
         self.inner.ticket(e, now_ms).await
     }
+    async fn tickets(&self, e: &str, n: usize, now_ms: u64) -> Result<Vec<Ticket>, StoreError> {
+        self.bump();
+        self.inner.tickets(e, n, now_ms).await
+    }
     async fn redeem(&self, e: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
         self.bump();
         self.inner.redeem(e, r).await

@@ -408,6 +408,79 @@ mod contract {
     }
 
     /// Many tasks join, poll, tick, claim and finish at once; afterwards the invariants hold.
+    /// First contacts from many tasks at once, through `instances` (one handle per room instance sharing the
+    /// store): batches of tickets ([`Store::tickets`], 1 to 8 at a time), single tickets and joins, all on one
+    /// counter. Each call's numbers are consecutive and in its order; all numbers together are distinct and
+    /// gap-free (exactly `1..=` the highest); the store counts every ticket.
+    pub async fn concurrent_tickets(instances: Vec<Arc<dyn Store>>, event: &str) {
+        const TASKS: usize = 12;
+        const ROUNDS: usize = 40;
+        let mut tasks = Vec::new();
+        for t in 0..TASKS {
+            let store = instances[t % instances.len()].clone();
+            let event = event.to_owned();
+            tasks.push(tokio::spawn(async move {
+                let (mut numbers, mut tickets) = (Vec::new(), 0u64);
+                for k in 0..ROUNDS {
+                    let now = 1_000_000 + k as u64;
+                    match (t + k) % 5 {
+                        // A lone first contact, and a join: the same counter.
+                        0 => {
+                            let Ticket::Number(n) = store.ticket(&event, now).await.unwrap() else {
+                                panic!("a FIFO line gives numbers");
+                            };
+                            numbers.push(n);
+                            tickets += 1;
+                        }
+                        1 => {
+                            let j = Join {
+                                session: format!("ctk-{t:02}-{k:03}-xxxxxxxxxxx"),
+                                account: None,
+                                now_ms: now,
+                                draw_key: 0,
+                            };
+                            numbers.push(store.join(&event, &j).await.unwrap().number.unwrap());
+                        }
+                        _ => {
+                            let count = 1 + (t * 7 + k * 3) % 8;
+                            let ts = store.tickets(&event, count, now).await.unwrap();
+                            assert_eq!(ts.len(), count);
+                            let Ticket::Number(first) = ts[0] else {
+                                panic!("a FIFO line gives numbers");
+                            };
+                            let expected: Vec<Ticket> =
+                                (first..first + count as u64).map(Ticket::Number).collect();
+                            assert_eq!(ts, expected, "one batch: consecutive numbers in its order");
+                            numbers.extend(first..first + count as u64);
+                            tickets += count as u64;
+                        }
+                    }
+                }
+                (numbers, tickets)
+            }));
+        }
+        let (mut all, mut tickets) = (Vec::new(), 0);
+        for t in tasks {
+            let (numbers, n) = t.await.unwrap();
+            assert!(
+                numbers.windows(2).all(|w| w[0] < w[1]),
+                "one caller's numbers increase"
+            );
+            all.extend(numbers);
+            tickets += n;
+        }
+        all.sort_unstable();
+        let total = all.len() as u64;
+        assert_eq!(
+            all,
+            (1..=total).collect::<Vec<_>>(),
+            "distinct and gap-free"
+        );
+        let snap = instances[0].snapshot(event).await.unwrap();
+        assert_eq!(snap.last_number, total);
+        assert_eq!(snap.counters.tickets, tickets);
+    }
+
     pub async fn concurrent(store: Arc<dyn Store>, event: &str, capacity: u64) {
         let now = Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
         // A sampler reads the shared numbers all along, between everyone else's calls: every snapshot is one atomic
@@ -2346,6 +2419,9 @@ mod contract {
     pub enum TicketOp {
         /// Person `i`'s first contact: a ticket (nothing written).
         First(usize),
+        /// The first contacts of persons `i, i + 1, ...` (`n` of them, those not seen yet) in one
+        /// [`Store::tickets`] call: a room's batch.
+        Batch(usize, usize),
         /// Person `i` comes back with its ticket (its page's first poll).
         Return(usize),
         /// A join written at once (an account's, or a rejoin): it takes the same counter's next number.
@@ -2361,6 +2437,7 @@ mod contract {
         use proptest::prelude::*;
         let op = prop_oneof![
             5 => (0usize..30).prop_map(TicketOp::First),
+            2 => ((0usize..30), (1usize..6)).prop_map(|(i, n)| TicketOp::Batch(i, n)),
             4 => (0usize..30).prop_map(TicketOp::Return),
             1 => (30usize..36).prop_map(TicketOp::Join),
             4 => Just(TicketOp::Tick),
@@ -2371,7 +2448,7 @@ mod contract {
     }
 
     /// Tickets, one model for every store: a first contact takes the next number and writes nothing (no session
-    /// the store knows); a ticket that comes back within the grace is written at its number, or ahead of the line
+    /// the store knows); a batch of first contacts takes the next numbers, consecutive, in its order; a ticket that comes back within the grace is written at its number, or ahead of the line
     /// when the head passed it meanwhile; one that comes back later takes no place and writes nothing; numbers
     /// (tickets and joins) are unique and increasing; and the door lets in the people who came back in the order
     /// of their first contact: every tick admits the lowest-numbered of those waiting (everyone waiting is present
@@ -2412,6 +2489,24 @@ mod contract {
                         "a ticket writes no session"
                     );
                     people.insert(i, P::Ticket(n, now));
+                }
+                TicketOp::Batch(i, n) => {
+                    let new: Vec<usize> = (i..i + n).filter(|j| !people.contains_key(j)).collect();
+                    if new.is_empty() {
+                        continue;
+                    }
+                    let ts = store.tickets(event, new.len(), now).await.unwrap();
+                    let expected: Vec<Ticket> = (last_number + 1..=last_number + new.len() as u64)
+                        .map(Ticket::Number)
+                        .collect();
+                    assert_eq!(ts, expected, "a batch takes the next numbers, in its order");
+                    last_number += new.len() as u64;
+                    issued += new.len() as u64;
+                    for (j, t) in new.into_iter().zip(ts) {
+                        let Ticket::Number(n) = t else { unreachable!() };
+                        assert_eq!(store.lookup(event, &sid(j)).await.unwrap(), None);
+                        people.insert(j, P::Ticket(n, now));
+                    }
                 }
                 TicketOp::Return(i) => {
                     let Some(&P::Ticket(n, at)) = people.get(&i) else {
@@ -2704,6 +2799,16 @@ mod memory {
             .unwrap();
         contract::concurrent(store, "ev", 7).await;
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn tickets_from_many_tasks_at_once_are_distinct_gap_free_and_consecutive_per_batch() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        store
+            .init("ev", &contract::settings(7, false, None))
+            .await
+            .unwrap();
+        contract::concurrent_tickets(vec![store], "ev").await;
+    }
 }
 
 /// The same contract against the durable `MemoryStore` (`MemoryStore::open`), restarted from its data file every
@@ -2803,6 +2908,14 @@ mod durable {
         }
         async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError> {
             call!(self.ticket(event, now_ms))
+        }
+        async fn tickets(
+            &self,
+            event: &str,
+            count: usize,
+            now_ms: u64,
+        ) -> Result<Vec<Ticket>, StoreError> {
+            call!(self.tickets(event, count, now_ms))
         }
         async fn redeem(
             &self,
@@ -3148,6 +3261,21 @@ mod durable {
             assert!(lost.purge("forget").await);
         })
         .await;
+        assert!(
+            store.restarts.load(Ordering::SeqCst) > 2,
+            "restarted along the way"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn tickets_from_many_tasks_at_once_are_distinct_gap_free_and_consecutive_per_batch_across_restarts()
+     {
+        let store = Arc::new(Restarting::new("ctickets", 53));
+        store
+            .init("ev", &contract::settings(7, false, None))
+            .await
+            .unwrap();
+        contract::concurrent_tickets(vec![store.clone()], "ev").await;
         assert!(
             store.restarts.load(Ordering::SeqCst) > 2,
             "restarted along the way"
@@ -3631,6 +3759,22 @@ mod redis {
         contract::concurrent(store, &event, 5).await;
     }
 
+    /// Three connections, as three room instances, numbering first contacts at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn tickets_from_many_tasks_at_once_are_distinct_gap_free_and_consecutive_per_batch() {
+        let server = RedisServer::from_env_or_start();
+        let event = fresh_event("ctickets");
+        let mut instances: Vec<Arc<dyn Store>> = Vec::new();
+        for _ in 0..3 {
+            instances.push(Arc::new(RedisStore::connect(server.url()).await.unwrap()));
+        }
+        instances[0]
+            .init(&event, &contract::settings(7, false, None))
+            .await
+            .unwrap();
+        contract::concurrent_tickets(instances, &event).await;
+    }
+
     #[derive(Debug)]
     struct RoundRobin {
         stores: Vec<RedisStore>,
@@ -3666,6 +3810,14 @@ mod redis {
             now_ms: u64,
         ) -> Result<waitroom_layer::store::Ticket, waitroom_layer::StoreError> {
             self.pick().ticket(event, now_ms).await
+        }
+        async fn tickets(
+            &self,
+            event: &str,
+            count: usize,
+            now_ms: u64,
+        ) -> Result<Vec<waitroom_layer::store::Ticket>, waitroom_layer::StoreError> {
+            self.pick().tickets(event, count, now_ms).await
         }
         async fn redeem(
             &self,

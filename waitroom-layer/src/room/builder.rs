@@ -83,6 +83,9 @@ pub struct RoomConfig {
     /// A newcomer with a free place and nobody ahead goes in on its first request, without the holding page
     /// (see [`RoomBuilder::straight_in`]).
     pub straight_in: bool,
+    /// The most first contacts numbered in one store call (see [`RoomBuilder::ticket_batch`]); `None`: what the
+    /// store asks for ([`Store::ticket_batch`]).
+    pub ticket_batch: Option<usize>,
 }
 
 /// Builds a [`WaitingRoom`]. Start from [`WaitingRoom::builder`].
@@ -200,6 +203,7 @@ impl RoomBuilder {
                 event_buffer: crate::room::lifecycle::DEFAULT_EVENT_BUFFER,
                 store_outage: StoreOutage::FailClosed,
                 straight_in: true,
+                ticket_batch: None,
             },
             capacity: 8_000,
             admit_per_minute: None,
@@ -337,6 +341,18 @@ impl RoomBuilder {
     /// goes in at the door's next tick (what a site wants that shows a notice on the holding page first).
     pub fn straight_in(mut self, yes: bool) -> Self {
         self.config.straight_in = yes;
+        self
+    }
+
+    /// The most first contacts this instance numbers in one store call (default: what the store asks for,
+    /// [`Store::ticket_batch`]: 1 for the embedded store, where each first contact asks the store itself, and
+    /// 1,024 for the Redis store). Above 1, the first contacts that arrive while the previous call is under way
+    /// go to the store together in one [`Store::tickets`] call, numbered in the order they arrived here; one that
+    /// finds no call under way goes at once. FIFO order across instances is then the order of their calls: two
+    /// people who reach two instances within about one store round trip of each other may be numbered in either
+    /// order (see "Tickets" in [`crate::store`]).
+    pub fn ticket_batch(mut self, most: usize) -> Self {
+        self.config.ticket_batch = Some(most.max(1));
         self
     }
 

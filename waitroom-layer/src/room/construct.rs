@@ -108,6 +108,11 @@ impl WaitingRoom {
             .build();
         let (events, _) = tokio::sync::broadcast::channel(b.config.event_buffer.max(1));
         let sold_out = snap.settings.sold_out();
+        let batches = super::batch::TicketBatches::new(
+            b.config
+                .ticket_batch
+                .unwrap_or_else(|| b.store.ticket_batch()),
+        );
         let inner = Arc::new(Inner {
             metrics: RoomMetrics::new(),
             events,
@@ -133,6 +138,7 @@ impl WaitingRoom {
             cookies,
             finished_cursor: Mutex::new(String::new()),
             max_number: AtomicU64::new(0),
+            batches,
             restoring: tokio::sync::Mutex::new(()),
             pending_finishes: Mutex::new(std::collections::VecDeque::new()),
             recent_finishes: Mutex::new(std::collections::VecDeque::new()),

@@ -251,8 +251,15 @@ impl CookieCodec {
             mark.push('t');
             mark.push_str(itoa::Buffer::new().format(t));
         }
-        let tag = URL_SAFE_NO_PAD.encode(self.tag(id, &mark).finalize().into_bytes());
-        format!("{id}.{mark}.{tag}")
+        let tag = self.tag(id, &mark).finalize().into_bytes();
+        // Built in place (no formatting machinery): this runs for every first contact.
+        let mut v = String::with_capacity(id.len() + mark.len() + 2 + 43);
+        v.push_str(id);
+        v.push('.');
+        v.push_str(&mark);
+        v.push('.');
+        URL_SAFE_NO_PAD.encode_string(tag, &mut v);
+        v
     }
 
     /// Opens a cookie value; `None` unless it is well formed and its tag verifies.
@@ -399,11 +406,29 @@ impl CookieCodec {
 
     /// `Set-Cookie` for the session cookie with a value made by [`seal`](Self::seal).
     pub(crate) fn set_sealed(&self, sealed: &str) -> HeaderValue {
-        let v = format!(
-            "{}={}{}",
-            self.names.session,
-            sealed,
-            self.attributes(self.session_max_age.as_secs())
+        // Built in place (no formatting machinery): this runs for every first contact.
+        let (name, secure) = (
+            &self.names.session,
+            if self.secure { "; Secure" } else { "" },
+        );
+        let mut v = String::with_capacity(name.len() + sealed.len() + self.domain.len() + 80);
+        v.push_str(name);
+        v.push('=');
+        v.push_str(sealed);
+        v.push_str("; Path=/");
+        v.push_str(&self.domain);
+        v.push_str("; Max-Age=");
+        v.push_str(itoa::Buffer::new().format(self.session_max_age.as_secs()));
+        v.push_str("; HttpOnly; SameSite=Lax");
+        v.push_str(secure);
+        debug_assert_eq!(
+            v,
+            format!(
+                "{}={}{}",
+                name,
+                sealed,
+                self.attributes(self.session_max_age.as_secs())
+            )
         );
         HeaderValue::try_from(v).expect("cookie names are validated tokens and values are ASCII")
     }

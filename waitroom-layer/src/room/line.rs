@@ -147,9 +147,14 @@ impl WaitingRoom {
         if draw_near || room_now {
             return Ok((self.join(session, None).await?, None));
         }
-        let t = self
-            .call(|| self.inner.store.ticket(self.event(), now))
-            .await?;
+        // Gathered with the other first contacts of this moment into one store call when the store asks for that
+        // (see `batch.rs`); else one call of its own.
+        let t = if self.inner.batches.max > 1 {
+            self.batched_ticket().await?
+        } else {
+            self.call(|| self.inner.store.ticket(self.event(), now))
+                .await?
+        };
         let (state, number) = match t {
             Ticket::Number(n) => (SessionState::Waiting, Some(n)),
             Ticket::PreQueue => (SessionState::PreQueue, None),

@@ -46,6 +46,8 @@ pub(crate) struct RoomMetrics {
     pub(crate) tickets_redeemed: Counter,
     /// Tickets that came back to this instance after the grace (given a new ticket, at the back).
     pub(crate) tickets_expired: Counter,
+    /// Store calls that gave out this instance's tickets (one per batch of first contacts).
+    pub(crate) ticket_batches: Counter,
     pub(crate) store_errors: Counter,
     /// Restores of a store that had forgotten the on-sale.
     pub(crate) store_restores: Counter,
@@ -70,6 +72,7 @@ impl RoomMetrics {
             tickets_issued: Counter::default(),
             tickets_redeemed: Counter::default(),
             tickets_expired: Counter::default(),
+            ticket_batches: Counter::default(),
             store_errors: Counter::default(),
             store_restores: Counter::default(),
             finishes_pending: Gauge::default(),
@@ -132,6 +135,11 @@ impl RoomMetrics {
             "tickets_expired",
             "Tickets that came back to this instance after the grace (given a new place at the back)",
             self.tickets_expired.clone(),
+        );
+        r.register(
+            "ticket_batches",
+            "Store calls that gave out this instance's tickets: one per batch of first contacts (tickets issued over batches is the batch size)",
+            self.ticket_batches.clone(),
         );
         r.register(
             "token_refusals",

@@ -23,6 +23,7 @@ pub mod lifecycle;
 pub mod metrics;
 pub(crate) mod tokens;
 
+mod batch;
 mod construct;
 mod controls;
 mod line;
@@ -118,6 +119,8 @@ pub(crate) struct Inner {
     /// The highest line number this instance has seen (its joins, its sessions' cookies): with the snapshot's
     /// `last_number`, the floor a restore keeps new numbers above (see `outage.rs`).
     max_number: AtomicU64,
+    /// First contacts' tickets, gathered into batches when the store asks for them (see `batch.rs`).
+    batches: batch::TicketBatches,
     /// Serialises restores of a store that forgot the on-sale (one at a time per instance).
     restoring: tokio::sync::Mutex<()>,
     /// Finishes the store could not take yet (session, seats), oldest first, at most `MAX_PENDING_FINISHES`:

@@ -1061,6 +1061,28 @@ impl Store for MemoryStore {
         .await
     }
 
+    async fn tickets(
+        &self,
+        event: &str,
+        count: usize,
+        now_ms: u64,
+    ) -> Result<Vec<Ticket>, StoreError> {
+        // Under one lock: the numbers are consecutive.
+        self.within_reserve(event, |ev| {
+            let count_n = count as u64;
+            let n = if ev.settings.turning_away() {
+                0
+            } else if ev.draw_due(now_ms) {
+                ev.prequeue.len() as u64 + count_n
+            } else {
+                u64::from(ev.drawn) * count_n
+            };
+            ev.reserve(n)
+                .then(|| (0..count).map(|_| ev.ticket(now_ms)).collect())
+        })
+        .await
+    }
+
     async fn redeem(&self, event: &str, redeem: &Redeem) -> Result<Option<Placement>, StoreError> {
         self.with_event(event, |ev| ev.redeem(redeem))
     }

@@ -63,7 +63,13 @@
 //! cookie jar. So a first contact does not join: [`Store::ticket`] hands it the next line number (an atomic add
 //! in memory, one short script on Redis, which is one `HINCRBY` and a read of the settings) and writes nothing
 //! else; the room seals the number and the time into the session cookie (a **ticket**). FIFO order is the order
-//! of [`Store::ticket`] calls, on the store's one counter, so it holds across room instances. When the ticket
+//! of the ticket calls on the store's one counter. A room over a store a round trip away (Redis) gathers the first
+//! contacts that arrive while its previous ticket call is under way into one [`Store::tickets`] call, which gives
+//! them consecutive numbers in the order they arrived at that instance ([`Store::ticket_batch`]; a first contact
+//! that finds no call under way goes at once). So FIFO holds exactly within an instance; across instances it is the
+//! order of their calls: two people who reach two instances within about two store round trips of each other (the
+//! call under way, and their own) may be numbered in either order, and anyone who arrives after another's ticket
+//! was answered gets a later number. When the ticket
 //! comes back within the abandon grace (the holding page's first poll, the next protected request),
 //! [`Store::redeem`] writes the session at its number. A ticket that never comes back costs its number: the head
 //! passes an unclaimed number as it passes an empty place. One that comes back after the head passed its
@@ -86,7 +92,7 @@ use serde::{Deserialize, Serialize};
 
 pub use memory::{COMMIT_INTERVAL, DATA_FILE, MemoryStore};
 #[cfg(feature = "redis")]
-pub use redis::{RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TOUCH_CHUNK};
+pub use redis::{RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TICKET_BATCH, TOUCH_CHUNK};
 
 use crate::error::StoreError;
 
@@ -725,6 +731,36 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// [`Counters::tickets`]. Runs the draw when it is due (as a join does). While the on-sale is closed or sold
     /// out: [`Ticket::TurnedAway`], nothing counted. See "Tickets" in the module docs.
     async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError>;
+
+    /// `count` first contacts' tickets in one step, in order: as `count` calls of [`ticket`](Store::ticket) one
+    /// after the other with no other call in between, so numbered tickets are `count` consecutive numbers, the
+    /// first for the first asker (before the draw: `count` pre-queue tickets; closed or sold out: `count`
+    /// [`Ticket::TurnedAway`]). [`Counters::tickets`] counts each. A room whose store asks for batches
+    /// ([`ticket_batch`](Store::ticket_batch)) gathers the first contacts that arrive while its previous call is
+    /// under way into one such call (see "Tickets" in the module docs).
+    ///
+    /// The default calls [`ticket`](Store::ticket) `count` times: the numbers are in order and distinct, but
+    /// another caller's tickets may fall between them. Both stores of this crate give out the range in one step.
+    async fn tickets(
+        &self,
+        event: &str,
+        count: usize,
+        now_ms: u64,
+    ) -> Result<Vec<Ticket>, StoreError> {
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            out.push(self.ticket(event, now_ms).await?);
+        }
+        Ok(out)
+    }
+
+    /// The most first contacts a room gathers into one [`tickets`](Store::tickets) call. `1` (the default): the
+    /// room asks for each ticket at once, right for a store in the same process, where a call costs less than
+    /// gathering. A store a network round trip away asks for more (`RedisStore`: 1,024), so the work per first
+    /// contact falls to a fraction of one round trip.
+    fn ticket_batch(&self) -> usize {
+        1
+    }
 
     /// A ticket comes back within the grace: the session is written at the ticket's number, as a join would have
     /// written it ([`Counters::joined`] and [`Counters::redeemed`] count it). Idempotent: a session the store

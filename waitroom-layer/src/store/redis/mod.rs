@@ -76,6 +76,13 @@ pub(crate) fn seen_keep_ms(abandon_after_ms: u64) -> u64 {
     abandon_after_ms + 2 * SEEN_SLOT_MS
 }
 
+/// The most first contacts a room over this store numbers in one `TICKET` call ([`Store::ticket_batch`]): the
+/// script's work is the same for one or for a thousand (one `HINCRBY` for the range), so the bound only caps how
+/// many people one failed call answers with "status unknown".
+///
+/// [`Store::ticket_batch`]: super::Store::ticket_batch
+pub const TICKET_BATCH: usize = 1_024;
+
 /// The shared store: every on-sale's line in Redis (or Valkey), shared by every room instance pointing at it.
 /// Cheap to clone; clones share the connection and the command counter.
 ///
@@ -196,9 +203,10 @@ pub(crate) fn seen_keep_ms(abandon_after_ms: u64) -> u64 {
 ///
 /// # Tickets
 ///
-/// `TICKET` (a first contact) reads the settings, runs the draw when due and does one `HINCRBY meta last 1` (or
-/// `tickets` before the draw): no record, no `line` entry. `REDEEM` writes the session when its ticket comes back
-/// within the grace, at its number in `line` (one `ZADD` and one bit, whatever number of tickets lie before it).
+/// `TICKET` (first contacts) reads the settings, runs the draw when due and does one `HINCRBY meta last <count>`
+/// for a room's whole batch of first contacts (up to [`TICKET_BATCH`]; `tickets` alone before the draw): no
+/// record, no `line` entry. `REDEEM` writes the session when its ticket comes back within the grace, at its number
+/// in `line` (one `ZADD` and one bit, whatever number of tickets lie before it).
 ///
 /// # The numbers count the living
 ///
@@ -319,6 +327,10 @@ pub struct RedisStore {
     /// This instance's copy of each on-sale's live line (the blocks of `line:held` read so far), shared by clones;
     /// a snapshot holds the lock for its one script call.
     live: Arc<tokio::sync::Mutex<HashMap<String, live::LiveCache>>>,
+    /// The last on-sale's `TICKET` command up to its arguments (the script's hash and the on-sale's key names),
+    /// built once and cloned for each batch of first contacts: naming the keys costs more than the rest of the
+    /// call on this side.
+    ticket_cmd: Arc<std::sync::Mutex<Option<(String, ::redis::Cmd)>>>,
 }
 
 impl fmt::Debug for RedisStore {
@@ -426,6 +438,7 @@ impl RedisStoreBuilder {
             draw_bits: self.draw_bits,
             commands: Arc::new(AtomicU64::new(0)),
             live: Arc::default(),
+            ticket_cmd: Arc::default(),
         };
         for script in store.scripts.all() {
             store.load(script).await?;

@@ -22,7 +22,8 @@ const INIT: &str = include_str!("scripts/init.lua");
 /// ARGV: session, account (`''` for none), now, draw key (16 hex digits).
 const JOIN: &str = include_str!("scripts/join.lua");
 
-/// ARGV: now. A first contact's ticket: the next number (or 0 for a pre-queue ticket, -1 turned away).
+/// ARGV: now, count (default 1). First contacts' tickets: the last of the next `count` numbers (or 0 for pre-queue
+/// tickets, -1 turned away).
 const TICKET: &str = include_str!("scripts/ticket.lua");
 
 /// ARGV: session, number (empty for a pre-queue ticket), issued, now, grace, draw key (16 hex digits), most

@@ -76,6 +76,44 @@ impl Store for RedisStore {
         })
     }
 
+    async fn tickets(
+        &self,
+        event: &str,
+        count: usize,
+        now_ms: u64,
+    ) -> Result<Vec<Ticket>, StoreError> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut cmd = {
+            let mut cached = self.ticket_cmd.lock().unwrap_or_else(|e| e.into_inner());
+            match cached.as_ref() {
+                Some((ev, cmd)) if ev == event => cmd.clone(),
+                _ => {
+                    let cmd = self.evalsha(&self.scripts.ticket, event)?;
+                    *cached = Some((event.to_owned(), cmd.clone()));
+                    cmd
+                }
+            }
+        };
+        cmd.arg(now_ms).arg(count);
+        let v = self.run(&self.scripts.ticket, &cmd).await?;
+        let n = count as u64;
+        Ok(match v {
+            ::redis::Value::Int(last) if last > 0 && last as u64 >= n => {
+                let first = last as u64 - n + 1;
+                (first..=last as u64).map(Ticket::Number).collect()
+            }
+            ::redis::Value::Int(0) => vec![Ticket::PreQueue; count],
+            ::redis::Value::Int(-1) => vec![Ticket::TurnedAway; count],
+            other => return Err(corrupt(format_args!("{count} tickets of {other:?}"))),
+        })
+    }
+
+    fn ticket_batch(&self) -> usize {
+        super::TICKET_BATCH
+    }
+
     async fn redeem(&self, event: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
         let mut cmd = self.evalsha(&self.scripts.redeem, event)?;
         cmd.arg(&r.session)
