@@ -55,7 +55,19 @@ impl RedisCluster {
             node_timeout,
         };
         for i in 0..6 {
-            cluster.spawn(i);
+            // A port found free may be taken by another test's server before this node binds it (the node then
+            // exits at once): try other ports, a few times.
+            let mut tries = 0;
+            while !cluster.try_spawn(i) {
+                tries += 1;
+                assert!(
+                    tries < 5,
+                    "no cluster node would start on 5 pairs of free ports"
+                );
+                cluster.nodes[i].port = free_port();
+                cluster.nodes[i].bus = free_port();
+                cluster.nodes[i].dir = scratch_dir("cluster", cluster.nodes[i].port);
+            }
         }
         let mut create = Command::new("redis-cli");
         create.args(["--cluster", "create"]);
@@ -88,7 +100,8 @@ impl RedisCluster {
         cluster
     }
 
-    fn spawn(&mut self, i: usize) {
+    /// Starts node `i` and waits for its `PING`; `false` when it exited at once (its port taken).
+    fn try_spawn(&mut self, i: usize) -> bool {
         let timeout = self.node_timeout.as_millis().to_string();
         let n = &mut self.nodes[i];
         let bus = n.bus.to_string();
@@ -109,7 +122,8 @@ impl RedisCluster {
                 "0",
             ],
         ));
-        process::wait_for_ping(n.port);
+        let port = n.port;
+        process::answers_ping(port, n.child.as_mut().expect("just started"))
     }
 
     /// Seed URLs for a cluster client: every node's `redis://127.0.0.1:<port>/`.

@@ -88,13 +88,21 @@ pub(crate) fn pause(child: &Child, stop: bool) {
     assert!(ok, "kill {sig} {pid} failed");
 }
 
-/// Waits up to 10 s for the server on `port` to answer `PING`.
+/// Waits up to 10 s for `child`, started on `port`, to answer `PING`: `false` as soon as it has exited instead (a
+/// port taken between [`free_port`](crate::port) and its bind, by another test's server: the caller may try other
+/// ports).
 ///
 /// # Panics
-/// When it does not.
-pub(crate) fn wait_for_ping(port: u16) {
+/// When it neither answers nor exits within 10 s.
+pub(crate) fn answers_ping(port: u16, child: &mut Child) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while super::resp::on(port, &["PING"]).is_none_or(|r| r != "PONG") {
+    loop {
+        if super::resp::on(port, &["PING"]).is_some_and(|r| r == "PONG") {
+            return true;
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
         assert!(
             Instant::now() < deadline,
             "redis on port {port} did not answer PING within 10 s"

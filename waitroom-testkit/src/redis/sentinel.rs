@@ -36,15 +36,24 @@ impl RedisSentinel {
     pub fn start(down_after: Duration) -> Self {
         let mut servers = Vec::new();
         for _ in 0..3 {
-            let port = free_port();
-            let dir = scratch_dir("sentinel-node", port);
             let primary = servers.first().map(|p: &Proc| p.port.to_string());
             let mut extra = vec![];
             if let Some(p) = &primary {
                 extra = vec!["--replicaof", "127.0.0.1", p.as_str()];
             }
-            let child = process::spawn(port, &dir, &extra);
-            process::wait_for_ping(port);
+            // A port found free may be taken by another test's server before this one binds it (it then exits at
+            // once): try other ports, a few times.
+            let mut tries = 0;
+            let (port, dir, child) = loop {
+                let port = free_port();
+                let dir = scratch_dir("sentinel-node", port);
+                let mut child = process::spawn(port, &dir, &extra);
+                if process::answers_ping(port, &mut child) {
+                    break (port, dir, child);
+                }
+                tries += 1;
+                assert!(tries < 5, "no server would start on 5 free ports");
+            };
             servers.push(Proc {
                 port,
                 dir,
@@ -83,8 +92,11 @@ impl RedisSentinel {
                 ),
             )
             .expect("write sentinel.conf");
-            let child = process::spawn_sentinel(&conf);
-            process::wait_for_ping(port);
+            let mut child = process::spawn_sentinel(&conf);
+            assert!(
+                process::answers_ping(port, &mut child),
+                "the sentinel on port {port} exited at start (port taken?)"
+            );
             set.sentinels.push(Proc {
                 port,
                 dir,
