@@ -38,16 +38,26 @@ impl RedisServer {
     /// # Panics
     /// When `redis-server` cannot be run (with an `apt-get install redis-server` hint) or does not come up.
     pub fn start() -> Self {
-        let port = free_port();
-        let dir = scratch_dir("redis", port);
-        let mut server = Self {
-            child: None,
-            port,
-            dir: Some(dir),
-            url: format!("redis://127.0.0.1:{port}/"),
-        };
-        server.spawn();
-        server
+        // A port found free may be taken by another test's server before this one binds it (it then exits at
+        // once): try other ports, a few times.
+        let mut tries = 0;
+        loop {
+            let port = free_port();
+            let dir = scratch_dir("redis", port);
+            let mut server = Self {
+                child: None,
+                port,
+                dir: Some(dir),
+                url: format!("redis://127.0.0.1:{port}/"),
+            };
+            let mut child = process::spawn(port, server.dir.as_ref().expect("just set"), &[]);
+            if process::answers_ping(port, &mut child) {
+                server.child = Some(child);
+                return server;
+            }
+            tries += 1;
+            assert!(tries < 5, "redis-server would not start on 5 free ports");
+        }
     }
 
     fn spawn(&mut self) {
