@@ -1501,3 +1501,31 @@ async fn before_the_line_opens_a_newcomer_takes_no_place_and_at_the_opening_it_d
         "the first number: nobody took one before"
     );
 }
+
+/// The room's own read-only endpoints answer `GET` (and `HEAD`) only: any other method is `405` with `Allow`, and
+/// the status poll is not answered to a `POST` (which could join or change nothing either).
+#[tokio::test]
+async fn the_rooms_read_only_endpoints_refuse_other_methods_with_405() {
+    let s = site(1).await;
+    let c = reqwest::Client::new();
+    for path in [
+        "/waitroom/jwks.json",
+        "/waitroom/holding.js",
+        "/waitroom/status",
+    ] {
+        assert_eq!(
+            c.get(s.at(path)).send().await.unwrap().status(),
+            200,
+            "GET {path}"
+        );
+        for method in [http::Method::POST, http::Method::PUT, http::Method::DELETE] {
+            let res = c.request(method.clone(), s.at(path)).send().await.unwrap();
+            assert_eq!(
+                res.status(),
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {path}"
+            );
+            assert_eq!(res.headers()["allow"], "GET, HEAD", "{method} {path}");
+        }
+    }
+}

@@ -660,6 +660,13 @@ mod tests {
         );
         assert_eq!(return_to(&parts("/waitroom/join?return_to=%ff")), None);
         assert_eq!(return_to(&parts("/waitroom/join?return_to=%")), None);
+        // A query of up to 4,096 bytes is read; a longer one is not.
+        let padded = |len: usize| {
+            let q = "return_to=%2Fcheckout&pad=";
+            format!("/waitroom/join?{q}{}", "x".repeat(len - q.len()))
+        };
+        assert_eq!(return_to(&parts(&padded(4096))), Some("/checkout".into()));
+        assert_eq!(return_to(&parts(&padded(4097))), None);
         assert_eq!(percent::encode("/a b?c=1"), "%2Fa%20b%3Fc%3D1");
         assert_eq!(asked_for(&parts("/checkout?x=1")), "/checkout?x=1");
     }
