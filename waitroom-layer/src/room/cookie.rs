@@ -393,10 +393,21 @@ impl CookieCodec {
         Ok((self.session(&jar)?, jar.carrier))
     }
 
-    fn attributes(&self, max_age_secs: u64) -> String {
+    /// A `Set-Cookie` line: `name=value` and the room's attributes (path, domain, max age, `HttpOnly`,
+    /// `SameSite=Lax`, `Secure`), built in place (no formatting machinery: this runs for every first contact).
+    fn cookie_line(&self, name: &str, value: &str, max_age_secs: u64) -> String {
         let secure = if self.secure { "; Secure" } else { "" };
-        let domain = &self.domain;
-        format!("; Path=/{domain}; Max-Age={max_age_secs}; HttpOnly; SameSite=Lax{secure}")
+        let mut v = String::with_capacity(name.len() + value.len() + self.domain.len() + 80);
+        v.push_str(name);
+        v.push('=');
+        v.push_str(value);
+        v.push_str("; Path=/");
+        v.push_str(&self.domain);
+        v.push_str("; Max-Age=");
+        v.push_str(itoa::Buffer::new().format(max_age_secs));
+        v.push_str("; HttpOnly; SameSite=Lax");
+        v.push_str(secure);
+        v
     }
 
     /// `Set-Cookie` for the session cookie.
@@ -406,41 +417,13 @@ impl CookieCodec {
 
     /// `Set-Cookie` for the session cookie with a value made by [`seal`](Self::seal).
     pub(crate) fn set_sealed(&self, sealed: &str) -> HeaderValue {
-        // Built in place (no formatting machinery): this runs for every first contact.
-        let (name, secure) = (
-            &self.names.session,
-            if self.secure { "; Secure" } else { "" },
-        );
-        let mut v = String::with_capacity(name.len() + sealed.len() + self.domain.len() + 80);
-        v.push_str(name);
-        v.push('=');
-        v.push_str(sealed);
-        v.push_str("; Path=/");
-        v.push_str(&self.domain);
-        v.push_str("; Max-Age=");
-        v.push_str(itoa::Buffer::new().format(self.session_max_age.as_secs()));
-        v.push_str("; HttpOnly; SameSite=Lax");
-        v.push_str(secure);
-        debug_assert_eq!(
-            v,
-            format!(
-                "{}={}{}",
-                name,
-                sealed,
-                self.attributes(self.session_max_age.as_secs())
-            )
-        );
+        let v = self.cookie_line(&self.names.session, sealed, self.session_max_age.as_secs());
         HeaderValue::try_from(v).expect("cookie names are validated tokens and values are ASCII")
     }
 
     /// `Set-Cookie` for the token cookie, living `max_age`.
     pub(crate) fn set_token(&self, token: &str, max_age: Duration) -> HeaderValue {
-        let v = format!(
-            "{}={}{}",
-            self.names.token,
-            token,
-            self.attributes(max_age.as_secs())
-        );
+        let v = self.cookie_line(&self.names.token, token, max_age.as_secs());
         HeaderValue::try_from(v).unwrap_or_else(|_| self.clear_token())
     }
 
@@ -452,7 +435,7 @@ impl CookieCodec {
 
     /// `Set-Cookie` that removes the token cookie.
     pub(crate) fn clear_token(&self) -> HeaderValue {
-        HeaderValue::try_from(format!("{}={}", self.names.token, self.attributes(0)))
+        HeaderValue::try_from(self.cookie_line(&self.names.token, "", 0))
             .expect("cookie names are validated tokens")
     }
 }
