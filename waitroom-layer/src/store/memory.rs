@@ -1048,17 +1048,8 @@ impl Store for MemoryStore {
     }
 
     async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError> {
-        self.within_reserve(event, |ev| {
-            let n = if ev.settings.turning_away() {
-                0
-            } else if ev.draw_due(now_ms) {
-                ev.prequeue.len() as u64 + 1
-            } else {
-                u64::from(ev.drawn)
-            };
-            ev.reserve(n).then(|| ev.ticket(now_ms))
-        })
-        .await
+        let mut one = self.tickets(event, 1, now_ms).await?;
+        Ok(one.pop().expect("one ticket asked, one given"))
     }
 
     async fn tickets(

@@ -65,15 +65,8 @@ impl Store for RedisStore {
     }
 
     async fn ticket(&self, event: &str, now_ms: u64) -> Result<Ticket, StoreError> {
-        let mut cmd = self.evalsha(&self.scripts.ticket, event)?;
-        cmd.arg(now_ms);
-        let v = self.run(&self.scripts.ticket, &cmd).await?;
-        Ok(match v {
-            ::redis::Value::Int(n) if n > 0 => Ticket::Number(n as u64),
-            ::redis::Value::Int(0) => Ticket::PreQueue,
-            ::redis::Value::Int(-1) => Ticket::TurnedAway,
-            other => return Err(corrupt(format_args!("a ticket of {other:?}"))),
-        })
+        let mut one = self.tickets(event, 1, now_ms).await?;
+        Ok(one.pop().expect("one ticket asked, one given"))
     }
 
     async fn tickets(

@@ -1,8 +1,8 @@
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local now = int(ARGV[1])
--- How many first contacts this call numbers (a room's batch; absent: one).
-local count = tonumber(ARGV[2]) or 1
+-- How many first contacts this call numbers (a room's batch, or one).
+local count = int(ARGV[2])
 -- Closed or sold out: no place, nothing counted.
 if turning_away(m) then return -1 end
 if draw_due(m, now) then draw(m, now) end
