@@ -3,15 +3,7 @@
 /// `48,000` for 48000: digits grouped by threes with commas (the demo's pages and the rehearsal's report, which are
 /// in English).
 pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    waitroom_layer::grouped_digits(n, ",")
 }
 
 #[cfg(test)]

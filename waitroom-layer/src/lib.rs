@@ -195,7 +195,7 @@ pub use http::layer::{DEFAULT_METRICS_PATH, WaitingRoomLayer, WaitingRoomLayerBu
 pub use http::page::{
     DEFAULT_CSP, DEFAULT_TEMPLATE, PLACEHOLDERS, PageContext, PageTemplate, escape_html, eta_words,
 };
-pub use http::page_text::PageText;
+pub use http::page_text::{PageText, grouped_digits};
 pub use http::respond::STATE_HEADER;
 pub use http::service::WaitingRoomService;
 pub use room::builder::{

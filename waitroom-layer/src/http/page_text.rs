@@ -328,15 +328,7 @@ impl PageText {
 
     /// `n` with [`thousands_separator`](Self::thousands_separator) between groups of three digits.
     pub fn number(&self, n: u64) -> String {
-        let digits = n.to_string();
-        let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push_str(&self.thousands_separator);
-            }
-            out.push(c);
-        }
-        out
+        grouped_digits(n, &self.thousands_separator)
     }
 
     /// Who is ahead of place `position` (1 = next): [`next_in_line`](Self::next_in_line), or the singular or
@@ -444,6 +436,20 @@ impl PageTexts {
         }
         first()
     }
+}
+
+/// `n` with `separator` between groups of three digits, from the right: `grouped_digits(48_000, ",")` is
+/// `"48,000"`. What [`PageText::number`] writes; also for an app's own pages in the same style.
+pub fn grouped_digits(n: u64, separator: &str) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 * separator.len());
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push_str(separator);
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
