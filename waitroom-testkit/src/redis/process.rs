@@ -1,10 +1,11 @@
 //! One `redis-server` process: started with the given arguments, stopped gracefully.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::INSTALL_HINT;
+use super::{INSTALL_HINT, scratch_dir};
+use crate::port::free_port;
 
 /// Runs `redis-server` on `port` (bound to 127.0.0.1, append-only persistence on, no RDB snapshots) with its files
 /// in `dir`; `extra` arguments come last (a cluster node's `--cluster-enabled yes`, for instance).
@@ -86,6 +87,24 @@ pub(crate) fn pause(child: &Child, stop: bool) {
         .status()
         .is_ok_and(|s| s.success());
     assert!(ok, "kill {sig} {pid} failed");
+}
+
+/// Starts `redis-server` on a free port with its files in a fresh scratch directory named after `kind`, and waits
+/// for its `PING`. A port found free may be taken by another test's server before this one binds it (it then exits
+/// at once): then it tries other ports, up to 5 in all. Returns the port, the directory and the process.
+///
+/// # Panics
+/// As [`spawn`], or when no port of 5 works.
+pub(crate) fn spawn_on_free_port(kind: &str, extra: &[&str]) -> (u16, PathBuf, Child) {
+    for _ in 0..5 {
+        let port = free_port();
+        let dir = scratch_dir(kind, port);
+        let mut child = spawn(port, &dir, extra);
+        if answers_ping(port, &mut child) {
+            return (port, dir, child);
+        }
+    }
+    panic!("redis-server ({kind}) would not start on 5 free ports");
 }
 
 /// Waits up to 10 s for `child`, started on `port`, to answer `PING`: `false` as soon as it has exited instead (a

@@ -41,19 +41,7 @@ impl RedisSentinel {
             if let Some(p) = &primary {
                 extra = vec!["--replicaof", "127.0.0.1", p.as_str()];
             }
-            // A port found free may be taken by another test's server before this one binds it (it then exits at
-            // once): try other ports, a few times.
-            let mut tries = 0;
-            let (port, dir, child) = loop {
-                let port = free_port();
-                let dir = scratch_dir("sentinel-node", port);
-                let mut child = process::spawn(port, &dir, &extra);
-                if process::answers_ping(port, &mut child) {
-                    break (port, dir, child);
-                }
-                tries += 1;
-                assert!(tries < 5, "no server would start on 5 free ports");
-            };
+            let (port, dir, child) = process::spawn_on_free_port("sentinel-node", &extra);
             servers.push(Proc {
                 port,
                 dir,

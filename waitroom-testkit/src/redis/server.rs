@@ -2,10 +2,8 @@
 
 use std::path::PathBuf;
 use std::process::Child;
-use std::time::{Duration, Instant};
 
-use super::{process, resp, scratch_dir};
-use crate::port::free_port;
+use super::{process, resp};
 
 /// A redis-server process owned by the test (or an external one named by `REDIS_URL`), stopped on drop.
 #[derive(Debug)]
@@ -38,48 +36,25 @@ impl RedisServer {
     /// # Panics
     /// When `redis-server` cannot be run (with an `apt-get install redis-server` hint) or does not come up.
     pub fn start() -> Self {
-        // A port found free may be taken by another test's server before this one binds it (it then exits at
-        // once): try other ports, a few times.
-        let mut tries = 0;
-        loop {
-            let port = free_port();
-            let dir = scratch_dir("redis", port);
-            let mut server = Self {
-                child: None,
-                port,
-                dir: Some(dir),
-                url: format!("redis://127.0.0.1:{port}/"),
-            };
-            let mut child = process::spawn(port, server.dir.as_ref().expect("just set"), &[]);
-            if process::answers_ping(port, &mut child) {
-                server.child = Some(child);
-                return server;
-            }
-            tries += 1;
-            assert!(tries < 5, "redis-server would not start on 5 free ports");
+        let (port, dir, child) = process::spawn_on_free_port("redis", &[]);
+        Self {
+            child: Some(child),
+            port,
+            dir: Some(dir),
+            url: format!("redis://127.0.0.1:{port}/"),
         }
     }
 
+    /// Starts the server again on its port, in its directory (a restart).
     fn spawn(&mut self) {
         let dir = self.dir.as_ref().expect("a private server has a directory");
-        self.child = Some(process::spawn(self.port, dir, &[]));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!(
-                    "redis-server exited at start ({status}); is port {} taken?",
-                    self.port
-                );
-            }
-            if self.try_command(&["PING"]).is_some_and(|r| r == "PONG") {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "redis-server did not answer PING within 10 s on port {}",
+        let mut child = process::spawn(self.port, dir, &[]);
+        assert!(
+            process::answers_ping(self.port, &mut child),
+            "redis-server exited at start; is port {} taken?",
             self.port
         );
+        self.child = Some(child);
     }
 
     /// The URL to connect to.
