@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use waitroom_layer::Clock;
 use waitroom_layer::store::{Join, Store};
 use waitroom_layer::{
     Inventory, ManualClock, MemoryStore, Placement, RedisStore, SessionState, ViewState,
@@ -823,5 +824,296 @@ async fn redis_ticket_figures() {
             pct(50),
             pct(99),
         );
+    }
+}
+
+/// The draw's numbers read a page at a time (`Store::drawn_numbers`) are the numbers `lookup` answers, even when
+/// the door lets people in between two pages: the pages together hold everyone still waiting in the drawn segment
+/// once, with their own number, and nobody let in before the page was read. Small pages (7) cross bucket ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_people_in() {
+    let server = RedisServer::from_env_or_start();
+    // Eight buckets of about 37 each: pages cross bucket ends, and the door takes several from each bucket's front
+    // (the default 16,384 buckets would hold one person each here).
+    let store = RedisStore::builder(server.url())
+        .draw_buckets_log2(3)
+        .connect()
+        .await
+        .unwrap();
+    let ev = event("drawpages");
+    let settings = waitroom_layer::Settings {
+        capacity: 10,
+        admit_per_minute: None,
+        paused: false,
+        closed: false,
+        opens_at_ms: Some(u64::MAX / 2),
+        random_draw: true,
+        inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
+    };
+    store.init(&ev, &settings).await.unwrap();
+    let start = 1_800_000_000_000u64;
+    let mut sessions = Vec::new();
+    for k in 0..300u64 {
+        let sid = WaitingRoom::new_session_id();
+        let p = store
+            .join(
+                &ev,
+                &Join {
+                    session: sid.clone(),
+                    account: None,
+                    now_ms: start + k,
+                    draw_key: rand::random(),
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(p.state, SessionState::PreQueue);
+        sessions.push(sid);
+    }
+    let cursor = waitroom_layer::store::DrawCursor::default();
+    assert_eq!(
+        store.drawn_numbers(&ev, &cursor, 7).await.unwrap(),
+        None,
+        "nothing is drawn before the opening"
+    );
+    store
+        .update(
+            &ev,
+            &waitroom_layer::store::SettingsChange::OpenNow { now_ms: start },
+        )
+        .await
+        .unwrap();
+    let tick = |now_ms| waitroom_layer::store::Tick {
+        now_ms,
+        arrival_window_ms: 60_000,
+        abandon_after_ms: 600_000,
+        return_window_ms: 600_000,
+        max_scan: 20_000,
+    };
+    // The draw, and the first 10 go in (and leave).
+    assert_eq!(
+        let_in_and_finish(&store, &ev, &tick(start + 1_000)).await,
+        10
+    );
+    let mut kept: HashMap<String, u64> = HashMap::new();
+    let mut next = Some(cursor);
+    let mut pages = 0;
+    let mut let_in_between = 0;
+    while let Some(from) = next {
+        let page = store
+            .drawn_numbers(&ev, &from, 7)
+            .await
+            .unwrap()
+            .expect("a page after the draw");
+        assert!(page.numbers.len() <= 7, "a page holds at most its size");
+        for (sid, n) in page.numbers {
+            // Each session's number is the one a lookup gives right now.
+            let p = store.lookup(&ev, &sid).await.unwrap().expect("known");
+            assert_eq!(p.state, SessionState::Waiting, "{sid}");
+            assert_eq!(p.number, Some(n), "{sid}");
+            assert!(kept.insert(sid, n).is_none(), "a session in two pages");
+        }
+        next = page.next;
+        pages += 1;
+        // Every fifth page, the door lets the next 10 in.
+        if pages % 5 == 0 {
+            let now = start + 2_000 + pages;
+            let_in_between += let_in_and_finish(&store, &ev, &tick(now)).await;
+        }
+        assert!(pages < 1_000, "the pages never end");
+    }
+    // Everyone still waiting was in a page once with the number a lookup gives; nobody kept is let in yet.
+    let mut waiting = 0;
+    for sid in &sessions {
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        if p.state == SessionState::Waiting {
+            waiting += 1;
+            assert_eq!(
+                kept.get(sid).copied(),
+                p.number,
+                "{sid} waits, with its number kept"
+            );
+        }
+    }
+    assert_eq!(waiting, kept.len() - kept_let_in(&store, &ev, &kept).await);
+    assert!(let_in_between > 0, "the door let people in between pages");
+    assert!(pages >= 300 / 7, "{pages} pages");
+}
+
+/// Runs a tick, and the sessions it lets in take their place and finish at once (their places free). Returns how many
+/// it let in.
+async fn let_in_and_finish(
+    store: &RedisStore,
+    ev: &str,
+    tick: &waitroom_layer::store::Tick,
+) -> usize {
+    let r = store.tick(ev, tick).await.unwrap();
+    for sid in &r.admitted {
+        store.claim(ev, sid, tick.now_ms, 60_000).await.unwrap();
+        assert!(store.finish(ev, sid, 0, tick.now_ms).await.unwrap());
+    }
+    r.admitted.len()
+}
+
+/// How many of `kept` are no longer waiting (let in after their page was read).
+async fn kept_let_in(store: &RedisStore, ev: &str, kept: &HashMap<String, u64>) -> usize {
+    let mut n = 0;
+    for sid in kept.keys() {
+        if store.lookup(ev, sid).await.unwrap().expect("known").state != SessionState::Waiting {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A room over its own `RedisStore` (eight draw buckets) on `clock`, with a random draw at `opens_ms`, driven by
+/// hand, behind a real HTTP server protecting `/checkout`.
+async fn drawn_site(
+    server: &RedisServer,
+    ev: &str,
+    clock: &ManualClock,
+    opens_ms: u64,
+) -> (RedisStore, WaitingRoom, String) {
+    let store = RedisStore::builder(server.url())
+        .draw_buckets_log2(3)
+        .connect()
+        .await
+        .unwrap();
+    let room = WaitingRoom::builder(ev)
+        .capacity(10)
+        .fairness(waitroom_layer::Fairness::RandomAtOpen {
+            opens_at: std::time::UNIX_EPOCH + Duration::from_millis(opens_ms),
+        })
+        .clock(Arc::new(clock.clone()))
+        .cookie_secret(*b"a-cookie-secret-shared-by-both!!")
+        .secure_cookies(false)
+        .background(false)
+        .straight_in(false)
+        .store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    let app = axum::Router::new()
+        .route("/checkout", axum::routing::get(|| async { "seat map" }))
+        .layer(
+            waitroom_layer::WaitingRoomLayer::builder(room.clone())
+                .protect_prefix("/checkout")
+                .build()
+                .unwrap(),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (store, room, url)
+}
+
+/// This instance's drawn numbers kept so far (`waitroom_draw_numbers_kept`).
+fn draw_numbers_kept(room: &WaitingRoom) -> u64 {
+    room.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("waitroom_draw_numbers_kept"))
+        .and_then(|v| v.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .expect("the draw_numbers_kept gauge")
+}
+
+/// After the draw, each instance reads the draw's numbers (two pages of 1,000 here) and answers a drawn person's
+/// first poll from them, with no Redis command: the number the store gives (a lookup), whichever instance the
+/// person polls, and sealed into their cookie as a number from the store would be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stores_number() {
+    let server = RedisServer::from_env_or_start();
+    let ev = event("drawkept");
+    let clock = ManualClock::starting_now();
+    let opens_ms = clock.now_ms() + 60_000;
+    let (store_a, a, url_a) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    let (store_b, b, url_b) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    // 1,200 people join the pre-queue (a request, as a browser makes it); each keeps its cookie.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut people = Vec::new();
+    for _ in 0..1_200 {
+        let res = client
+            .get(format!("{url_a}/checkout"))
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "the holding page");
+        let cookie = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
+            .find(|c| c.starts_with("waitroom_session="))
+            .expect("a session cookie");
+        assert!(cookie.contains(".p."), "a pre-queue cookie: {cookie}");
+        people.push(cookie);
+    }
+    // The door opens, paused so nobody is let in: the draw runs at the tick.
+    clock.set_ms(opens_ms + 1);
+    a.pause().await.unwrap();
+    a.tick_now().await.unwrap();
+    for room in [&a, &b] {
+        room.refresh().await.unwrap();
+        let kept = tokio::time::timeout(Duration::from_secs(30), async {
+            while draw_numbers_kept(room) < 1_200 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(
+            kept.is_ok(),
+            "the draw's 1,200 numbers were not read within 30 s: {} kept",
+            draw_numbers_kept(room)
+        );
+    }
+    let (a0, b0) = (store_a.commands_sent(), store_b.commands_sent());
+    let mut numbers = Vec::new();
+    for (i, cookie) in people.iter().enumerate() {
+        // Half poll one instance, half the other.
+        let url = if i % 2 == 0 { &url_a } else { &url_b };
+        let res = client
+            .get(format!("{url}/waitroom/status?return_to=%2Fcheckout"))
+            .header("accept", "application/json")
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let sealed = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .find(|c| c.starts_with("waitroom_session="))
+            .expect("the cookie is sealed again with the drawn number");
+        let st: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(st["state"], "paused", "{st}");
+        let n = st["number"].as_u64().expect("a number");
+        assert!(sealed.contains(&format!(".{n}.")), "{sealed} {st}");
+        numbers.push(n);
+    }
+    assert_eq!(
+        (store_a.commands_sent() - a0, store_b.commands_sent() - b0),
+        (0, 0),
+        "1,200 first polls after the draw, answered without a Redis command"
+    );
+    // The numbers are the store's.
+    let mut sorted = numbers.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 1_200, "1,200 people, 1,200 numbers");
+    for (cookie, n) in people.iter().zip(&numbers) {
+        let sid = cookie
+            .strip_prefix("waitroom_session=")
+            .and_then(|v| v.split('.').next())
+            .unwrap();
+        let p = store_a.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(p.number, Some(*n), "{sid}");
     }
 }

@@ -139,6 +139,7 @@ impl WaitingRoom {
             finished_cursor: Mutex::new(String::new()),
             max_number: AtomicU64::new(0),
             batches,
+            drawn: Default::default(),
             restoring: tokio::sync::Mutex::new(()),
             pending_finishes: Mutex::new(std::collections::VecDeque::new()),
             recent_finishes: Mutex::new(std::collections::VecDeque::new()),

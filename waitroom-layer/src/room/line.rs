@@ -368,6 +368,18 @@ impl WaitingRoom {
             self.mark_waiting(session, None, &snap);
             return Some((SessionState::PreQueue, None));
         }
+        // After the draw, a drawn person whose cookie has no number yet: its number from the draw's index read
+        // by this instance (see `drawn.rs`), while the head has not reached it.
+        if prequeue_hint
+            && number_hint.is_none()
+            && snap.drawn
+            && let Some(n) = self.inner.drawn.get(session)
+            && n > snap.served
+        {
+            self.note_number(n);
+            self.mark_waiting(session, Some(n), &snap);
+            return Some((SessionState::Waiting, Some(n)));
+        }
         let (state, number) = self.inner.cache.get(session)?;
         let fresh = match state {
             SessionState::Waiting => number.is_some_and(|n| n > snap.served),

@@ -48,6 +48,10 @@ pub(crate) struct RoomMetrics {
     pub(crate) tickets_expired: Counter,
     /// Store calls that gave out this instance's tickets (one per batch of first contacts).
     pub(crate) ticket_batches: Counter,
+    /// Store calls that read a page of the random draw's numbers into this instance (see `room/drawn.rs`).
+    pub(crate) draw_pages: Counter,
+    /// The random draw's numbers this instance keeps.
+    pub(crate) draw_numbers_kept: Gauge,
     pub(crate) store_errors: Counter,
     /// Restores of a store that had forgotten the on-sale.
     pub(crate) store_restores: Counter,
@@ -73,6 +77,8 @@ impl RoomMetrics {
             tickets_redeemed: Counter::default(),
             tickets_expired: Counter::default(),
             ticket_batches: Counter::default(),
+            draw_pages: Counter::default(),
+            draw_numbers_kept: Gauge::default(),
             store_errors: Counter::default(),
             store_restores: Counter::default(),
             finishes_pending: Gauge::default(),
@@ -140,6 +146,16 @@ impl RoomMetrics {
             "ticket_batches",
             "Store calls that gave out this instance's tickets: one per batch of first contacts (tickets issued over batches is the batch size)",
             self.ticket_batches.clone(),
+        );
+        r.register(
+            "draw_pages",
+            "Store calls that read a page of the random draw's numbers into this instance, so drawn people's first polls after the draw need no store call each",
+            self.draw_pages.clone(),
+        );
+        r.register(
+            "draw_numbers_kept",
+            "The random draw's numbers this instance keeps (read after the draw; at most 4,000,000)",
+            self.draw_numbers_kept.clone(),
         );
         r.register(
             "token_refusals",

@@ -26,6 +26,7 @@ pub(crate) mod tokens;
 mod batch;
 mod construct;
 mod controls;
+mod drawn;
 mod line;
 mod liveness;
 mod outage;
@@ -121,6 +122,8 @@ pub(crate) struct Inner {
     max_number: AtomicU64,
     /// First contacts' tickets, gathered into batches when the store asks for them (see `batch.rs`).
     batches: batch::TicketBatches,
+    /// The random draw's numbers, read from the store after the draw (see `drawn.rs`).
+    drawn: drawn::DrawIndex,
     /// Serialises restores of a store that forgot the on-sale (one at a time per instance).
     restoring: tokio::sync::Mutex<()>,
     /// Finishes the store could not take yet (session, seats), oldest first, at most `MAX_PENDING_FINISHES`:

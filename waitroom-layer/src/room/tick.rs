@@ -35,6 +35,7 @@ impl WaitingRoom {
             tracing::info!(event = %self.event(), reapplied, "the store was restored; finishes this instance made lately applied again");
         }
         self.record_snapshot();
+        self.load_draw_index();
         if sold_out && !self.inner.sold_out_reported.swap(true, Ordering::Relaxed) {
             tracing::info!(event = %self.event(), "sold out");
             self.emit(RoomEventKind::SoldOut);
@@ -53,6 +54,7 @@ impl WaitingRoom {
         let restored = snap.reclaim_upto.is_some() && snap.reclaim_upto != before;
         if restored {
             self.inner.cache.invalidate_all();
+            self.inner.drawn.clear();
         }
         self.inner.snap.store(Arc::new(snap));
         restored

@@ -489,6 +489,25 @@ pub struct Counters {
     pub seats_bought: u64,
 }
 
+/// Where a page of the random draw's numbers starts ([`Store::drawn_numbers`]); the default is the first page.
+/// Opaque to the room: a store writes it and reads it back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DrawCursor {
+    /// The pre-queue bucket the page starts in.
+    pub bucket: u64,
+    /// Within it, after this score and member (both empty: from its start).
+    pub after: Option<(String, String)>,
+}
+
+/// A page of the random draw's numbers ([`Store::drawn_numbers`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DrawnPage {
+    /// Sessions waiting in the drawn segment, with their line numbers.
+    pub numbers: Vec<(String, u64)>,
+    /// Where the next page starts; `None` after the last.
+    pub next: Option<DrawCursor>,
+}
+
 /// The shared numbers every instance refreshes a few times a second.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -788,6 +807,25 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         now_ms: u64,
         return_window_ms: u64,
     ) -> Result<(Option<Placement>, Option<Return>), StoreError>;
+
+    /// The random draw's numbers, a page at a time, for a room instance to keep (so a drawn person's first poll
+    /// after the draw is answered without a store call: see `WaitingRoom`'s draw index). The page starts at `from`
+    /// ([`DrawCursor::default`] for the first) and holds at most `most` sessions still waiting in the drawn
+    /// segment, each with the line number [`lookup`](Store::lookup) would answer for it at the time of the call,
+    /// and the cursor of the next page (`None` after the last). Sessions that left the segment between two pages
+    /// (let in, moved to the front) are simply not in later pages; the numbers of the others do not change.
+    ///
+    /// `Ok(None)`: this store does not page its draw, or nothing is drawn yet; the room then asks per session.
+    /// The default answers `None`: right for a store in the same process, whose lookups cost no round trip.
+    async fn drawn_numbers(
+        &self,
+        event: &str,
+        from: &DrawCursor,
+        most: usize,
+    ) -> Result<Option<DrawnPage>, StoreError> {
+        let _ = (event, from, most);
+        Ok(None)
+    }
 
     /// Turns an admitted session active (it came to claim its pass); its idle deadline starts. Returns its
     /// placement; an already active session stays active and is touched.

@@ -33,6 +33,9 @@ const REDEEM: &str = include_str!("scripts/redeem.lua");
 /// ARGV: session.
 const LOOKUP: &str = include_str!("scripts/lookup.lua");
 
+/// ARGV: bucket, score, member, most. A page of the random draw's numbers (see the script's head).
+const DRAWN: &str = include_str!("scripts/drawn.lua");
+
 /// ARGV: session, now, return window. A lookup of a session that is here now: a missed one comes back (or is told
 /// it came too late).
 const COME_BACK: &str = include_str!("scripts/come_back.lua");
@@ -94,6 +97,7 @@ pub(super) struct Scripts {
     pub(super) join: Lua,
     pub(super) lookup: Lua,
     pub(super) come_back: Lua,
+    pub(super) drawn: Lua,
     pub(super) claim: Lua,
     pub(super) touch: Lua,
     pub(super) tick: Lua,
@@ -116,6 +120,7 @@ impl Scripts {
             join: Lua::new(JOIN),
             lookup: Lua::new(LOOKUP),
             come_back: Lua::new(COME_BACK),
+            drawn: Lua::new(DRAWN),
             claim: Lua::new(CLAIM),
             touch: Lua::new(TOUCH),
             tick: Lua::new(TICK),
@@ -132,12 +137,13 @@ impl Scripts {
         }
     }
 
-    pub(super) fn all(&self) -> [&Lua; 17] {
+    pub(super) fn all(&self) -> [&Lua; 18] {
         [
             &self.init,
             &self.join,
             &self.lookup,
             &self.come_back,
+            &self.drawn,
             &self.claim,
             &self.touch,
             &self.tick,

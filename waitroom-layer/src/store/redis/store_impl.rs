@@ -11,9 +11,9 @@ use super::{
 };
 use crate::error::StoreError;
 use crate::store::{
-    AUDIT_KEEP, AuditEntry, Counters, Join, MAX_MOVED, MAX_RECLAIM_GAP, Placement, Reclaim, Redeem,
-    Restore, Return, SessionDetail, Settings, SettingsChange, Snapshot, Store, TURN_AWAY_PER_TICK,
-    Tick, TickReport, Ticket, Touches,
+    AUDIT_KEEP, AuditEntry, Counters, DrawCursor, DrawnPage, Join, MAX_MOVED, MAX_RECLAIM_GAP,
+    Placement, Reclaim, Redeem, Restore, Return, SessionDetail, Settings, SettingsChange, Snapshot,
+    Store, TURN_AWAY_PER_TICK, Tick, TickReport, Ticket, Touches,
 };
 
 /// Session records read per `HSCAN` call of [`Store::find_sessions`].
@@ -123,6 +123,41 @@ impl Store for RedisStore {
         let mut cmd = self.evalsha(&self.scripts.lookup, event)?;
         cmd.arg(session);
         placement(self.run(&self.scripts.lookup, &cmd).await?)
+    }
+
+    async fn drawn_numbers(
+        &self,
+        event: &str,
+        from: &DrawCursor,
+        most: usize,
+    ) -> Result<Option<DrawnPage>, StoreError> {
+        let mut cmd = self.evalsha(&self.scripts.drawn, event)?;
+        let (score, member) = from.after.clone().unwrap_or_default();
+        cmd.arg(from.bucket).arg(score).arg(member).arg(most.max(1));
+        let mut a = array(self.run(&self.scripts.drawn, &cmd).await?)?.into_iter();
+        let next = match a.next() {
+            Some(::redis::Value::Int(-2)) => return Ok(None),
+            Some(::redis::Value::Int(-1)) => None,
+            Some(::redis::Value::Int(b)) if b >= 0 => Some(b as u64),
+            other => return Err(corrupt(format_args!("a draw page starting {other:?}"))),
+        };
+        let (score, member) = match (a.next(), a.next()) {
+            (Some(s), Some(m)) => (text(&s)?, text(&m)?),
+            other => return Err(corrupt(format_args!("a draw page's cursor {other:?}"))),
+        };
+        let rest: Vec<::redis::Value> = a.collect();
+        let mut numbers = Vec::with_capacity(rest.len() / 2);
+        for pair in rest.chunks(2) {
+            match pair {
+                [sid, ::redis::Value::Int(n)] if *n > 0 => numbers.push((text(sid)?, *n as u64)),
+                other => return Err(corrupt(format_args!("a drawn number {other:?}"))),
+            }
+        }
+        let next = next.map(|bucket| DrawCursor {
+            bucket,
+            after: (!score.is_empty()).then_some((score, member)),
+        });
+        Ok(Some(DrawnPage { numbers, next }))
     }
 
     async fn come_back(

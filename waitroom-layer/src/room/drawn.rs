@@ -1,0 +1,144 @@
+//! The random draw's numbers, kept here: after the draw, every person in the pre-queue holds a line number only the
+//! store can work out, and each one's first poll after the draw would otherwise ask the store for it (one script
+//! call each: with 600,000 people polling every 20 s, 30,000 store calls a second in the minute that matters
+//! most). Instead, once a snapshot says the draw has run, this instance reads the draw's numbers from the store a
+//! page at a time ([`Store::drawn_numbers`](crate::store::Store::drawn_numbers), [`PAGE`] sessions a call, each
+//! call a short script) and answers drawn people from memory, as it answers people with a number in their cookie;
+//! the number then goes into their re-sealed cookie at that poll, so the index is only needed once per person.
+//!
+//! A number is the one the store would answer (the same arithmetic, read in one call per page) and does not change
+//! while the person waits, so a kept number is never stale while it is ahead of the head; a person the head has
+//! reached, one an operator moved to the front, and anyone after a restore of a store that forgot the on-sale are
+//! asked of the store as before. A store that does not page its draw (the embedded store, whose lookups cost no
+//! round trip) answers `None` and nothing is kept. At most [`MOST`] numbers are kept (about 70 bytes each); past
+//! it, people are asked of the store. A failed page is read again at a later refresh, from where the load stopped.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock, Weak};
+
+use super::{Inner, WaitingRoom};
+use crate::store::DrawCursor;
+
+/// Sessions read per store call while loading: one short script each (a `ZRANGE` of at most this many members of
+/// one or a few pre-queue buckets).
+pub(crate) const PAGE: usize = 1_000;
+
+/// The most drawn numbers one instance keeps.
+pub(crate) const MOST: usize = 4_000_000;
+
+const IDLE: u8 = 0;
+const LOADING: u8 = 1;
+const DONE: u8 = 2;
+
+/// The drawn numbers this instance keeps (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct DrawIndex {
+    state: AtomicU8,
+    /// Bumped when the index is dropped (a restore): a load begun before stops.
+    generation: AtomicU64,
+    /// Where the load goes on from after a failed page.
+    cursor: Mutex<DrawCursor>,
+    numbers: RwLock<HashMap<Box<str>, u64>>,
+}
+
+impl DrawIndex {
+    /// The drawn number kept for `session`, if any.
+    pub(crate) fn get(&self, session: &str) -> Option<u64> {
+        self.numbers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session)
+            .copied()
+    }
+
+    /// How many numbers are kept.
+    pub(crate) fn len(&self) -> usize {
+        self.numbers.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Drops everything kept (the store was restored after forgetting the on-sale: its draw may be another).
+    pub(crate) fn clear(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
+        self.numbers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.state.store(IDLE, Ordering::Release);
+    }
+}
+
+impl WaitingRoom {
+    /// Starts reading the draw's numbers into this instance's index when the snapshot in force says the draw has
+    /// run and no read is under way or done (see the module docs). Called after each refresh.
+    pub(super) fn load_draw_index(&self) {
+        let d = &self.inner.drawn;
+        if !self.inner.snap.load().drawn
+            || d.state
+                .compare_exchange(IDLE, LOADING, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return;
+        }
+        let generation = d.generation.load(Ordering::Acquire);
+        tokio::spawn(load(std::sync::Arc::downgrade(&self.inner), generation));
+    }
+}
+
+/// Reads the draw's numbers page by page until the last, the store fails (the next refresh goes on from there),
+/// the index is dropped, or the room is gone.
+async fn load(room: Weak<Inner>, generation: u64) {
+    loop {
+        let Some(inner) = room.upgrade() else { return };
+        let d = &inner.drawn;
+        if d.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        let from = d.cursor.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let page = inner
+            .store
+            .drawn_numbers(&inner.config.event, &from, PAGE)
+            .await;
+        if d.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        let page = match page {
+            // Nothing drawn yet, or a store that does not page its draw: nothing to keep.
+            Ok(None) => {
+                d.state.store(DONE, Ordering::Release);
+                return;
+            }
+            Ok(Some(page)) => page,
+            Err(e) => {
+                tracing::debug!(event = %inner.config.event, error = %e, "reading the draw's numbers failed; the next refresh goes on");
+                d.state.store(IDLE, Ordering::Release);
+                return;
+            }
+        };
+        let kept = {
+            let mut numbers = d.numbers.write().unwrap_or_else(|e| e.into_inner());
+            for (session, n) in page.numbers {
+                if numbers.len() >= MOST {
+                    break;
+                }
+                numbers.insert(session.into_boxed_str(), n);
+            }
+            numbers.len()
+        };
+        let full = kept >= MOST;
+        inner.metrics.draw_numbers_kept.set(kept as i64);
+        inner.metrics.draw_pages.inc();
+        match page.next {
+            Some(next) if !full => *d.cursor.lock().unwrap_or_else(|e| e.into_inner()) = next,
+            _ => {
+                d.state.store(DONE, Ordering::Release);
+                tracing::debug!(event = %inner.config.event, kept = d.len(), "the draw's numbers are kept here");
+                return;
+            }
+        }
+        drop(inner);
+        // Other work first: the load is a background chore, never ahead of a request.
+        tokio::task::yield_now().await;
+    }
+}

@@ -1,0 +1,58 @@
+-- A page of the random draw's numbers, for a room instance to keep: the sessions still waiting in the drawn
+-- buckets from bucket ARGV[1] on (within it after score ARGV[2] and member ARGV[3], both empty: from its start), at
+-- most ARGV[4] of them, each with the number `place` gives it (the same arithmetic, read in this one call: the
+-- bucket's start in `drawidx`, the members already let in from its front, the rank). Reply: {next bucket, next
+-- score, next member, session, number, session, number, ...}; a next bucket of -1: no more pages. {-2}: not
+-- drawn. The work is bounded: at most ARGV[4] members read, and at most 2^dbits empty buckets passed.
+local m = meta()
+if not m then return redis.error_reply(NOEVENT) end
+if m.drawn ~= '1' then return {-2} end
+local b, after, member, most = int(ARGV[1]), ARGV[2], ARGV[3], int(ARGV[4])
+local nb = 2 ^ int(m.dbits)
+local index = redis.call('GET', KP)
+if not index then return {-1, '', ''} end
+local dbase = int(m.dbase)
+local out = {-1, '', ''}
+local got = 0
+while b < nb do
+  if got >= most then
+    out[1], out[2], out[3] = b, after, member
+    return out
+  end
+  local key = bucket(b)
+  local card = redis.call('ZCARD', key)
+  if card > 0 then
+    local lo, hi = struct.unpack('>I4>I4', index, 4 * b + 1)
+    local first, ties = 0, 0
+    if after ~= '' then
+      first = redis.call('ZCOUNT', key, '-inf', '(' .. after)
+      ties = redis.call('ZCOUNT', key, after, after)
+    end
+    local want = most - got + ties
+    local z = redis.call('ZRANGE', key, first, first + want - 1, 'WITHSCORES')
+    local last_sid, last_score = nil, nil
+    for i = 1, #z, 2 do
+      local sid, score = z[i], z[i + 1]
+      local rank = first + (i - 1) / 2
+      if not (score == after and sid <= member) then
+        last_sid, last_score = sid, score
+        -- An empty-prefixed member keeps the number of someone an operator moved to the front.
+        if string.byte(sid, 1) ~= 0 then
+          out[#out + 1] = sid
+          out[#out + 1] = dbase + lo + (hi - lo - card) + rank + 1
+          got = got + 1
+        end
+      end
+    end
+    if first + want >= card then
+      b, after, member = b + 1, '', ''
+    elseif last_sid then
+      after, member = last_score, last_sid
+    else
+      b, after, member = b + 1, '', ''
+    end
+  else
+    b, after, member = b + 1, '', ''
+  end
+end
+return out
