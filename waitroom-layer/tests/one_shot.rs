@@ -352,6 +352,7 @@ async fn a_forgotten_session(s: &Site, event: &str, clock: &ManualClock) {
         Some(SessionState::Finished),
         "the finished session is still known"
     );
+    assert_eq!(s.sessions(event).await, 3, "and listed for an operator");
     // A return window (the default, 10 minutes) and a tick later, in steps of a poll, the others active.
     let window = waitroom_layer::DEFAULT_RETURN_WINDOW;
     let mut passed = Duration::ZERO;
@@ -363,6 +364,7 @@ async fn a_forgotten_session(s: &Site, event: &str, clock: &ManualClock) {
         s.room.tick_now().await.unwrap();
     }
     assert_eq!(state().await, None, "the finished session is forgotten");
+    assert_eq!(s.sessions(event).await, 2, "and no longer listed");
     let number_waiting = s.poll(&waiting).await["number"].as_u64().unwrap();
     // The forgotten one comes back: a new place at the back, behind the one who waited.
     let back = s.visit(&done).await;

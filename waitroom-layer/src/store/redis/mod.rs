@@ -144,7 +144,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// slots from its last write (`PEXPIRE`, only ever lengthened), so Redis frees it with no script sweeping: the
 /// store holds the live line plus the last return window's endings, whatever the crowd that came and went.
 /// (Field expiry, `HEXPIRE`, would need Redis 7.4 or Valkey 9; key expiry works on Redis 7.0 and every Valkey.)
-/// An ended session is no longer listed by [`Store::find_sessions`] (which scans `sessions`). What stays until
+/// [`Store::find_sessions`] scans `sessions` and then those slots' hashes (the same age rule). What stays until
 /// [`RedisStore::purge`]: the meta hash and its counters, `line:held`'s bits (one per number ever given out), the
 /// `accounts` entries, and the `finished` stream (capped near 100,000 entries).
 ///
