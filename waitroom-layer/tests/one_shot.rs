@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use serde_json::Value;
-use waitroom_layer::store::Store;
+use waitroom_layer::store::{SessionState, Store};
 use waitroom_layer::{Clock as _, ManualClock, STATE_HEADER, WaitingRoom, WaitingRoomLayer};
 use waitroom_testkit::http::{browser, serve};
 use waitroom_verify::FINISH_HEADER;
@@ -317,27 +317,24 @@ async fn on_the_embedded_store_a_ticket_back_after_the_grace_is_told_and_gets_a_
     a_late_ticket(&s, &clock).await;
 }
 
-/// Ended sessions are forgotten a return window after they end (the embedded store): one that comes back after
-/// that is a session the store does not know, and gets a clear answer over HTTP: a new place at the back of the
-/// line, behind those who waited, never a 5xx.
-#[tokio::test]
-async fn on_the_embedded_store_a_forgotten_session_gets_a_new_place_at_the_back() {
-    let clock = ManualClock::starting_now();
-    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
-    let event = "forgotten-memory";
-    let s = site(store, event, 1, &clock, 20_000).await;
+/// Ended sessions are forgotten a return window after they end: one that comes back after that is a session the
+/// store does not know, and gets a clear answer over HTTP: a new place at the back of the line, behind those who
+/// waited, never a 5xx.
+async fn a_forgotten_session(s: &Site, event: &str, clock: &ManualClock) {
     let (done, holder, waiting) = (browser(), browser(), browser());
     // In when the place is free (at once, or at the next tick).
-    let go_in = |c: reqwest::Client| {
-        let s = &s;
-        async move {
-            if s.visit(&c).await != "passed" {
-                s.room.tick_now().await.unwrap();
-                assert_eq!(s.visit(&c).await, "passed");
-            }
+    let go_in = |c: reqwest::Client| async move {
+        if s.visit(&c).await != "passed" {
+            s.room.tick_now().await.unwrap();
+            assert_eq!(s.visit(&c).await, "passed");
         }
     };
     go_in(done.clone()).await;
+    let ids = s.store.find_sessions(event, &|_| true, 2).await.unwrap();
+    let [id] = ids.as_slice() else {
+        panic!("one session so far: {ids:?}")
+    };
+    let state = || async { s.store.lookup(event, id).await.unwrap().map(|p| p.state) };
     let res = done
         .get(format!("{}/checkout/done", s.url))
         .send()
@@ -351,10 +348,11 @@ async fn on_the_embedded_store_a_forgotten_session_gets_a_new_place_at_the_back(
     assert_eq!(s.visit(&waiting).await, "waiting");
     assert_eq!(s.poll(&waiting).await["state"], "waiting");
     assert_eq!(
-        s.sessions(event).await,
-        3,
+        state().await,
+        Some(SessionState::Finished),
         "the finished session is still known"
     );
+    assert_eq!(s.sessions(event).await, 3, "and listed for an operator");
     // A return window (the default, 10 minutes) and a tick later, in steps of a poll, the others active.
     let window = waitroom_layer::DEFAULT_RETURN_WINDOW;
     let mut passed = Duration::ZERO;
@@ -365,11 +363,8 @@ async fn on_the_embedded_store_a_forgotten_session_gets_a_new_place_at_the_back(
         assert_eq!(s.poll(&waiting).await["state"], "waiting");
         s.room.tick_now().await.unwrap();
     }
-    assert_eq!(
-        s.sessions(event).await,
-        2,
-        "the finished session is forgotten"
-    );
+    assert_eq!(state().await, None, "the finished session is forgotten");
+    assert_eq!(s.sessions(event).await, 2, "and no longer listed");
     let number_waiting = s.poll(&waiting).await["number"].as_u64().unwrap();
     // The forgotten one comes back: a new place at the back, behind the one who waited.
     let back = s.visit(&done).await;
@@ -378,6 +373,25 @@ async fn on_the_embedded_store_a_forgotten_session_gets_a_new_place_at_the_back(
     assert_eq!(told["state"], "waiting", "{told}");
     assert!(told["number"].as_u64().unwrap() > number_waiting, "{told}");
     assert_eq!(told["position"], 2, "{told}");
+}
+
+#[tokio::test]
+async fn on_the_embedded_store_a_forgotten_session_gets_a_new_place_at_the_back() {
+    let clock = ManualClock::starting_now();
+    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+    let event = "forgotten-memory";
+    let s = site(store, event, 1, &clock, 20_000).await;
+    a_forgotten_session(&s, event, &clock).await;
+}
+
+/// On Redis the ended record is read from its slot's hash for the return window, then it is gone.
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_a_forgotten_session_gets_a_new_place_at_the_back() {
+    let clock = ManualClock::starting_now();
+    let (_server, store, event) = redis_store("forgotten", &clock).await;
+    let s = site(store, &event, 1, &clock, 20_000).await;
+    a_forgotten_session(&s, &event, &clock).await;
 }
 
 #[cfg(feature = "redis")]

@@ -24,6 +24,71 @@ fn event(tag: &str) -> String {
     format!("{tag}-{}-{nanos}", std::process::id())
 }
 
+/// On Redis too, a person whose turn passed is told so from the room's cache: the first look after the ending is
+/// one Redis command (the come-back script that finds it), and ten more polls of a finished, an abandoned and a
+/// turned-away session (one whose cookie carries no number) send none. No background task: only these calls
+/// reach Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polls_of_a_person_whose_turn_passed_send_no_redis_command_after_the_first() {
+    let server = RedisServer::from_env_or_start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder(event("passed"))
+        .capacity(1)
+        .poll_interval(Duration::from_secs(2))
+        .abandon_after(Duration::from_secs(10))
+        .return_window(Duration::from_secs(20))
+        .clock(Arc::new(clock.clone()))
+        .store(store.clone())
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    // a goes in and finishes; b never polls (missed, then abandoned); d waits, polling, and is turned away.
+    let [a, b, c, d] = ["a", "b", "c", "d"].map(|x| format!("passed-{x}-qqqqqqqqqqqqqq"));
+    let mut number = HashMap::new();
+    for s in [&a, &b, &c, &d] {
+        number.insert(s.clone(), room.join(s, None).await.unwrap().number);
+    }
+    room.tick_now().await.unwrap();
+    assert!(room.finish(&a, 1).await.unwrap());
+    let polls = |s: String, hint: Option<u64>, told: SessionState| {
+        let (room, store) = (room.clone(), store.clone());
+        async move {
+            let before = store.commands_sent();
+            let p = room.locate(&s, hint).await.unwrap().unwrap();
+            assert_eq!(p.state, told);
+            assert_eq!(
+                store.commands_sent(),
+                before + 1,
+                "{told:?}: the first look asks Redis"
+            );
+            for _ in 0..10 {
+                assert_eq!(room.locate(&s, hint).await.unwrap().unwrap().state, told);
+            }
+            assert_eq!(
+                store.commands_sent(),
+                before + 1,
+                "{told:?}: later polls from the cache"
+            );
+        }
+    };
+    polls(a.clone(), number[&a], SessionState::Finished).await;
+    // Past the grace and the 10-second liveness slot its join marked (the slots round in the session's favour).
+    clock.advance(Duration::from_secs(21));
+    for s in [&c, &d] {
+        room.locate(s, number[s]).await.unwrap().unwrap();
+    }
+    room.tick_now().await.unwrap();
+    clock.advance(Duration::from_secs(21));
+    room.locate(&d, number[&d]).await.unwrap().unwrap();
+    room.tick_now().await.unwrap();
+    polls(b.clone(), number[&b], SessionState::Abandoned).await;
+    room.close().await.unwrap();
+    room.tick_now().await.unwrap();
+    polls(d.clone(), None, SessionState::TurnedAway).await;
+}
+
 /// Polls of waiting sessions are answered locally: the background tick, refresh and liveness flush are the only
 /// Redis traffic, well under 0.05 commands per poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

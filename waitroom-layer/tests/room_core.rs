@@ -357,6 +357,70 @@ async fn a_waiting_poll_needs_no_store_call() {
     assert_eq!(store.marks.1.load(Ordering::SeqCst), 0);
 }
 
+/// A person whose turn passed is told so from the local cache: the first look after the ending asks the store
+/// once (that look is what finds the ending), and ten more polls of a finished, an abandoned and a turned-away
+/// session (one whose cookie carries no number, so no shortcut applies) reach the store zero times.
+#[tokio::test]
+async fn polls_of_a_person_whose_turn_passed_need_no_store_call_after_the_first() {
+    let store = Arc::new(Counting::default());
+    let c = clock();
+    let room = WaitingRoom::builder("passed")
+        .capacity(1)
+        .poll_interval(Duration::from_secs(2))
+        .abandon_after(Duration::from_secs(10))
+        .return_window(Duration::from_secs(20))
+        .clock(Arc::new(c.clone()))
+        .shared_store(store.clone())
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    // a goes in and finishes; b never polls (missed, then abandoned); d waits, polling, and is turned away.
+    let [a, b, cc, d] = ["a", "b", "c", "d"].map(|x| format!("passed-{x}-qqqqqqqqqqqqqq"));
+    let mut number = std::collections::HashMap::new();
+    for s in [&a, &b, &cc, &d] {
+        number.insert(s.clone(), room.join(s, None).await.unwrap().number);
+    }
+    room.tick_now().await.unwrap();
+    assert!(room.finish(&a, 1).await.unwrap());
+    let calls = || store.calls.load(Ordering::SeqCst);
+    let polls = |s: String, hint: Option<u64>, told: SessionState| {
+        let room = room.clone();
+        async move {
+            let before = calls();
+            let p = room.locate(&s, hint).await.unwrap().unwrap();
+            assert_eq!(p.state, told);
+            assert_eq!(
+                calls(),
+                before + 1,
+                "{told:?}: the first look asks the store"
+            );
+            for _ in 0..10 {
+                assert_eq!(room.locate(&s, hint).await.unwrap().unwrap().state, told);
+            }
+            assert_eq!(calls(), before + 1, "{told:?}: later polls from the cache");
+        }
+    };
+    polls(a.clone(), number[&a], SessionState::Finished).await;
+    c.advance(Duration::from_secs(11));
+    for s in [&cc, &d] {
+        room.locate(s, number[s]).await.unwrap().unwrap();
+    }
+    room.tick_now().await.unwrap();
+    c.advance(Duration::from_secs(21));
+    room.locate(&d, number[&d]).await.unwrap().unwrap();
+    room.tick_now().await.unwrap();
+    polls(b.clone(), number[&b], SessionState::Abandoned).await;
+    // A new join replaces the cached ending: b is in line again, at the back.
+    let again = room.join(&b, None).await.unwrap();
+    assert_eq!(again.state, SessionState::Waiting);
+    let p = room.locate(&b, None).await.unwrap().unwrap();
+    assert_eq!((p.state, p.number), (SessionState::Waiting, again.number));
+    room.close().await.unwrap();
+    room.tick_now().await.unwrap();
+    polls(d.clone(), None, SessionState::TurnedAway).await;
+}
+
 /// Pre-queue polls are marked only in the last stretch before the scheduled opening (abandon grace + one poll
 /// interval + two flushes): earlier marks would be overwritten before the draw reads them. After the draw, every
 /// poll is marked with its line number.

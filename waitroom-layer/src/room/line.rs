@@ -222,8 +222,10 @@ impl WaitingRoom {
 
     /// Where a session stands. The hot path: a waiting session whose line number is known (from its signed cookie,
     /// `number_hint`, or from the local cache) is answered from local memory with no store call; its liveness is
-    /// recorded for the next batch. Others are looked up once in the store. While the on-sale is closed or sold
-    /// out, a `number_hint` the head has passed is answered [`SessionState::TurnedAway`] without a store call.
+    /// recorded for the next batch. Others are looked up once in the store; a session whose turn passed (finished,
+    /// expired, abandoned, turned away) is then answered from the local cache on later polls. While the on-sale
+    /// is closed or sold out, a `number_hint` the head has passed is answered [`SessionState::TurnedAway`] without
+    /// a store call.
     ///
     /// # Errors
     /// When the store must be asked and cannot be reached.
@@ -325,7 +327,8 @@ impl WaitingRoom {
     /// [`locate`](Self::locate)'s answer when local memory has it, as (state, line number): a session waiting behind
     /// the head (its line number from `number_hint` or the local cache) or in the pre-queue before the draw
     /// (`prequeue_hint`, from its signed cookie, or the local cache); its liveness is recorded for the next batch.
-    /// `None`: only the store knows.
+    /// A session whose turn passed (finished, expired, abandoned, turned away) and that the store was asked about
+    /// once is answered from the cache too. `None`: only the store knows.
     pub(crate) fn locate_local(
         &self,
         session: &str,
@@ -381,6 +384,12 @@ impl WaitingRoom {
             return Some((SessionState::Waiting, Some(n)));
         }
         let (state, number) = self.inner.cache.get(session)?;
+        // A session whose turn passed (finished, expired, abandoned, turned away) stays so until it joins again
+        // (which replaces the entry here): answered from the cache, no store call per poll, no liveness mark. A
+        // cookie with another number joined again elsewhere (another instance): the store says where it stands.
+        if state.is_terminal() {
+            return (number_hint.is_none() || number_hint == number).then_some((state, number));
+        }
         let fresh = match state {
             SessionState::Waiting => number.is_some_and(|n| n > snap.served),
             SessionState::PreQueue => !snap.drawn && snap.counters.turned_away == 0,

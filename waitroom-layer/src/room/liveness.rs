@@ -109,23 +109,24 @@ impl WaitingRoom {
         lock_pending(&self.inner.pending[pending_shard()])
     }
 
-    /// Records a waiting session's liveness and, when `cache`, its place in the local cache; forgets the place of
-    /// a session that is not waiting. Joins do not fill the cache: a browser carries its place in its signed
-    /// cookie (its number, or the pre-queue mark), so the cache only holds what a caller without it looked up.
+    /// Records a waiting session's liveness and, when `cache` (the store was asked where it stands), its place in
+    /// the local cache. A session whose turn passed (finished, expired, abandoned, turned away) is cached too, so
+    /// its later polls cost no store call: nothing but a new join (which replaces the entry) changes that state.
+    /// Joins do not fill the cache (they clear it): a browser carries its place in its signed cookie (its number,
+    /// or the pre-queue mark), so the cache only holds what a caller without it looked up. Admitted, active,
+    /// missed and returning sessions are never cached: the store moves them on.
     pub(super) fn remember(&self, p: &Placement, cache: bool) {
-        if p.state == SessionState::Returning {
-            // Here now, and let in by a tick soon: marked, never cached (the store says when it is let in).
-            self.inner.cache.invalidate(&p.session);
-            self.mark_waiting(&p.session, p.number, &self.inner.snap.load());
-        } else if matches!(p.state, SessionState::Waiting | SessionState::PreQueue) {
-            if cache {
-                self.inner
-                    .cache
-                    .insert(p.session.clone(), (p.state, p.number));
-            }
-            self.mark_waiting(&p.session, p.number, &self.inner.snap.load());
+        let waiting = matches!(p.state, SessionState::Waiting | SessionState::PreQueue);
+        if cache && (waiting || p.state.is_terminal()) {
+            self.inner
+                .cache
+                .insert(p.session.clone(), (p.state, p.number));
         } else {
             self.inner.cache.invalidate(&p.session);
+        }
+        if waiting || p.state == SessionState::Returning {
+            // Returning: here now, and let in by a tick soon (the store says when it is let in).
+            self.mark_waiting(&p.session, p.number, &self.inner.snap.load());
         }
     }
 

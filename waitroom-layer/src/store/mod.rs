@@ -790,7 +790,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// late window does): its holder was in front of everyone waiting. See "Tickets" in the module docs.
     async fn redeem(&self, event: &str, redeem: &Redeem) -> Result<Option<Placement>, StoreError>;
 
-    /// Where a session stands, if the store knows it.
+    /// Where a session stands, if the store knows it. A session that ended (finished, expired, abandoned, turned
+    /// away) is known for the return window after it ended (at least an abandon grace), by the clock of the last
+    /// [`tick`](Store::tick), and forgotten after that: `None`, in both stores (the contract test
+    /// `ended_sessions_are_forgotten_after_the_return_window`).
     async fn lookup(&self, event: &str, session: &str) -> Result<Option<Placement>, StoreError>;
 
     /// Where a session stands, as [`lookup`](Store::lookup), for a session that is here now (it polled or made a

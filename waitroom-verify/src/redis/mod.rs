@@ -93,7 +93,12 @@ pub const FINISH_KEY_PARTS: [&str; 4] = ["meta", "sessions", "active", "finished
 ///
 /// - `int(x)`, `fmt(n)`: a number from a reply (0 when none), an integer as text;
 /// - `meta()`: the on-sale's meta hash as a table, `nil` when the on-sale was not initialised;
-/// - `rec(sid)` / `put(sid, st, n, t)`: a session record (`<state><number>:<time>`) read and written;
+/// - `rec(sid)` / `put(sid, st, n, t)`: a session record read and written (12 bytes: the state's byte, the number
+///   and a time in ms, big-endian in 5 and 6 bytes). A record that ends (`f`, `e`, `x`, `X`, `t`) leaves the
+///   `sessions` hash for the hash of the time slot it ended in (`<sessions key>:<slot start ms>`, under Redis expiry),
+///   its time the end (`NOW`: the script's own `now`, else the room's clock as of the last tick, `meta.tnow`);
+///   `rec` reads it from there while it is younger than `meta.keep` (the return window, at least an abandon grace)
+///   by `REF` (`meta.tnow`), and after that the session is unknown (forgotten);
 /// - `inv(m)`: the inventory (total, sold, held), `nil` when none was reported;
 /// - `finish(m, sid, seats)`: finishes an admitted or active session (it leaves the active count, the counters
 ///   and the inventory take its seats); `false` when it was neither;
@@ -104,21 +109,63 @@ pub const FINISH_KEY_PARTS: [&str; 4] = ["meta", "sessions", "active", "finished
 pub const FINISH_LUA: &str = r#"
 local function int(x) return tonumber(x) or 0 end
 local function fmt(n) return string.format('%d', n) end
+-- The room's clock as of the last tick (`meta.tnow`: records are forgotten by it, as the embedded store forgets them
+-- at its ticks), how long an ended record is kept (`meta.keep`, written by the tick: the return window, at least an
+-- abandon grace), and when a record ending now ends (the script's own `now` where it has one, else REF); set by
+-- meta().
+local REF, KEEP, NOW = 0, nil, 0
 local function meta()
   local r = redis.call('HGETALL', KM)
   if #r == 0 then return nil end
   local m = {}
   for i = 1, #r, 2 do m[r[i]] = r[i + 1] end
+  REF, KEEP = int(m.tnow), tonumber(m.keep)
+  NOW = REF
   return m
 end
+-- A record is 12 bytes (Redis keeps it in its 16-byte allocation): the state's byte, the number (5 bytes) and a
+-- time in ms (6 bytes), big-endian.
+local function unpacked(v)
+  if not v or #v ~= 12 then return nil end
+  local n, t = struct.unpack('>I5>I6', v, 2)
+  return string.sub(v, 1, 1), n, t
+end
+-- Ended records live in the hash of the slot they ended in: slots of a quarter of `keep` (at least 1 s), each
+-- expiring (Redis's clock) two slots after `keep` from its last write, so nothing sweeps them.
+local function ended_slot() return math.max(math.ceil((KEEP or 600000) / 4), 1000) end
+local function ended_key(s, len) return KS .. ':' .. fmt(s * len) end
 local function rec(sid)
   local v = redis.call('HGET', KS, sid)
-  if not v then return nil end
-  local c = string.find(v, ':', 2, true)
-  if not c then return nil end
-  return string.sub(v, 1, 1), int(string.sub(v, 2, c - 1)), int(string.sub(v, c + 1))
+  if v then return unpacked(v) end
+  if not KEEP then return nil end
+  -- The newest slot that holds it has its last ending; kept while younger than `keep` by REF.
+  local len = ended_slot()
+  for s = math.floor(REF / len) + 1, math.floor((REF - KEEP) / len), -1 do
+    v = redis.call('HGET', ended_key(s, len), sid)
+    if v then
+      local st, n, t = unpacked(v)
+      if st and t + KEEP > REF then return st, n, t end
+      return nil
+    end
+  end
+  return nil
 end
-local function put(sid, st, n, t) redis.call('HSET', KS, sid, st .. fmt(n) .. ':' .. fmt(t)) end
+local function terminal(st) return st == 'f' or st == 'e' or st == 'x' or st == 'X' or st == 't' end
+-- An ended record, ended at `at`: out of `sessions`, into its slot's hash (at most the slot after REF's, where
+-- `rec` looks, for a script whose clock is ahead of the last tick's; kept longer by as much).
+local function ended(sid, st, n, at)
+  redis.call('HDEL', KS, sid)
+  local len = ended_slot()
+  local key = ended_key(math.min(math.floor(at / len), math.floor(REF / len) + 1), len)
+  redis.call('HSET', key, sid, st .. struct.pack('>I5>I6', n, at))
+  local ttl = (KEEP or 600000) + 2 * len + math.max(at - REF, 0)
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, fmt(ttl)) end
+end
+-- Writes a record; an ending (a terminal state) ends at NOW, whatever `t` says.
+local function put(sid, st, n, t)
+  if terminal(st) then return ended(sid, st, n, NOW) end
+  redis.call('HSET', KS, sid, st .. struct.pack('>I5>I6', n, t))
+end
 local function inv(m)
   if m.inv == nil or m.inv == '' then return nil end
   local t, s, h = string.match(m.inv, '^(%d+):(%d+):(%d+)$')

@@ -99,8 +99,9 @@ pub const TICKET_BATCH: usize = 1_024;
 ///
 /// | key                    | type   | holds                                                                    |
 /// |------------------------|--------|--------------------------------------------------------------------------|
-/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`) and the counters |
-/// | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
+/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`), the counters, and the last tick's clock and keep time (`tnow`, `keep`) |
+/// | `wr:{ev}:sessions`     | hash   | one field per live session (waiting, pre-queued, admitted, active, missed, returning): its 12-byte record |
+/// | `wr:{ev}:sessions:<ms>`| hash   | the sessions that ended in the slot starting at `<ms>` (finished, expired, abandoned, turned away): their records, for the return window; expires by itself (see "What is forgotten when") |
 /// | `wr:{ev}:line:<k>`     | zset   | sessions waiting with a number `n` in `128 k .. 128 k + 127` outside the drawn segment (FIFO joins, joins after the draw, redeemed tickets), scored by `n % 128`; a number nobody holds has no entry |
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
 /// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
@@ -122,12 +123,30 @@ pub const TICKET_BATCH: usize = 1_024;
 /// The bucket keys are derived inside the scripts from `KEYS[4]` (`wr:{ev}:draw`); they share its hash tag, so
 /// they live in the same cluster slot as the declared keys.
 ///
-/// A session record is one short string: the state's one-byte code ([`SessionState::code`]), a number, and, while
-/// the session waits, the time it joined in ms; for example `w41207:1767261600000`. The number is the line
-/// number, `0` before it has one, except in the pre-queue where it is the session's draw bucket. Admitted and active
-/// sessions keep their deadline as their score in `active`, so their record is just the number and when they were let in (`a41207:1767261900000`, for an operator's lookup). Records of ended
-/// sessions stay (so a lookup answers "finished" and a rejoin starts at the back); delete the on-sale's keys when it
-/// is over ([`RedisStore::purge`]).
+/// A session record is 12 bytes: the state's one-byte code ([`SessionState::code`], and `X` for an abandoned session
+/// told so), a number (5 bytes, big-endian) and a time in ms (6 bytes): while the session waits, when it joined;
+/// admitted or active, when it was let in (for an operator's lookup; the deadline is its score in `active`); ended,
+/// when it ended. The number is the line number, `0` before it has one, except in the pre-queue where it is the
+/// session's draw bucket. Twelve bytes is what keeps the value in Redis's 16-byte allocation (the text form
+/// `w41207:1767261600000` took 32). `redis-cli` shows the records as escaped bytes; read a session with
+/// [`Store::inspect`] (or the admin page) instead.
+///
+/// # What is forgotten when
+///
+/// A record that ends (finished, expired, abandoned, turned away) leaves `sessions` for the hash of the time slot it
+/// ended in, `wr:{ev}:sessions:<slot start ms>`: slots a quarter of the keep time long (at least 1 s), where the
+/// keep time (`meta.keep`, written by the tick) is the return window, and at least the abandon grace. Lookups read
+/// a session there (newest slot first, at most six `HGET`s, only for a session `sessions` does not hold) while it
+/// ended less than the keep time ago by the last tick's clock (`meta.tnow`), exactly as the embedded store forgets
+/// at its ticks; after that the store does not know the session: a join is a new place at the back, a poll is told
+/// it is not in line (a finished session's token stays refused by the verifiers' deny list, fed from the
+/// `finished` stream, for the token's lifetime). Each slot's hash has a Redis expiry of the keep time plus two
+/// slots from its last write (`PEXPIRE`, only ever lengthened), so Redis frees it with no script sweeping: the
+/// store holds the live line plus the last return window's endings, whatever the crowd that came and went.
+/// (Field expiry, `HEXPIRE`, would need Redis 7.4 or Valkey 9; key expiry works on Redis 7.0 and every Valkey.)
+/// [`Store::find_sessions`] scans `sessions` and then those slots' hashes (the same age rule). What stays until
+/// [`RedisStore::purge`]: the meta hash and its counters, `line:held`'s bits (one per number ever given out), the
+/// `accounts` entries, and the `finished` stream (capped near 100,000 entries).
 ///
 /// # The line and the draw
 ///
@@ -245,11 +264,15 @@ pub const TICKET_BATCH: usize = 1_024;
 /// # Memory
 ///
 /// Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
-/// command): `used_memory` grows by about **137 bytes per waiting FIFO session** (its `sessions` field, about 99
-/// bytes, plus its `line` set member, about 29, and the sets' and the bitmap's share; 136.7 per redeemed ticket,
-/// 135.4 per join in one run of `one_shot`'s Redis measure) and by **0.22 bytes per one-shot request** (a ticket
-/// never redeemed: its bit) and by about **158 bytes per pre-queued session** with 600,000 in the pre-queue (164 with 100,000;
-/// default 2^14 buckets). Admitted sessions add an `active` entry (about 100 bytes) for the few thousand inside.
+/// command): `used_memory` grows by about **121 bytes per waiting FIFO session** (120.7 per redeemed ticket, 119.4
+/// per join in one run of `one_shot`'s Redis measure; 136.7 before the records were packed in 12 bytes). Of it,
+/// the `sessions` field is about 82 bytes (`MEMORY USAGE`: a 24-byte hash entry, the id in a 32-byte allocation,
+/// the record in a 16-byte one, and the hash table's slot), its `line` set member about 29 (a listpack entry), and
+/// the sets' and the bitmap's share the rest. A one-shot request (a ticket never redeemed) costs about **0.2 bytes** (its
+/// bit), a pre-queued session about **158 bytes** with 600,000 in the pre-queue (164 with 100,000; default 2^14
+/// buckets; measured before the records were packed, not since). Admitted sessions add an `active`
+/// entry (about 100 bytes) for the few thousand inside; an ended session costs about the same as a waiting one's
+/// record, for the keep time only.
 ///
 /// # Finishing across processes
 ///

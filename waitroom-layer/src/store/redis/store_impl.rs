@@ -520,31 +520,62 @@ impl Store for RedisStore {
         matches: &(dyn for<'s> Fn(&'s str) -> bool + Send + Sync),
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        // `HSCAN` in batches: each call is short, so Redis serves the room in between.
-        let key = self.keys(event)?[1].clone();
+        // The live sessions, then those that ended within the keep time (the slot hashes lookups read, by the
+        // last tick's clock; a record older than the keep time in the oldest slot is left out, as lookups do).
+        let keys = self.keys(event)?;
+        let mut hashes = vec![(keys[1].clone(), None)];
+        let mut clock = ::redis::cmd("HMGET");
+        clock.arg(&keys[0]).arg("tnow").arg("keep");
+        if let [tnow, keep] = array(self.send(&clock).await.map_err(store_error)?)?.as_slice()
+            && let (Some(tnow), Some(keep)) = (opt_int(tnow)?, opt_int(keep)?)
+        {
+            let since = Some(tnow.saturating_sub(keep));
+            hashes.extend(
+                ended_keys(&keys[1], tnow, keep)
+                    .into_iter()
+                    .map(|k| (k, since)),
+            );
+        }
         let mut found = Vec::new();
-        let mut cursor = "0".to_owned();
-        loop {
-            let mut scan = ::redis::cmd("HSCAN");
-            scan.arg(&key).arg(&cursor).arg("COUNT").arg(SCAN_BATCH);
-            let mut reply = array(self.send(&scan).await.map_err(store_error)?)?.into_iter();
-            let (Some(next), Some(fields), None) = (reply.next(), reply.next(), reply.next())
-            else {
-                return Err(corrupt(
-                    "HSCAN answered something else than [cursor, fields]",
-                ));
-            };
-            cursor = text(&next)?;
-            for pair in array(fields)?.chunks(2) {
-                let id = text(&pair[0])?;
-                if found.len() < limit && matches(&id) {
-                    found.push(id);
+        let mut listed = std::collections::HashSet::new();
+        for (key, ended_after) in hashes {
+            // `HSCAN` in batches: each call is short, so Redis serves the room in between.
+            let mut cursor = "0".to_owned();
+            loop {
+                let mut scan = ::redis::cmd("HSCAN");
+                scan.arg(&key).arg(&cursor).arg("COUNT").arg(SCAN_BATCH);
+                let mut reply = array(self.send(&scan).await.map_err(store_error)?)?.into_iter();
+                let (Some(next), Some(fields), None) = (reply.next(), reply.next(), reply.next())
+                else {
+                    return Err(corrupt(
+                        "HSCAN answered something else than [cursor, fields]",
+                    ));
+                };
+                cursor = text(&next)?;
+                for pair in array(fields)?.chunks(2) {
+                    let [field, record] = pair else {
+                        return Err(corrupt("HSCAN answered a field without its value"));
+                    };
+                    if let Some(after) = ended_after
+                        && record_time(record)? <= after
+                    {
+                        continue;
+                    }
+                    let id = text(field)?;
+                    if found.len() < limit && !listed.contains(&id) && matches(&id) {
+                        listed.insert(id.clone());
+                        found.push(id);
+                    }
+                }
+                if found.len() >= limit {
+                    return Ok(found);
+                }
+                if cursor == "0" {
+                    break;
                 }
             }
-            if cursor == "0" || found.len() >= limit {
-                return Ok(found);
-            }
         }
+        Ok(found)
     }
 
     async fn move_to_front(
@@ -587,5 +618,28 @@ impl Store for RedisStore {
                 serde_json::from_str(s).map_err(|e| corrupt(format_args!("an audit entry: {e}")))
             })
             .collect()
+    }
+}
+
+/// The hashes of the sessions that ended within `keep` ms before `tnow` (the last tick's clock and keep time,
+/// `meta.tnow` and `meta.keep`), newest first: the slots the scripts' `rec` reads (see `ended` in
+/// `waitroom_verify::redis::FINISH_LUA`): a quarter of `keep` long, at least 1 s, named by their start in ms, from
+/// the slot after `tnow`'s back to the one holding `tnow - keep`.
+fn ended_keys(sessions: &str, tnow: u64, keep: u64) -> Vec<String> {
+    let len = keep.div_ceil(4).max(1_000);
+    let (lo, hi) = (tnow.saturating_sub(keep) / len, tnow / len + 1);
+    (lo..=hi)
+        .rev()
+        .map(|s| format!("{sessions}:{}", s * len))
+        .collect()
+}
+
+/// The time in a 12-byte session record (its last 6 bytes, big-endian): for an ended record, when it ended.
+fn record_time(v: &::redis::Value) -> Result<u64, StoreError> {
+    match v {
+        ::redis::Value::BulkString(b) if b.len() == 12 => {
+            Ok(b[6..].iter().fold(0, |t, &x| t << 8 | u64::from(x)))
+        }
+        _ => Err(corrupt("a session record that is not 12 bytes")),
     }
 }

@@ -1,6 +1,7 @@
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local sid, now, window = ARGV[1], int(ARGV[2]), int(ARGV[3])
+if now > NOW then NOW = now end
 local st, n, t = rec(sid)
 local counted = ''
 if st == 'm' then
@@ -12,15 +13,16 @@ if st == 'm' then
     redis.call('HINCRBY', KM, 'returned', 1)
     counted = 'r'
   else
-    -- Back too late (no tick ended it yet): abandoned, and this look counts as the late return.
-    put(sid, 'x', n, 1)
+    -- Back too late (no tick ended it yet): abandoned (and told: `X`), and this look counts as the late return.
+    put(sid, 'X', n, 0)
     redis.call('HINCRBY', KM, 'abandoned', 1)
     redis.call('HINCRBY', KM, 'retlate', 1)
     counted = 'l'
   end
-elseif st == 'x' and t ~= 1 then
-  -- The first look at a session abandoned after its window: a late return (counted once; `1` marks it told).
-  put(sid, 'x', n, 1)
+elseif st == 'x' then
+  -- The first look at a session abandoned after its window: a late return (counted once; `X` marks it told). It
+  -- keeps when it ended.
+  ended(sid, 'X', n, t)
   redis.call('HINCRBY', KM, 'retlate', 1)
   counted = 'l'
 end

@@ -19,10 +19,11 @@ local function place(m, sid)
       end
     end
   end
+  -- `X`: abandoned, and told so (see COME_BACK).
+  if st == 'X' then st = 'x' end
   return {sid, st, n, t}
 end
 local function out(p) return {p[1], p[2], p[3]} end
-local function terminal(st) return st == 'f' or st == 'e' or st == 'x' or st == 't' end
 -- Closed or sold out: joins take no place, the tick turns away whoever is still in line.
 local function turning_away(m)
   if m.closed == '1' then return true end

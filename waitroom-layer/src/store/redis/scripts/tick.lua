@@ -2,6 +2,13 @@ local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 local now, arrival, abandon, maxscan, slot = int(ARGV[1]), int(ARGV[2]), int(ARGV[3]), int(ARGV[4]), int(ARGV[5])
 local turnmax, window = int(ARGV[6]), int(ARGV[7])
+-- Ended records are kept for the return window (at least an abandon grace) by the clock of the last tick (`rec`).
+local keep = math.max(window, abandon)
+if now > REF or KEEP ~= keep then
+  REF, KEEP = math.max(REF, now), keep
+  NOW = REF
+  redis.call('HSET', KM, 'tnow', fmt(REF), 'keep', fmt(keep))
+end
 -- Whether session sid, number n, polled within the grace: its bit in one of the `seen` slots covering
 -- [now - abandon, now] (rounded out to whole slots, in the session's favour), or its mark in `pseen` (pre-queue).
 local function seen(sid, n)
