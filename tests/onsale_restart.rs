@@ -284,10 +284,26 @@ async fn the_demo_killed_mid_sale_resumes_with_every_place_and_pass() {
         every.tick().await;
     }
     let waiting: Vec<&Buyer> = buyers[4..].iter().chain([&fence]).collect();
-    let mut before = Vec::new();
-    for b in &waiting {
-        before.push(place(&b.status(&url).await));
-    }
+    // Each one's first poll redeems its ticket, and a position counts the people ahead as of the room's last
+    // snapshot (refreshed in the background a few times a second): read the line until it shows what it holds,
+    // these seven at places 1 to 7 in order, so the positions compared after the restart are the settled ones, not
+    // one read between a redemption and the next refresh.
+    let deadline = Instant::now() + WAIT;
+    let settled: Vec<u64> = (1..=waiting.len() as u64).collect();
+    let before = loop {
+        let mut read = Vec::new();
+        for b in &waiting {
+            read.push(place(&b.status(&url).await));
+        }
+        if read.iter().map(|p| p.2).collect::<Vec<_>>() == settled {
+            break read;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the line's positions did not settle within {WAIT:?}: {read:?}"
+        );
+        every.tick().await;
+    };
     assert!(before.iter().all(|p| p.0 == "waiting"), "{before:?}");
 
     // SIGKILL mid-sale, and the same directory again.
