@@ -136,6 +136,50 @@ async fn a_session_cookie_behind_eighteen_kilobytes_of_other_cookies_is_still_re
     );
 }
 
+/// The order service's `VerifyLayer` reads the cookies as the room does: the same 18 KB of a sibling subdomain's
+/// cookies in front of an admitted person's session and token do not block their order.
+#[tokio::test]
+async fn an_order_behind_eighteen_kilobytes_of_other_cookies_goes_through() {
+    let s = site().await;
+    let session = admitted_session(&s).await;
+    let (status, _, lines) = checkout_lines(&s, &format!("waitroom_session={session}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let token = cookie_value(&lines, "waitroom_token").expect("the admitted person's token");
+    let stuffing: String = (0..60)
+        .map(|i| format!("site_{i}={}; ", "v".repeat(300)))
+        .collect();
+    assert!(stuffing.len() > 18_000);
+    let order = |cookie: String| {
+        client()
+            .post(s.at("/orders"))
+            .header("sec-fetch-site", "same-origin")
+            .header("cookie", cookie)
+            .send()
+    };
+    let res = order(format!(
+        "{stuffing}waitroom_session={session}; waitroom_token={token}"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.text().await.unwrap(), "ordered");
+    // Spread over 80 Cookie lines (as HTTP/2 may send them; more than the 64 the verifier used to read, within
+    // hyper's 100 headers a request), the same.
+    let mut req = client()
+        .post(s.at("/orders"))
+        .header("sec-fetch-site", "same-origin");
+    for i in 0..80 {
+        req = req.header("cookie", format!("site_{i}=v"));
+    }
+    let res = req
+        .header("cookie", format!("waitroom_session={session}"))
+        .header("cookie", format!("waitroom_token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "behind 80 Cookie lines");
+}
+
 #[tokio::test]
 async fn three_stale_session_cookies_before_the_real_one_do_not_push_the_person_out() {
     let s = site().await;

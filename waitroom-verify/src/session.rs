@@ -17,9 +17,11 @@
 //!   the same contract).
 //!
 //! # Bounds
-//! - A `Cookie` header longer than [`MAX_COOKIE_HEADER_BYTES`] is ignored; at most [`MAX_COOKIE_HEADERS`]
-//!   `Cookie` headers are read. A value of ours that is not visible ASCII ([`cookie_text`]) is skipped; the
-//!   site's other cookies are never decoded.
+//! - Every `Cookie` header is read, however long and however many: the server's header limit bounds the work (a
+//!   request over it gets the server's 431), and a site's other cookies in front of ours never hide ours (a
+//!   sibling subdomain that stuffs the header cannot block an order). Scanning is `memchr` over the bytes. A
+//!   value of ours that is not visible ASCII ([`cookie_text`]) is skipped; the site's other cookies are never
+//!   decoded.
 //! - A cookie name that appears more than once is resolved to its **first** occurrence with a readable value
 //!   ([`cookie_text`]; the room's reader also skips a session cookie whose tag does not verify). Browsers send the
 //!   cookie with the most specific path first (RFC 6265 5.4), which is the one the room set; refusing duplicates
@@ -69,13 +71,6 @@ impl std::fmt::Debug for Fingerprint<'_> {
 
 /// The header an API client may use to name its session when it has no cookie jar.
 pub const SESSION_HEADER: &str = "x-waitroom-session";
-
-/// `Cookie` headers longer than this are ignored.
-pub const MAX_COOKIE_HEADER_BYTES: usize = 16 * 1024;
-
-/// At most this many `Cookie` headers are read. HTTP/2 clients may send every cookie as a header of its own
-/// (RFC 9113 8.2.3), so this is well above the number of lines an HTTP/1.1 request has.
-pub const MAX_COOKIE_HEADERS: usize = 64;
 
 /// Session ids are at least this long.
 pub const MIN_SESSION_ID_LEN: usize = 16;
@@ -163,7 +158,8 @@ static SESSION_ID_BYTES: [bool; 256] = {
     t
 };
 
-/// The `(name, value)` pairs of the request's `Cookie` headers, in order, as bytes, bounded as the module says:
+/// The `(name, value)` pairs of the request's `Cookie` headers, in order, as bytes (every header, to its end: see
+/// the module's bounds):
 /// names and values trimmed, a value's surrounding double quotes removed, pairs without `=` skipped. Compare the
 /// name first and read a value you want with [`cookie_text`]: the other cookies of the site are never decoded.
 /// The one cookie reader of both crates (the room reads its session cookie and token candidates with it).
@@ -179,8 +175,6 @@ pub fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&[u8], &[u8])>
     headers
         .get_all(COOKIE)
         .iter()
-        .take(MAX_COOKIE_HEADERS)
-        .filter(|v| v.len() <= MAX_COOKIE_HEADER_BYTES)
         .flat_map(|v| Pairs { rest: v.as_bytes() })
 }
 
@@ -517,21 +511,20 @@ mod tests {
             Ok("quoted"),
             "non-UTF-8 header skipped"
         );
-        let big = format!(
-            "pad={}; waitroom_token=t",
-            "x".repeat(MAX_COOKIE_HEADER_BYTES)
-        );
+        // 18 KB of a sibling subdomain's cookies in front of ours (cookie stuffing) do not hide ours.
+        let big = format!("pad={}; waitroom_token=t", "x".repeat(18 * 1024));
         let h = headers(&[("cookie", big.as_bytes())]);
         assert_eq!(
             token_from_headers(&h, &names),
-            Err(Refusal::Missing),
-            "oversized Cookie header ignored"
+            Ok("t"),
+            "a long Cookie header is read to its end"
         );
-        let mut many: Vec<(&str, &[u8])> = vec![("cookie", b"a=b"); MAX_COOKIE_HEADERS];
+        let mut many: Vec<(&str, &[u8])> = vec![("cookie", b"a=b"); 100];
         many.push(("cookie", b"waitroom_token=late"));
         assert_eq!(
             token_from_headers(&headers(&many), &names),
-            Err(Refusal::Missing)
+            Ok("late"),
+            "every Cookie header is read"
         );
         let h = headers(&[(
             "cookie",
