@@ -809,3 +809,164 @@ async fn newcomers_going_straight_in_on_three_instances_never_exceed_the_capacit
     }
     assert_eq!(probe.snapshot(&ev).await.unwrap().active, PLACES);
 }
+
+/// Figures for BENCHMARKS.md, not a check, on a Redis server of its own: the longest Redis command (`SLOWLOG`,
+/// every command logged) during a random draw's opening with a capacity of 8,000 and `WAITROOM_OPENING_PEOPLE`
+/// (default 200,000) people in the pre-queue, half of whom left before the opening (no liveness mark in the last
+/// stretch, so the head crosses them as away): the liveness marks of the other half (one batch, as a room's flush
+/// sends them), then two room instances ticking at once until the capacity is let in. `SLOWLOG` logs the commands
+/// scripts call as well; the threshold is `WAITROOM_SLOWLOG_US` (default 100 µs).
+/// `cargo test -p waitroom-layer --all-features --test redis_instances measure_the_opening -- --ignored
+/// --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement for BENCHMARKS.md"]
+async fn measure_the_opening_of_8000_places_over_a_big_prequeue() {
+    use std::time::SystemTime;
+    use waitroom_layer::Fairness;
+    use waitroom_layer::store::{Join, Mark, Touches};
+    const CAPACITY: u64 = 8_000;
+    const TASKS: u64 = 16;
+    let people: u64 = std::env::var("WAITROOM_OPENING_PEOPLE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let server = RedisServer::start();
+    // A long timeout: before the chunked tick, one call could hold Redis for longer than the default second.
+    let store = RedisStore::builder(server.url())
+        .timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap();
+    let ev = event("opening");
+    let keys = Keys::new();
+    let t0 = 1_800_000_000_000u64;
+    let clock = ManualClock::new(t0);
+    // The opening: well past the abandon grace (3 minutes by default) after everyone joined.
+    let opens_ms = t0 + 600_000;
+    let opens_at = SystemTime::UNIX_EPOCH + Duration::from_millis(opens_ms);
+    let mut rooms = Vec::new();
+    for _ in 0..2 {
+        rooms.push(
+            WaitingRoom::builder(&ev)
+                .capacity(CAPACITY)
+                .fairness(Fairness::RandomAtOpen { opens_at })
+                .signing_key(keys.signing_key())
+                .clock(Arc::new(clock.clone()))
+                .background(false)
+                .store(store.clone())
+                .build()
+                .await
+                .unwrap(),
+        );
+    }
+    let sid = |i: u64| format!("o{i:021}");
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let (store, ev) = (store.clone(), ev.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Rng::new(t + 1);
+            let mut i = t;
+            while i < people {
+                let j = Join {
+                    session: sid(i),
+                    account: None,
+                    now_ms: t0,
+                    draw_key: rng.next(),
+                };
+                store.join(&ev, &j).await.unwrap();
+                i += TASKS;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Commands a script calls are logged too, so logging every command (0) slows the long scripts down by their
+    // own log: 100 µs (`WAITROOM_SLOWLOG_US`) keeps every script call that matters and few of their inner commands.
+    let slower_than = std::env::var("WAITROOM_SLOWLOG_US").unwrap_or_else(|_| "100".into());
+    server.command(&["CONFIG", "SET", "slowlog-log-slower-than", &slower_than]);
+    server.command(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
+    server.command(&["SLOWLOG", "RESET"]);
+    // Half of them still poll: their marks, in one flush, ten seconds before the opening.
+    clock.set_ms(opens_ms - 10_000);
+    let marks = Touches {
+        now_ms: opens_ms - 10_000,
+        waiting: (0..people)
+            .step_by(2)
+            .map(|i| Mark {
+                session: sid(i),
+                number: None,
+            })
+            .collect(),
+        active: Vec::new(),
+        idle_timeout_ms: 600_000,
+        abandon_after_ms: 180_000,
+    };
+    store.touch(&ev, &marks).await.unwrap();
+    clock.set_ms(opens_ms + 1);
+    let mut admitted = 0;
+    let mut rounds = 0;
+    while admitted < CAPACITY {
+        rounds += 1;
+        assert!(rounds <= 100, "{admitted} let in after 100 rounds of ticks");
+        let (a, b) = tokio::join!(rooms[0].tick_now(), rooms[1].tick_now());
+        admitted += (a.unwrap().admitted.len() + b.unwrap().admitted.len()) as u64;
+    }
+    assert_eq!(admitted, CAPACITY);
+    assert_eq!(store.snapshot(&ev).await.unwrap().active, CAPACITY);
+    // Every command since the reset: [id, time, µs, [args], ...].
+    let client = ::redis::Client::open(server.url()).unwrap();
+    let config =
+        ::redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(120)));
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .unwrap();
+    let entries: Vec<::redis::Value> = ::redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(100_000)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let word = |a: &::redis::Value| match a {
+        ::redis::Value::BulkString(b) => String::from_utf8_lossy(b).chars().take(24).collect(),
+        other => format!("{other:?}"),
+    };
+    let mut all: Vec<(i64, String)> = Vec::new();
+    for e in &entries {
+        let ::redis::Value::Array(e) = e else {
+            continue;
+        };
+        let (Some(::redis::Value::Int(us)), Some(::redis::Value::Array(args))) =
+            (e.get(2), e.get(3))
+        else {
+            continue;
+        };
+        let name = word(&args[0]).to_uppercase();
+        // A script call: its ARGV after the 18 keys (the tick's: now, arrival window, abandon after, max scan, ...).
+        let what = if name == "EVALSHA" {
+            let argv: Vec<String> = args.iter().skip(21).take(5).map(word).collect();
+            format!("EVALSHA argv {} ({} args)", argv.join(" "), args.len())
+        } else {
+            format!(
+                "{name} {} ({} args)",
+                args.get(1).map(word).unwrap_or_default(),
+                args.len()
+            )
+        };
+        all.push((*us, what));
+    }
+    all.sort_by_key(|(us, _)| std::cmp::Reverse(*us));
+    let over = |ms: i64| all.iter().filter(|(us, _)| *us > ms * 1_000).count();
+    println!(
+        "opening of {CAPACITY} places, {people} in the pre-queue (half away), two instances, {rounds} rounds of \
+         ticks: {} commands logged (over {slower_than} µs), {} over 1 ms, {} over 5 ms; the longest:",
+        all.len(),
+        over(1),
+        over(5)
+    );
+    for (us, what) in all.iter().take(8) {
+        println!("  {us} µs  {what}");
+    }
+    server.command(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+}
