@@ -31,8 +31,9 @@ use crate::error::StoreError;
 use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, connect};
 
 /// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
-/// batch is split so no single command holds Redis for long.
-pub const TOUCH_CHUNK: usize = 5_000;
+/// batch is split into commands of this many, sent in one pipeline, so no single command holds Redis for long:
+/// 5,000 fields an `HSET` took 3.5 to 5.3 ms (the opening's figure in BENCHMARKS.md); 256 take a twentieth of it.
+pub const TOUCH_CHUNK: usize = 256;
 
 /// About how many finishes the `finished` stream keeps (`XADD … MAXLEN ~`): minutes of finishes at the seed's pace,
 /// far more than a reader a second behind needs.
