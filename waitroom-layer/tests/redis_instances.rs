@@ -1188,10 +1188,21 @@ async fn measure_the_opening_of_8000_places_over_a_big_prequeue() {
             .collect();
         let longest_tick = ticks.first().copied().unwrap_or(0);
         let median_tick = ticks.get(ticks.len() / 2).copied().unwrap_or(0);
+        // The liveness marks: `HSET pseen` commands of many fields (their first field at args[2]).
+        let marks_us = all
+            .iter()
+            .find(|(_, w)| w.starts_with("HSET") && !w.ends_with("(4 args)"))
+            .map_or(0, |(us, _)| *us);
+        // The draw: the first contact's ticket (ARGV now, count).
+        let draw_us = all
+            .iter()
+            .find(|(_, w)| w.contains(" 1 (23 args)"))
+            .map_or(0, |(us, _)| *us);
         println!(
             "{what} (admit_chunk {chunk}): opening of {CAPACITY} places, {people} in the pre-queue (half away), two \
              instances, {rounds} rounds of ticks in {wall:?}: {} commands over {slower_than} µs, {} over 1 ms, {} over \
-             5 ms; {} tick calls logged, the longest {longest_tick} µs, the median {median_tick} µs; the longest commands:",
+             5 ms; {} tick calls logged, the longest {longest_tick} µs, the median {median_tick} µs; the longest liveness \
+             `HSET` {marks_us} µs; the draw (a ticket) {draw_us} µs; the longest commands:",
             all.len(),
             over(1),
             over(5),

@@ -10,7 +10,7 @@ use super::WaitingRoom;
 use super::lifecycle::RoomEventKind;
 use super::liveness::FLUSH_EVERY_MS;
 use crate::error::StoreError;
-use crate::store::{Tick, TickReport};
+use crate::store::{TURN_AWAY_PER_TICK, Tick, TickReport};
 
 impl WaitingRoom {
     /// Reads the shared numbers from the store now.
@@ -136,7 +136,11 @@ impl WaitingRoom {
             }
             looked += r.looked_at();
             report.absorb(r);
-            if !report.more || looked >= per_tick {
+            // Turning away keeps its pace of TURN_AWAY_PER_TICK a tick (one lifecycle event each).
+            if !report.more
+                || looked >= per_tick
+                || report.turned_away.len() as u64 >= TURN_AWAY_PER_TICK
+            {
                 break;
             }
         }

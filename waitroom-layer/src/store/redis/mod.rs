@@ -32,7 +32,7 @@ use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, con
 
 /// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
 /// batch is split into commands of this many, sent in one pipeline, so no single command holds Redis for long:
-/// 5,000 fields an `HSET` took 3.5 to 5.3 ms (the opening's figure in BENCHMARKS.md); 256 take a twentieth of it.
+/// 5,000 fields an `HSET` took 3.5 to 5.3 ms, 256 at most 1.1 ms (the opening's figures in BENCHMARKS.md).
 pub const TOUCH_CHUNK: usize = 256;
 
 /// About how many finishes the `finished` stream keeps (`XADD … MAXLEN ~`): minutes of finishes at the seed's pace,
@@ -172,8 +172,9 @@ pub const TICKET_BATCH: usize = 1_024;
 /// A waiting session is skipped at the head when it has not polled for the abandon grace. Its polls reach Redis
 /// in each instance's batch once a second, and they are the one thing that grows with the crowd (300,000 a second
 /// at ten times the seed's crowd), so a mark costs no script and no record rewrite: a session with a line number
-/// sets its bit in the current 10-second slot's bitmap (`BITFIELD … SET u1 <n> 1`, thousands per command), a
-/// pre-queued one writes its time into `pseen` (`HSET`, thousands of fields per command). When the head reaches
+/// sets its bit in the current 10-second slot's bitmap (`BITFIELD … SET u1 <n> 1`, [`TOUCH_CHUNK`] per command), a
+/// pre-queued one writes its time into `pseen` (`HSET`, [`TOUCH_CHUNK`] fields per command, the commands of a batch
+/// in one pipeline). When the head reaches
 /// number `n` with a join time older than the grace, the tick reads bit `n` of the slots covering the grace (at
 /// most one slot more, in the session's favour) and the session's `pseen` entry. Rooms mark pre-queue polls only
 /// in the last stretch before the scheduled opening (the draw reads liveness as of the opening; earlier marks
@@ -197,9 +198,11 @@ pub const TICKET_BATCH: usize = 1_024;
 ///
 /// While the on-sale is closed or sold out (`meta.closed`, or `meta.inv` with every seat sold) the `JOIN` script
 /// answers a session without a place `t` (turned away) and writes nothing, and the `TICK` script, instead of
-/// admitting, turns away up to [`TURN_AWAY_PER_TICK`] sessions: from the head (the same pops as admission, the
+/// admitting, turns away up to [`TURN_AWAY_PER_TICK`] sessions (and at most the call's budget, see "Every call
+/// short"): from the head (the same pops as admission, the
 /// drawn segment included; `served` moves over them) and then, before a draw, from the pre-queue's buckets in
-/// bucket order (`ZPOPMIN` with a count; at most `2^dbits` empty buckets are passed per tick). Their records become
+/// bucket order (`ZPOPMIN` with a count, from where the last call stopped; an empty bucket passed costs a sixteenth
+/// of a step of the budget). Their records become
 /// `t<number>:0` (`t0:0` from the pre-queue) and `meta.turned` counts them; before the draw the pre-queue holds
 /// `joined - turned` sessions. Should seats come back, those turned away stay turned away.
 ///
@@ -299,9 +302,39 @@ pub const TICKET_BATCH: usize = 1_024;
 /// # Cost per request
 ///
 /// Polls of waiting sessions never reach this store: the room answers them from its snapshot. What reaches it per
-/// room instance is, per tick interval, one `tick`, one `finished_since` and one `snapshot`, and once a second one
-/// `touch` batch (one pipeline: a `BITFIELD` or `HSET` per [`TOUCH_CHUNK`] liveness marks plus their expiry, and a
-/// script call per chunk of active sessions), plus one call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
+/// room instance is, per tick interval, one `tick` call per chunk of work (one while nothing is to be done, see
+/// below), one `finished_since` and one `snapshot`, and once a second one `touch` batch (one pipeline: a `BITFIELD`
+/// or `HSET` per [`TOUCH_CHUNK`] liveness marks plus their expiry, and a script call per chunk of active sessions),
+/// plus one call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
+///
+/// # Every call short
+///
+/// Redis runs one command at a time: while a script runs, every instance's joins, ticks and lookups and every
+/// order service's finishes wait. So no call's work grows with the line, the pre-queue or the capacity:
+///
+/// - **The tick is chunked.** One `TICK` call looks at [`Tick::max_scan`](super::Tick::max_scan) sessions at most
+///   (the room's `admit_chunk`, default 128): finishes read from the stream, sessions expired, let in or skipped as
+///   away, turned away, missed sessions ended, all from one budget (an empty pre-queue bucket passed while
+///   turning away costs a sixteenth; `meta.tcur` remembers where the walk stopped). A call that stops at the budget
+///   says so ([`TickReport::more`](super::TickReport::more)) and the room calls again, up to its
+///   `max_scan_per_tick` a tick; another instance's calls run in between, and each call reads the capacity afresh,
+///   so two instances ticking at once never let in more than the capacity and the head moves in line order (the
+///   draw's order) across them. An opening of 8,000 places is some 63 calls (more when it crosses people who left).
+/// - **Crossing absent people is bounded the same way**: each one skipped is a step of the budget (one `HGET` of
+///   `pseen`, at most the grace's slots plus two `GETBIT`s, one write and one `ZADD missed`); numbers nobody holds
+///   cost no step at all (one `BITPOS`, "The numbers count the living").
+/// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (256)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
+///   5.3 ms).
+///
+/// **The largest unit of work** of a tick call is `admit_chunk` sessions, each about 10 to 25 Redis calls inside
+/// the script (a pop, the record read and written, the liveness reads, a `ZADD`). Measured (BENCHMARKS.md, "Every
+/// store call short": an opening of 8,000 places over 200,000 pre-queued people, half of them gone, two instances
+/// ticking at once, Redis 7.0.15 on this 2-core box shared with builds): a call of 128 took **3.5 ms at the
+/// median and 10.8 ms at the longest** (about 27 µs a session), where the same opening in one call took 881 ms
+/// (0.012 of it); the liveness marks' longest `HSET` of 256 fields 1.1 ms (4.6 ms for 5,000). A smaller
+/// `admit_chunk` shortens the calls in proportion (64: about 2 ms). **Not chunked yet: the draw** (one `ZCARD` per
+/// pre-queue bucket, 16,384 by default), which runs inside the first call after the opening (a tick, a join or a
+/// first contact's ticket): 63 to 85 ms in those runs, the longest command of the opening now.
 ///
 /// # Failures
 ///
