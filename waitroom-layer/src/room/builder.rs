@@ -182,7 +182,7 @@ fn default_grace(poll: Duration) -> Duration {
 }
 
 /// The default [`RoomBuilder::admit_chunk`]: the most sessions one store call of the admission tick looks at.
-/// Sized so that one call of the Redis store's tick script holds Redis for a few milliseconds (3.5 ms at the
+/// Sized so that one call of the Redis store's tick script holds Redis for a few milliseconds (3.2 ms at the
 /// median in an opening of 8,000 places; see "Every call short" in `RedisStore`'s docs).
 pub const DEFAULT_ADMIT_CHUNK: u64 = 128;
 

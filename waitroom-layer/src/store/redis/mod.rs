@@ -32,7 +32,7 @@ use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, con
 
 /// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
 /// batch is split into commands of this many, sent in one pipeline, so no single command holds Redis for long:
-/// 5,000 fields an `HSET` took 3.5 to 5.3 ms, 256 at most 1.1 ms (the opening's figures in BENCHMARKS.md).
+/// 5,000 fields an `HSET` took 3.5 to 5.3 ms, 256 about 0.9 ms (the opening's figures in BENCHMARKS.md).
 pub const TOUCH_CHUNK: usize = 256;
 
 /// About how many finishes the `finished` stream keeps (`XADD … MAXLEN ~`): minutes of finishes at the seed's pace,
@@ -329,12 +329,12 @@ pub const TICKET_BATCH: usize = 1_024;
 /// **The largest unit of work** of a tick call is `admit_chunk` sessions, each about 10 to 25 Redis calls inside
 /// the script (a pop, the record read and written, the liveness reads, a `ZADD`). Measured (BENCHMARKS.md, "Every
 /// store call short": an opening of 8,000 places over 200,000 pre-queued people, half of them gone, two instances
-/// ticking at once, Redis 7.0.15 on this 2-core box shared with builds): a call of 128 took **3.5 ms at the
-/// median and 10.8 ms at the longest** (about 27 µs a session), where the same opening in one call took 881 ms
-/// (0.012 of it); the liveness marks' longest `HSET` of 256 fields 1.1 ms (4.6 ms for 5,000). A smaller
-/// `admit_chunk` shortens the calls in proportion (64: about 2 ms). **Not chunked yet: the draw** (one `ZCARD` per
-/// pre-queue bucket, 16,384 by default), which runs inside the first call after the opening (a tick, a join or a
-/// first contact's ticket): 63 to 85 ms in those runs, the longest command of the opening now.
+/// ticking at once, Redis 7.0.15 on this 2-core box shared with builds): a call of 128 took **3.2 ms at the
+/// median and 10.4 ms at the longest** (about 25 µs a session), where the same opening in one call took 665 ms
+/// (0.016 of it); a liveness `HSET` of 256 fields about 0.9 ms (5,000 fields took 3.5 to 5.3 ms). A smaller
+/// `admit_chunk` shortens the calls in proportion (64: about 1.6 ms at the median). **Not chunked yet: the draw**
+/// (one `ZCARD` per pre-queue bucket, 16,384 by default), which runs inside the first call after the opening (a
+/// tick, a join or a first contact's ticket): 36 to 85 ms in those runs, the longest command of the opening now.
 ///
 /// # Failures
 ///
