@@ -104,6 +104,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:sessions`     | hash   | one field per session: a packed record `<state><number>:<ms>`            |
 /// | `wr:{ev}:line:<k>`     | zset   | sessions waiting with a number `n` in `128 k .. 128 k + 127` outside the drawn segment (FIFO joins, joins after the draw, redeemed tickets), scored by `n % 128`; a number nobody holds has no entry |
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
+/// | `wr:{ev}:draw:n`       | string | until the draw: how many sessions each pre-queue bucket holds (a big-endian u32 per bucket, kept by every script that adds to a bucket or pops from one), so the draw needs no `ZCARD` per bucket |
 /// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
 /// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
 /// | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
@@ -147,8 +148,10 @@ pub const TICKET_BATCH: usize = 1_024;
 /// the point: Redis keeps a sorted set of up to 128 members as a listpack, about 40 bytes a member, where one big
 /// sorted set would cost about 120 (a skiplist node and a dict entry each).
 ///
-/// **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script counts
-/// each set, writes the running totals to `drawidx` (16,385 integers by default; about 15 ms in all) and moves
+/// **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script reads
+/// the sets' sizes from `draw:n` (one `GET`; a pre-queue written by a version without it is counted with a `ZCARD`
+/// a set), writes the running totals to `drawidx` (16,385 integers by default; 11 to 13 ms measured, against 36
+/// to 85 ms with a `ZCARD` a set, see "Every call short") and moves
 /// `last` on by the pre-queue's size. Numbers `dbase + 1 ..= dbase + dcount` are then *implicit*: a drawn session in
 /// bucket `b` has number `dbase + start(b) + (size(b) - ZCARD draw:b) + ZRANK draw:b session + 1`, and keeps it as
 /// the head moves, because the head takes sessions with `ZPOPMIN` from the bucket it has reached (found by binary
@@ -332,9 +335,10 @@ pub const TICKET_BATCH: usize = 1_024;
 /// ticking at once, Redis 7.0.15 on this 2-core box shared with builds): a call of 128 took **3.2 ms at the
 /// median and 10.4 ms at the longest** (about 25 µs a session), where the same opening in one call took 665 ms
 /// (0.016 of it); a liveness `HSET` of 256 fields about 0.9 ms (5,000 fields took 3.5 to 5.3 ms). A smaller
-/// `admit_chunk` shortens the calls in proportion (64: about 1.6 ms at the median). **Not chunked yet: the draw**
-/// (one `ZCARD` per pre-queue bucket, 16,384 by default), which runs inside the first call after the opening (a
-/// tick, a join or a first contact's ticket): 36 to 85 ms in those runs, the longest command of the opening now.
+/// `admit_chunk` shortens the calls in proportion (64: about 1.6 ms at the median). **Not chunked yet: the draw**,
+/// which runs inside the first call after the opening (a tick, a join or a first contact's ticket): it reads the
+/// buckets' sizes kept in `draw:n` and writes their running totals, a loop in Lua over the 16,384 buckets: 11 to
+/// 13 ms (a run at a load average of 6 to 10), where counting the buckets with a `ZCARD` each took 36 to 85 ms.
 ///
 /// # Failures
 ///

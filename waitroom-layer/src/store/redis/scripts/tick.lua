@@ -160,6 +160,7 @@ if turning_away(m) then
     while budget > 0 and pq > 0 and steps > 0 do
       if b >= nb then b = 0 end
       local z = redis.call('ZPOPMIN', bucket(b), math.min(budget, pq))
+      if #z > 0 then counted(b, -#z / 2) end
       for i = 1, #z, 2 do
         put(z[i], 't', 0, 0)
         turned[#turned + 1] = z[i]
