@@ -199,8 +199,8 @@ pub use http::page_text::{PageText, grouped_digits};
 pub use http::respond::STATE_HEADER;
 pub use http::service::WaitingRoomService;
 pub use room::builder::{
-    DEFAULT_RETURN_WINDOW, Fairness, MIN_COOKIE_SECRET_BYTES, MIN_DEFAULT_GRACE, RoomBuilder,
-    RoomConfig, StoreOutage,
+    DEFAULT_ADMIT_CHUNK, DEFAULT_RETURN_WINDOW, Fairness, MIN_ADMIT_CHUNK, MIN_COOKIE_SECRET_BYTES,
+    MIN_DEFAULT_GRACE, RoomBuilder, RoomConfig, StoreOutage,
 };
 pub use room::cookie::{SessionCookie, valid_session_id};
 pub use room::estimate::{Eta, EtaBasis, reach as estimate_reach};

@@ -22,8 +22,12 @@ use axum::extract::Extension;
 use axum::routing::post;
 use serde_json::Value;
 use tokio::sync::Semaphore;
-use waitroom_layer::store::Store;
-use waitroom_layer::{ManualClock, RedisStore, SessionState, WaitingRoom};
+
+use waitroom_layer::store::{
+    Join, Placement, Reclaim, Redeem, Restore, Return, Settings, SettingsChange, Snapshot, Store,
+    Tick, TickReport, Ticket, Touches,
+};
+use waitroom_layer::{ManualClock, RedisStore, SessionState, StoreError, WaitingRoom};
 use waitroom_testkit::redis::RedisServer;
 use waitroom_verify::redis::RedisFinishSink;
 use waitroom_verify::{Admission, Clock, Finish, Refusal, SystemClock, Verifier, VerifyLayer};
@@ -808,4 +812,411 @@ async fn newcomers_going_straight_in_on_three_instances_never_exceed_the_capacit
         site.room.tick_now().await.unwrap();
     }
     assert_eq!(probe.snapshot(&ev).await.unwrap().active, PLACES);
+}
+
+/// The Redis store as two room instances share it, recording each tick call: its budget and who it let in.
+#[derive(Debug)]
+struct Recorded {
+    inner: RedisStore,
+    calls: Mutex<Vec<(u64, Vec<String>)>>,
+}
+
+#[async_trait::async_trait]
+impl Store for Recorded {
+    async fn init(&self, e: &str, d: &Settings) -> Result<Settings, StoreError> {
+        self.inner.init(e, d).await
+    }
+    async fn join(&self, e: &str, j: &Join) -> Result<Placement, StoreError> {
+        self.inner.join(e, j).await
+    }
+    async fn ticket(&self, e: &str, now_ms: u64) -> Result<Ticket, StoreError> {
+        self.inner.ticket(e, now_ms).await
+    }
+    async fn redeem(&self, e: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
+        self.inner.redeem(e, r).await
+    }
+    async fn lookup(&self, e: &str, s: &str) -> Result<Option<Placement>, StoreError> {
+        self.inner.lookup(e, s).await
+    }
+    async fn come_back(
+        &self,
+        e: &str,
+        s: &str,
+        n: u64,
+        w: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        self.inner.come_back(e, s, n, w).await
+    }
+    async fn claim(
+        &self,
+        e: &str,
+        s: &str,
+        n: u64,
+        i: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.inner.claim(e, s, n, i).await
+    }
+    async fn touch(&self, e: &str, t: &Touches) -> Result<(), StoreError> {
+        self.inner.touch(e, t).await
+    }
+    async fn tick(&self, e: &str, t: &Tick) -> Result<TickReport, StoreError> {
+        let r = self.inner.tick(e, t).await?;
+        self.calls
+            .lock()
+            .unwrap()
+            .push((t.max_scan, r.admitted.clone()));
+        Ok(r)
+    }
+    async fn finish(&self, e: &str, s: &str, seats: u32, n: u64) -> Result<bool, StoreError> {
+        self.inner.finish(e, s, seats, n).await
+    }
+    async fn finished_since(
+        &self,
+        e: &str,
+        cursor: &str,
+        now_ms: u64,
+        lookback_ms: u64,
+    ) -> Result<(Vec<String>, String), StoreError> {
+        self.inner
+            .finished_since(e, cursor, now_ms, lookback_ms)
+            .await
+    }
+    async fn snapshot(&self, e: &str) -> Result<Snapshot, StoreError> {
+        self.inner.snapshot(e).await
+    }
+    async fn update(&self, e: &str, c: &SettingsChange) -> Result<Settings, StoreError> {
+        self.inner.update(e, c).await
+    }
+    async fn restore(&self, e: &str, r: &Restore) -> Result<Settings, StoreError> {
+        self.inner.restore(e, r).await
+    }
+    async fn reclaim(&self, e: &str, r: &Reclaim) -> Result<Option<Placement>, StoreError> {
+        self.inner.reclaim(e, r).await
+    }
+}
+
+/// The opening of a random draw on two instances ticking at once: the capacity goes in in chunks of the room's
+/// `admit_chunk`, one short store call each, never more than the capacity, and in the draw's order. Scaled from
+/// the seed's 8,000 places to 2,000 (3,000 in the pre-queue) so it runs in seconds in a debug build; the figures at
+/// 8,000 come from `measure_the_opening_of_8000_places_over_a_big_prequeue`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_opening_lets_the_capacity_in_by_chunks_in_draw_order_on_two_instances() {
+    use std::time::SystemTime;
+    use waitroom_layer::Fairness;
+    const CAPACITY: u64 = 2_000;
+    const PEOPLE: u64 = 3_000;
+    const CHUNK: u64 = 100;
+    let server = RedisServer::from_env_or_start();
+    let redis = RedisStore::connect(server.url()).await.unwrap();
+    let store = Arc::new(Recorded {
+        inner: redis.clone(),
+        calls: Mutex::new(Vec::new()),
+    });
+    let ev = event("chunks");
+    let keys = Keys::new();
+    let t0 = 1_800_000_000_000u64;
+    let clock = ManualClock::new(t0);
+    let opens_ms = t0 + 60_000;
+    let mut rooms = Vec::new();
+    for _ in 0..2 {
+        rooms.push(
+            WaitingRoom::builder(&ev)
+                .capacity(CAPACITY)
+                .fairness(Fairness::RandomAtOpen {
+                    opens_at: SystemTime::UNIX_EPOCH + Duration::from_millis(opens_ms),
+                })
+                .admit_chunk(CHUNK)
+                .signing_key(keys.signing_key())
+                .clock(Arc::new(clock.clone()))
+                .background(false)
+                .shared_store(store.clone())
+                .build()
+                .await
+                .unwrap(),
+        );
+    }
+    // Everyone joins the pre-queue a minute before the opening (within the abandon grace at the opening: present).
+    let sid = |i: u64| format!("c{i:021}");
+    let mut rng = Rng::new(31);
+    let joins: Vec<_> = (0..PEOPLE)
+        .map(|i| {
+            let j = Join {
+                session: sid(i),
+                account: None,
+                now_ms: t0,
+                draw_key: rng.next(),
+            };
+            let redis = redis.clone();
+            let ev = ev.clone();
+            async move { redis.join(&ev, &j).await.unwrap() }
+        })
+        .collect();
+    futures_util::future::join_all(joins).await;
+    store.calls.lock().unwrap().clear();
+    clock.set_ms(opens_ms);
+    let (a, b) = tokio::time::timeout(Duration::from_secs(120), async {
+        tokio::join!(rooms[0].tick_now(), rooms[1].tick_now())
+    })
+    .await
+    .expect("two ticks within 120 s");
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(
+        (a.admitted.len() + b.admitted.len()) as u64,
+        CAPACITY,
+        "one tick of each instance lets the capacity in"
+    );
+    // Nobody was admitted twice, and Redis holds exactly the capacity: every call read the capacity afresh.
+    assert_eq!(redis.snapshot(&ev).await.unwrap().active, CAPACITY);
+    let calls = store.calls.lock().unwrap().clone();
+    // In chunks: at least CAPACITY / CHUNK calls, none over its budget.
+    assert!(
+        calls.len() as u64 >= CAPACITY / CHUNK,
+        "{} tick calls for {CAPACITY} places in chunks of {CHUNK}",
+        calls.len()
+    );
+    for (budget, admitted) in &calls {
+        assert!(*budget <= CHUNK, "a call with a budget of {budget}");
+        assert!(
+            admitted.len() as u64 <= *budget,
+            "{} let in by one call",
+            admitted.len()
+        );
+    }
+    // In the draw's order: the people let in hold the draw's first CAPACITY numbers, and each call let in a run of
+    // consecutive numbers (the head moved on by exactly its chunk, whichever instance made the call).
+    let mut numbers = Vec::new();
+    for (_, admitted) in &calls {
+        let mut run = Vec::new();
+        for s in admitted {
+            let p = redis.lookup(&ev, s).await.unwrap().unwrap();
+            assert_eq!(p.state, SessionState::Admitted);
+            run.push(p.number.expect("a drawn number"));
+        }
+        assert!(
+            run.windows(2).all(|w| w[1] == w[0] + 1),
+            "one call let in numbers out of the draw's order: {run:?}"
+        );
+        numbers.extend(run);
+    }
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=CAPACITY).collect::<Vec<_>>());
+    // The others still wait, with the numbers after.
+    let waiting = store.snapshot(&ev).await.unwrap();
+    assert_eq!(
+        (waiting.served, waiting.waiting()),
+        (CAPACITY, PEOPLE - CAPACITY)
+    );
+}
+
+/// Figures for BENCHMARKS.md, not a check, on a Redis server of its own: the longest Redis command (`SLOWLOG`)
+/// during a random draw's opening with a capacity of 8,000 and `WAITROOM_OPENING_PEOPLE` (default 200,000) people
+/// in the pre-queue, half of whom left before the opening (no liveness mark in the last stretch, so the head
+/// crosses them as away): the liveness marks of the other half (one batch, as a room's flush sends them), the
+/// draw (set off by one first contact), then two room instances ticking at once until the capacity is let in.
+/// Twice in one run, on two on-sales of one server: first with the whole tick in one call (`admit_chunk` as large
+/// as `max_scan_per_tick`, the tick as it was before chunks: the baseline), then with the default chunk.
+/// `SLOWLOG` logs the commands scripts call as well; the threshold is `WAITROOM_SLOWLOG_US` (default 100 µs).
+/// `cargo test -p waitroom-layer --all-features --test redis_instances measure_the_opening -- --ignored
+/// --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement for BENCHMARKS.md"]
+async fn measure_the_opening_of_8000_places_over_a_big_prequeue() {
+    use std::time::SystemTime;
+    use waitroom_layer::store::Mark;
+    use waitroom_layer::{DEFAULT_ADMIT_CHUNK, Fairness};
+    const CAPACITY: u64 = 8_000;
+    const TASKS: u64 = 16;
+    let people: u64 = std::env::var("WAITROOM_OPENING_PEOPLE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let server = RedisServer::start();
+    // On a box shared with builds, the server this test started is given a higher priority (when allowed), so that
+    // `SLOWLOG` measures the commands rather than the time Redis waited for a core.
+    let pid = server.command(&["INFO", "server"]);
+    if let Some(pid) = pid.lines().find_map(|l| l.strip_prefix("process_id:")) {
+        let reniced = std::process::Command::new("renice")
+            .args(["-n", "-10", "-p", pid.trim()])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        println!("redis-server {} reniced to -10: {reniced}", pid.trim());
+    }
+    // A long timeout: the baseline's one call holds Redis for longer than the default second.
+    let store = RedisStore::builder(server.url())
+        .timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap();
+    // Commands a script calls are logged too, so logging every command (0) slows the long scripts down by their
+    // own log: 100 µs keeps every script call that matters and few of their inner commands.
+    let slower_than = std::env::var("WAITROOM_SLOWLOG_US").unwrap_or_else(|_| "100".into());
+    let keys = Keys::new();
+    let sid = |i: u64| format!("o{i:021}");
+    let mut longest = Vec::new();
+    for (what, chunk) in [("one call a tick", 20_000), ("chunks", DEFAULT_ADMIT_CHUNK)] {
+        let ev = event(if chunk == DEFAULT_ADMIT_CHUNK {
+            "chunked"
+        } else {
+            "whole"
+        });
+        let t0 = 1_800_000_000_000u64;
+        let clock = ManualClock::new(t0);
+        // The opening: well past the abandon grace (3 minutes by default) after everyone joined.
+        let opens_ms = t0 + 600_000;
+        let opens_at = SystemTime::UNIX_EPOCH + Duration::from_millis(opens_ms);
+        let mut rooms = Vec::new();
+        for _ in 0..2 {
+            rooms.push(
+                WaitingRoom::builder(&ev)
+                    .capacity(CAPACITY)
+                    .fairness(Fairness::RandomAtOpen { opens_at })
+                    .admit_chunk(chunk)
+                    .signing_key(keys.signing_key())
+                    .clock(Arc::new(clock.clone()))
+                    .background(false)
+                    .store(store.clone())
+                    .build()
+                    .await
+                    .unwrap(),
+            );
+        }
+        let mut tasks = Vec::new();
+        for t in 0..TASKS {
+            let (store, ev) = (store.clone(), ev.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut rng = Rng::new(t + 1);
+                let mut i = t;
+                while i < people {
+                    let j = Join {
+                        session: sid(i),
+                        account: None,
+                        now_ms: t0,
+                        draw_key: rng.next(),
+                    };
+                    store.join(&ev, &j).await.unwrap();
+                    i += TASKS;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        server.command(&["CONFIG", "SET", "slowlog-log-slower-than", &slower_than]);
+        server.command(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
+        server.command(&["SLOWLOG", "RESET"]);
+        // Half of them still poll: their marks, in one flush, ten seconds before the opening.
+        clock.set_ms(opens_ms - 10_000);
+        let marks = Touches {
+            now_ms: opens_ms - 10_000,
+            waiting: (0..people)
+                .step_by(2)
+                .map(|i| Mark {
+                    session: sid(i),
+                    number: None,
+                })
+                .collect(),
+            active: Vec::new(),
+            idle_timeout_ms: 600_000,
+            abandon_after_ms: 180_000,
+        };
+        store.touch(&ev, &marks).await.unwrap();
+        clock.set_ms(opens_ms + 1);
+        // The draw, set off by a first contact (its ticket's number is the first after the drawn segment).
+        store.ticket(&ev, opens_ms + 1).await.unwrap();
+        let mut admitted = 0;
+        let mut rounds = 0;
+        let started = std::time::Instant::now();
+        while admitted < CAPACITY {
+            rounds += 1;
+            assert!(rounds <= 100, "{admitted} let in after 100 rounds of ticks");
+            let (a, b) = tokio::join!(rooms[0].tick_now(), rooms[1].tick_now());
+            admitted += (a.unwrap().admitted.len() + b.unwrap().admitted.len()) as u64;
+        }
+        let wall = started.elapsed();
+        assert_eq!(admitted, CAPACITY);
+        assert_eq!(store.snapshot(&ev).await.unwrap().active, CAPACITY);
+        // Every command logged since the reset: [id, time, µs, [args], ...].
+        let client = ::redis::Client::open(server.url()).unwrap();
+        let config = ::redis::AsyncConnectionConfig::new()
+            .set_response_timeout(Some(Duration::from_secs(120)));
+        let mut con = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .unwrap();
+        let entries: Vec<::redis::Value> = ::redis::cmd("SLOWLOG")
+            .arg("GET")
+            .arg(100_000)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        server.command(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+        let word = |a: &::redis::Value| match a {
+            ::redis::Value::BulkString(b) => String::from_utf8_lossy(b).chars().take(24).collect(),
+            other => format!("{other:?}"),
+        };
+        let mut all: Vec<(i64, String)> = Vec::new();
+        for e in &entries {
+            let ::redis::Value::Array(e) = e else {
+                continue;
+            };
+            let (Some(::redis::Value::Int(us)), Some(::redis::Value::Array(args))) =
+                (e.get(2), e.get(3))
+            else {
+                continue;
+            };
+            let name = word(&args[0]).to_uppercase();
+            // A script call: its first ARGV after the 18 keys (the tick's: now, arrival window, abandon after, max
+            // scan, seen slot; the ticket's: now, count).
+            let what = if name == "EVALSHA" {
+                let argv: Vec<String> = args.iter().skip(21).take(5).map(word).collect();
+                format!("EVALSHA argv {} ({} args)", argv.join(" "), args.len())
+            } else {
+                format!(
+                    "{name} {} ({} args)",
+                    args.get(1).map(word).unwrap_or_default(),
+                    args.len()
+                )
+            };
+            all.push((*us, what));
+        }
+        all.sort_by_key(|(us, _)| std::cmp::Reverse(*us));
+        let over = |ms: i64| all.iter().filter(|(us, _)| *us > ms * 1_000).count();
+        let ticks: Vec<i64> = all
+            .iter()
+            .filter(|(_, w)| w.contains(" 180000 "))
+            .map(|(us, _)| *us)
+            .collect();
+        let longest_tick = ticks.first().copied().unwrap_or(0);
+        let median_tick = ticks.get(ticks.len() / 2).copied().unwrap_or(0);
+        // The liveness marks: `HSET pseen` commands of many fields (their first field at args[2]).
+        let marks_us = all
+            .iter()
+            .find(|(_, w)| w.starts_with("HSET") && !w.ends_with("(4 args)"))
+            .map_or(0, |(us, _)| *us);
+        // The draw: the first contact's ticket (ARGV now, count).
+        let draw_us = all
+            .iter()
+            .find(|(_, w)| w.contains(" 1 (23 args)"))
+            .map_or(0, |(us, _)| *us);
+        println!(
+            "{what} (admit_chunk {chunk}): opening of {CAPACITY} places, {people} in the pre-queue (half away), two \
+             instances, {rounds} rounds of ticks in {wall:?}: {} commands over {slower_than} µs, {} over 1 ms, {} over \
+             5 ms; {} tick calls logged, the longest {longest_tick} µs, the median {median_tick} µs; the longest liveness \
+             `HSET` {marks_us} µs; the draw (a ticket) {draw_us} µs; the longest commands:",
+            all.len(),
+            over(1),
+            over(5),
+            ticks.len()
+        );
+        for (us, what) in all.iter().take(6) {
+            println!("  {us} µs  {what}");
+        }
+        longest.push(longest_tick);
+    }
+    println!(
+        "longest tick call, chunks / one call: {} / {} µs = {:.3}",
+        longest[1],
+        longest[0],
+        longest[1] as f64 / longest[0].max(1) as f64
+    );
 }

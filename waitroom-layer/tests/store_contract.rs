@@ -14,7 +14,8 @@ mod contract {
 
     use waitroom_layer::store::{
         AUDIT_KEEP, AuditEntry, Counters, Inventory, Join, Mark, Placement, Redeem, Return,
-        SessionState, Settings, SettingsChange, Store, TURN_AWAY_PER_TICK, Tick, Ticket, Touches,
+        SessionState, Settings, SettingsChange, Store, TURN_AWAY_PER_TICK, Tick, TickReport,
+        Ticket, Touches,
     };
 
     pub const IDLE_MS: u64 = 30_000;
@@ -76,6 +77,38 @@ mod contract {
             return_window_ms: RETURN_MS,
             max_scan: 1_000,
         }
+    }
+
+    /// The most sessions one tick call of the model looks at: a tick is several calls, as the room makes them.
+    pub const CHUNK: u64 = 3;
+
+    /// One tick as the room runs it: calls of at most [`CHUNK`] sessions each while a call says there is more.
+    /// Checks that each call stays within its budget and that a call after the last finds nothing to do.
+    pub async fn tick_in_chunks(store: &Arc<dyn Store>, event: &str, now_ms: u64) -> TickReport {
+        let t = Tick {
+            max_scan: CHUNK,
+            ..tick_at(now_ms)
+        };
+        let mut report = TickReport::default();
+        for _ in 0..1_000 {
+            let r = store.tick(event, &t).await.unwrap();
+            assert!(
+                r.looked_at() <= CHUNK,
+                "one call looked at {} sessions, over its budget of {CHUNK}: {r:?}",
+                r.looked_at()
+            );
+            report.absorb(r);
+            if !report.more {
+                let again = store.tick(event, &t).await.unwrap();
+                assert_eq!(
+                    again.looked_at(),
+                    0,
+                    "a call after one that said it was done found work: {again:?}"
+                );
+                return report;
+            }
+        }
+        panic!("a tick still had more to do after 1,000 calls of {CHUNK}");
     }
 
     /// Runs `ops` against `store` (on-sale `event`, already initialised) and checks every invariant.
@@ -258,7 +291,7 @@ mod contract {
                 }
                 Op::Tick => {
                     let snap_before = store.snapshot(event).await.unwrap();
-                    let report = store.tick(event, &tick_at(now)).await.unwrap();
+                    let report = tick_in_chunks(&store, event, now).await;
                     // Numbers of everyone that has one, now (the draw may just have given them).
                     for i in 0..64 {
                         let s = sid(i);
@@ -377,7 +410,7 @@ mod contract {
         // Drain: let time pass until every join has ended.
         for _ in 0..200 {
             now += IDLE_MS;
-            store.tick(event, &tick_at(now)).await.unwrap();
+            tick_in_chunks(&store, event, now).await;
             let snap = store.snapshot(event).await.unwrap();
             if snap.active == 0 && snap.waiting() == 0 && snap.away() == 0 {
                 break;
@@ -1154,14 +1187,15 @@ mod contract {
     }
 
     pub async fn turn_away(store: Arc<dyn Store>, event: &str) {
-        // More than one tick's worth, less than two.
+        // More than one call's worth, less than two (a call turns away at most its budget and at most
+        // TURN_AWAY_PER_TICK).
         let n = TURN_AWAY_PER_TICK * 3 / 2;
         let tick = |now_ms| Tick {
             now_ms,
             arrival_window_ms: ARRIVAL_MS,
             abandon_after_ms: 600_000,
             return_window_ms: RETURN_MS,
-            max_scan: 1_000,
+            max_scan: TURN_AWAY_PER_TICK + 1,
         };
         let join = |sid: &str, now_ms| Join {
             session: sid.to_owned(),

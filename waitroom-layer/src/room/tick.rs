@@ -1,5 +1,5 @@
-//! The tick: flush the liveness marks, run the admission tick in the store, report what it did, refresh the
-//! shared numbers. The background task runs it every `tick_interval`; [`WaitingRoom::tick_now`] runs it at once.
+//! The tick: flush the liveness marks, run the admission tick in the store (in chunks of `admit_chunk` sessions,
+//! one short store call each), report what it did, refresh the shared numbers. The background task runs it every `tick_interval`; [`WaitingRoom::tick_now`] runs it at once.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,7 +10,7 @@ use super::WaitingRoom;
 use super::lifecycle::RoomEventKind;
 use super::liveness::FLUSH_EVERY_MS;
 use crate::error::StoreError;
-use crate::store::{Tick, TickReport};
+use crate::store::{TURN_AWAY_PER_TICK, Tick, TickReport};
 
 impl WaitingRoom {
     /// Reads the shared numbers from the store now.
@@ -87,18 +87,40 @@ impl WaitingRoom {
         }
         // A scheduled closing time that has come closes the on-sale before this tick, which then turns people away.
         self.close_when_due().await;
-        let tick = Tick {
+        let config = &self.inner.config;
+        let per_tick = config.max_scan_per_tick.max(1);
+        let chunk = config.admit_chunk.clamp(1, per_tick);
+        let mut tick = Tick {
             now_ms: now,
-            arrival_window_ms: self.inner.config.arrival_window.as_millis() as u64,
-            abandon_after_ms: self.inner.config.abandon_after.as_millis() as u64,
-            return_window_ms: self.inner.config.return_window.as_millis() as u64,
-            max_scan: self.inner.config.max_scan_per_tick,
+            arrival_window_ms: config.arrival_window.as_millis() as u64,
+            abandon_after_ms: config.abandon_after.as_millis() as u64,
+            return_window_ms: config.return_window.as_millis() as u64,
+            max_scan: chunk,
         };
-        let report = self
-            .call(|| self.inner.store.tick(self.event(), &tick))
-            .await;
-        if let Ok(r) = &report {
-            self.report_tick(r);
+        // The tick in chunks: each call looks at `chunk` sessions at most and says whether it stopped with work
+        // left; the next call goes on from there (other callers' commands run in between), up to
+        // `max_scan_per_tick` sessions a tick. A call that did work but reported no session (finishes applied,
+        // empty pre-queue buckets passed) still counts against the calls' bound below.
+        let most_calls = per_tick.div_ceil(chunk) + 1;
+        let mut report = TickReport::default();
+        let mut looked = 0;
+        let mut outcome = Ok(());
+        let mut answered = false;
+        for _ in 0..most_calls {
+            tick.max_scan = chunk.min(per_tick - looked);
+            let r = match self
+                .call(|| self.inner.store.tick(self.event(), &tick))
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    // The chunks before it stand (each call is atomic): reported above, and read below.
+                    outcome = Err(e);
+                    break;
+                }
+            };
+            answered = true;
+            self.report_tick(&r);
             for s in r
                 .expired
                 .iter()
@@ -112,10 +134,21 @@ impl WaitingRoom {
             if r.drew {
                 tracing::info!(event = %self.event(), "the draw ran; the door is open");
             }
+            looked += r.looked_at();
+            report.absorb(r);
+            // Turning away keeps its pace of TURN_AWAY_PER_TICK a tick (one lifecycle event each).
+            if !report.more
+                || looked >= per_tick
+                || report.turned_away.len() as u64 >= TURN_AWAY_PER_TICK
+            {
+                break;
+            }
+        }
+        if answered {
             let _ = self.read_finished().await;
         }
         let _ = self.refresh().await;
-        report
+        outcome.map(|()| report)
     }
 
     /// Logs and emits what a tick of this instance did.

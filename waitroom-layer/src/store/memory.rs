@@ -719,13 +719,19 @@ impl Event {
             self.draw(t.now_ms);
             report.drew = true;
         }
+        // One call's budget: `max_scan` sessions in all (expired, let in or skipped, turned away, ended), as the
+        // Redis store counts them; a part that stops at it says `more`.
+        let mut budget = t.max_scan;
         // Expire idle actives (and admitted sessions that never came).
         let expired: Vec<Sid> = self
             .active
             .iter()
             .filter(|(_, deadline)| **deadline <= t.now_ms)
             .map(|(sid, _)| sid.clone())
+            .take(budget as usize)
             .collect();
+        budget -= expired.len() as u64;
+        report.more |= budget == 0;
         for sid in expired {
             self.active.remove(&sid);
             if let Some(r) = self.sessions.get_mut(&sid) {
@@ -737,20 +743,21 @@ impl Event {
             report.expired.push(sid.to_string());
         }
         if self.settings.turning_away() {
-            self.turn_away(t.now_ms, &mut report);
+            budget -= self.turn_away(t.now_ms, budget, &mut report);
         } else if self.settings.door_open(t.now_ms) && t.now_ms >= self.hold_until_ms {
-            self.admit(t, &mut report);
+            budget -= self.admit(t, budget, &mut report);
         }
-        self.end_missed(t, &mut report);
+        self.end_missed(t, budget, &mut report);
         self.forget_ended(t);
         let served = self.served;
         self.moved.retain(|(n, _)| *n > served);
         report
     }
 
-    /// Lets people in while there is room: the returning queue first, then the head of the line; an absent one
-    /// is missed (it keeps its turn for the return window) and the next present one goes in its place.
-    fn admit(&mut self, t: &Tick, report: &mut TickReport) {
+    /// Lets people in while there is room: the front lane, the returning queue, then the head of the line; an
+    /// absent one is missed (it keeps its turn for the return window) and the next present one goes in its place.
+    /// Looks at `budget` sessions at most; returns how many it looked at.
+    fn admit(&mut self, t: &Tick, budget: u64, report: &mut TickReport) -> u64 {
         let mut room = self
             .settings
             .capacity
@@ -766,10 +773,11 @@ impl Event {
         let mut scanned = 0;
         let mut admitted = 0;
         // Sessions an operator moved to the front go first.
-        while admitted < room {
+        while admitted < room && scanned < budget {
             let Some(sid) = self.front.pop_front() else {
                 break;
             };
+            scanned += 1;
             if let Some(r) = self.sessions.get_mut(&sid)
                 && r.state == SessionState::Waiting
                 && r.number == 0
@@ -783,7 +791,7 @@ impl Event {
                 report.admitted.push(sid.to_string());
             }
         }
-        while admitted < room && scanned < t.max_scan {
+        while admitted < room && scanned < budget {
             // Those taken back after the head passed them were in front of everyone in line; then those who came
             // back after missing their turn.
             let sid = if let Some((_, sid)) = self.back.pop_first() {
@@ -828,11 +836,12 @@ impl Event {
             self.dirty(&sid);
         }
         self.note_admits(t.now_ms, admitted);
+        report.more |= admitted < room && scanned >= budget;
+        scanned
     }
 
-    /// Ends [`SessionState::Abandoned`] the missed sessions whose return window has passed (at most `max_scan`).
-    fn end_missed(&mut self, t: &Tick, report: &mut TickReport) {
-        let mut budget = t.max_scan;
+    /// Ends [`SessionState::Abandoned`] the missed sessions whose return window has passed (at most `budget`).
+    fn end_missed(&mut self, t: &Tick, mut budget: u64, report: &mut TickReport) {
         while budget > 0 {
             let Some((at, sid)) = self.missed.front() else {
                 break;
@@ -858,6 +867,7 @@ impl Event {
             // Abandoned now, or an entry passed over: the session came back since (or missed again, later).
             self.missed.pop_front();
         }
+        report.more |= budget == 0 && !self.missed.is_empty();
     }
 
     /// A session that is here now: a missed one within its window comes back (see [`Store::come_back`]).
@@ -930,11 +940,12 @@ impl Event {
         self.placement(session)
     }
 
-    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions: those moved to the front first, then those taken back
-    /// after the head passed them, then the returning queue, then the head of the line (their numbers count as
-    /// served), then the pre-queue.
-    fn turn_away(&mut self, now_ms: u64, report: &mut TickReport) {
-        let mut budget = TURN_AWAY_PER_TICK;
+    /// Turns away up to [`TURN_AWAY_PER_TICK`] sessions (and at most `most`): those moved to the front first,
+    /// then those taken back after the head passed them, then the returning queue, then the head of the line (their
+    /// numbers count as served), then the pre-queue. Returns how many it looked at.
+    fn turn_away(&mut self, now_ms: u64, most: u64, report: &mut TickReport) -> u64 {
+        let most = most.min(TURN_AWAY_PER_TICK);
+        let mut budget = most;
         while budget > 0 {
             let Some(sid) = self.front.pop_front() else {
                 break;
@@ -983,6 +994,8 @@ impl Event {
             budget -= 1;
             self.turn_away_one(sid, now_ms, report);
         }
+        report.more |= budget == 0;
+        most - budget
     }
 
     fn turn_away_one(&mut self, sid: Sid, now_ms: u64, report: &mut TickReport) {

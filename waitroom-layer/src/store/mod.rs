@@ -8,7 +8,10 @@
 //! Two stores ship: [`MemoryStore`] (embedded, the default) and, with the `redis` feature, `RedisStore`. The
 //! contract is written so a store can serve it with one round trip per call: polls of waiting sessions do not
 //! reach the store at all (the room answers them from a [`Snapshot`] it refreshes a few times a second), liveness
-//! and touches arrive in batches ([`Touches`]), and the admission tick is one call per instance per interval.
+//! and touches arrive in batches ([`Touches`]), and the admission tick is a few calls per instance per interval,
+//! each bounded by [`Tick::max_scan`] (the room's `admit_chunk`), so no call's work grows with the line, the
+//! pre-queue or the capacity: a store in another process (Redis runs one command at a time) serves every other
+//! caller between two of them.
 //!
 //! # When the store forgets
 //!
@@ -270,10 +273,12 @@ impl Settings {
 /// Most sessions one admission tick turns away while the on-sale is closed or sold out, so a tick stays short with
 /// hundreds of thousands in line: 600,000 are turned away within 300 ticks, 75 s at the default tick interval (less
 /// with several instances ticking), while everyone in line already hears "sold out" or "closed" at their next poll
-/// from the shared settings. In `RedisStore` such a tick is one script, and Redis serves nobody else while it runs:
-/// 10,000 a tick held it for about 45 to 110 ms (Redis 7.0.15, `SLOWLOG`, a 2-core development machine; the
-/// numbered line at the low end, the pre-queue's buckets at the high end); 2,000 a tick holds it about a fifth as
-/// long (the script's work is one pop and one write per session; scaled from that figure, not measured apart).
+/// from the shared settings. One store call turns away at most this many and at most its [`Tick::max_scan`]; the
+/// room calls again (while the call says [`TickReport::more`]) until the tick has turned away this many. In
+/// `RedisStore` each call is one script, and Redis serves nobody else while it runs: 10,000 in one script held it
+/// for about 45 to 110 ms (Redis 7.0.15, `SLOWLOG`, a 2-core development machine; the numbered line at the low end,
+/// the pre-queue's buckets at the high end), so a call of the room's default chunk
+/// ([`DEFAULT_ADMIT_CHUNK`](crate::DEFAULT_ADMIT_CHUNK), 128) holds it well under 2 ms (scaled, not measured apart).
 pub const TURN_AWAY_PER_TICK: u64 = 2_000;
 
 /// A change to the shared settings.
@@ -416,8 +421,11 @@ pub struct Tick {
     /// missed at `t` is ended [`SessionState::Abandoned`] by the first tick at or after `t + return_window_ms`
     /// (0: at once, by the tick that skipped it).
     pub return_window_ms: u64,
-    /// The most sessions this tick may look at (from the returning queue and the head, admitted plus skipped; and
-    /// again as many missed sessions whose window passed): bounds one call's work.
+    /// The most sessions this call may look at: let in or skipped (from the front lane, the returning queue and
+    /// the head), turned away (also at most [`TURN_AWAY_PER_TICK`]), expired, and missed sessions whose window
+    /// passed; a store may count other bounded steps against it (Redis: finishes read from the stream, empty
+    /// pre-queue buckets passed). Bounds one call's work: a call that stops at it says so
+    /// ([`TickReport::more`]) and the room calls again, up to its `max_scan_per_tick` a tick.
     pub max_scan: u64,
 }
 
@@ -448,6 +456,32 @@ pub struct TickReport {
     pub expired: Vec<String>,
     /// Whether this tick ran the random draw.
     pub drew: bool,
+    /// The call stopped at its budget ([`Tick::max_scan`]) with work maybe left (people to let in while there is
+    /// room, to turn away, to expire or to end): another call at the same time may do more. `false`: another call
+    /// now would let nobody in and turn nobody away.
+    pub more: bool,
+}
+
+impl TickReport {
+    /// Adds what a later call of the same tick did (the lists in call order).
+    pub fn absorb(&mut self, later: TickReport) {
+        self.admitted.extend(later.admitted);
+        self.missed.extend(later.missed);
+        self.abandoned.extend(later.abandoned);
+        self.turned_away.extend(later.turned_away);
+        self.expired.extend(later.expired);
+        self.drew |= later.drew;
+        self.more = later.more;
+    }
+
+    /// Sessions this report looked at, counted against [`Tick::max_scan`] and the room's `max_scan_per_tick`.
+    pub fn looked_at(&self) -> u64 {
+        (self.admitted.len()
+            + self.missed.len()
+            + self.abandoned.len()
+            + self.turned_away.len()
+            + self.expired.len()) as u64
+    }
 }
 
 /// Running totals of one on-sale.
@@ -843,7 +877,12 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Records a batch of liveness marks (waiting) and touches (active).
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError>;
 
-    /// The admission tick: runs the draw when due, expires idle sessions, then lets people in from the head while
+    /// One call of the admission tick, bounded by [`Tick::max_scan`] (see there what counts): when it stops at the
+    /// bound it sets [`TickReport::more`] and the room calls again, so a tick is as many short calls as its work
+    /// needs. Each call is one atomic step that reads the capacity afresh: several instances' calls may
+    /// interleave, the capacity holds exactly and people go in in line order (the order of the calls).
+    ///
+    /// The tick: runs the draw when due, expires idle sessions, then lets people in from the head while
     /// the door is open, `active < capacity` and the per-minute cap allows, skipping absent sessions (they miss
     /// their turn). While the on-sale is closed or sold out ([`Settings::turning_away`]) it instead turns away up to
     /// [`TURN_AWAY_PER_TICK`] sessions: from the head of the line (each number counts as served, as a skip does),

@@ -31,8 +31,9 @@ use crate::error::StoreError;
 use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, connect};
 
 /// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
-/// batch is split so no single command holds Redis for long.
-pub const TOUCH_CHUNK: usize = 5_000;
+/// batch is split into commands of this many, sent in one pipeline, so no single command holds Redis for long:
+/// 5,000 fields an `HSET` took 3.5 to 5.3 ms, 256 about 0.9 ms (the opening's figures in BENCHMARKS.md).
+pub const TOUCH_CHUNK: usize = 256;
 
 /// About how many finishes the `finished` stream keeps (`XADD … MAXLEN ~`): minutes of finishes at the seed's pace,
 /// far more than a reader a second behind needs.
@@ -104,6 +105,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:sessions:<ms>`| hash   | the sessions that ended in the slot starting at `<ms>` (finished, expired, abandoned, turned away): their records, for the return window; expires by itself (see "What is forgotten when") |
 /// | `wr:{ev}:line:<k>`     | zset   | sessions waiting with a number `n` in `128 k .. 128 k + 127` outside the drawn segment (FIFO joins, joins after the draw, redeemed tickets), scored by `n % 128`; a number nobody holds has no entry |
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
+/// | `wr:{ev}:draw:n`       | string | until the draw: how many sessions each pre-queue bucket holds (a big-endian u32 per bucket, kept by every script that adds to a bucket or pops from one), so the draw needs no `ZCARD` per bucket |
 /// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
 /// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
 /// | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
@@ -165,8 +167,10 @@ pub const TICKET_BATCH: usize = 1_024;
 /// the point: Redis keeps a sorted set of up to 128 members as a listpack, about 40 bytes a member, where one big
 /// sorted set would cost about 120 (a skiplist node and a dict entry each).
 ///
-/// **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script counts
-/// each set, writes the running totals to `drawidx` (16,385 integers by default; about 15 ms in all) and moves
+/// **The draw touches no session.** At opening (the first tick or join once `opens` has passed) the script reads
+/// the sets' sizes from `draw:n` (one `GET`; a pre-queue written by a version without it is counted with a `ZCARD`
+/// a set), writes the running totals to `drawidx` (16,385 integers by default; 11 to 13 ms measured, against 36
+/// to 85 ms with a `ZCARD` a set, see "Every call short") and moves
 /// `last` on by the pre-queue's size. Numbers `dbase + 1 ..= dbase + dcount` are then *implicit*: a drawn session in
 /// bucket `b` has number `dbase + start(b) + (size(b) - ZCARD draw:b) + ZRANK draw:b session + 1`, and keeps it as
 /// the head moves, because the head takes sessions with `ZPOPMIN` from the bucket it has reached (found by binary
@@ -190,8 +194,9 @@ pub const TICKET_BATCH: usize = 1_024;
 /// A waiting session is skipped at the head when it has not polled for the abandon grace. Its polls reach Redis
 /// in each instance's batch once a second, and they are the one thing that grows with the crowd (300,000 a second
 /// at ten times the seed's crowd), so a mark costs no script and no record rewrite: a session with a line number
-/// sets its bit in the current 10-second slot's bitmap (`BITFIELD … SET u1 <n> 1`, thousands per command), a
-/// pre-queued one writes its time into `pseen` (`HSET`, thousands of fields per command). When the head reaches
+/// sets its bit in the current 10-second slot's bitmap (`BITFIELD … SET u1 <n> 1`, [`TOUCH_CHUNK`] per command), a
+/// pre-queued one writes its time into `pseen` (`HSET`, [`TOUCH_CHUNK`] fields per command, the commands of a batch
+/// in one pipeline). When the head reaches
 /// number `n` with a join time older than the grace, the tick reads bit `n` of the slots covering the grace (at
 /// most one slot more, in the session's favour) and the session's `pseen` entry. Rooms mark pre-queue polls only
 /// in the last stretch before the scheduled opening (the draw reads liveness as of the opening; earlier marks
@@ -215,9 +220,11 @@ pub const TICKET_BATCH: usize = 1_024;
 ///
 /// While the on-sale is closed or sold out (`meta.closed`, or `meta.inv` with every seat sold) the `JOIN` script
 /// answers a session without a place `t` (turned away) and writes nothing, and the `TICK` script, instead of
-/// admitting, turns away up to [`TURN_AWAY_PER_TICK`] sessions: from the head (the same pops as admission, the
+/// admitting, turns away up to [`TURN_AWAY_PER_TICK`] sessions (and at most the call's budget, see "Every call
+/// short"): from the head (the same pops as admission, the
 /// drawn segment included; `served` moves over them) and then, before a draw, from the pre-queue's buckets in
-/// bucket order (`ZPOPMIN` with a count; at most `2^dbits` empty buckets are passed per tick). Their records become
+/// bucket order (`ZPOPMIN` with a count, from where the last call stopped; an empty bucket passed costs a sixteenth
+/// of a step of the budget). Their records become
 /// `t<number>:0` (`t0:0` from the pre-queue) and `meta.turned` counts them; before the draw the pre-queue holds
 /// `joined - turned` sessions. Should seats come back, those turned away stay turned away.
 ///
@@ -321,9 +328,40 @@ pub const TICKET_BATCH: usize = 1_024;
 /// # Cost per request
 ///
 /// Polls of waiting sessions never reach this store: the room answers them from its snapshot. What reaches it per
-/// room instance is, per tick interval, one `tick`, one `finished_since` and one `snapshot`, and once a second one
-/// `touch` batch (one pipeline: a `BITFIELD` or `HSET` per [`TOUCH_CHUNK`] liveness marks plus their expiry, and a
-/// script call per chunk of active sessions), plus one call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
+/// room instance is, per tick interval, one `tick` call per chunk of work (one while nothing is to be done, see
+/// below), one `finished_since` and one `snapshot`, and once a second one `touch` batch (one pipeline: a `BITFIELD`
+/// or `HSET` per [`TOUCH_CHUNK`] liveness marks plus their expiry, and a script call per chunk of active sessions),
+/// plus one call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
+///
+/// # Every call short
+///
+/// Redis runs one command at a time: while a script runs, every instance's joins, ticks and lookups and every
+/// order service's finishes wait. So no call's work grows with the line, the pre-queue or the capacity:
+///
+/// - **The tick is chunked.** One `TICK` call looks at [`Tick::max_scan`](super::Tick::max_scan) sessions at most
+///   (the room's `admit_chunk`, default 128): finishes read from the stream, sessions expired, let in or skipped as
+///   away, turned away, missed sessions ended, all from one budget (an empty pre-queue bucket passed while
+///   turning away costs a sixteenth; `meta.tcur` remembers where the walk stopped). A call that stops at the budget
+///   says so ([`TickReport::more`](super::TickReport::more)) and the room calls again, up to its
+///   `max_scan_per_tick` a tick; another instance's calls run in between, and each call reads the capacity afresh,
+///   so two instances ticking at once never let in more than the capacity and the head moves in line order (the
+///   draw's order) across them. An opening of 8,000 places is some 63 calls (more when it crosses people who left).
+/// - **Crossing absent people is bounded the same way**: each one skipped is a step of the budget (one `HGET` of
+///   `pseen`, at most the grace's slots plus two `GETBIT`s, one write and one `ZADD missed`); numbers nobody holds
+///   cost no step at all (one `BITPOS`, "The numbers count the living").
+/// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (256)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
+///   5.3 ms).
+///
+/// **The largest unit of work** of a tick call is `admit_chunk` sessions, each about 10 to 25 Redis calls inside
+/// the script (a pop, the record read and written, the liveness reads, a `ZADD`). Measured (BENCHMARKS.md, "Every
+/// store call short": an opening of 8,000 places over 200,000 pre-queued people, half of them gone, two instances
+/// ticking at once, Redis 7.0.15 on this 2-core box shared with builds): a call of 128 took **3.2 ms at the
+/// median and 10.4 ms at the longest** (about 25 µs a session), where the same opening in one call took 665 ms
+/// (0.016 of it); a liveness `HSET` of 256 fields about 0.9 ms (5,000 fields took 3.5 to 5.3 ms). A smaller
+/// `admit_chunk` shortens the calls in proportion (64: about 1.6 ms at the median). **Not chunked yet: the draw**,
+/// which runs inside the first call after the opening (a tick, a join or a first contact's ticket): it reads the
+/// buckets' sizes kept in `draw:n` and writes their running totals, a loop in Lua over the 16,384 buckets: 11 to
+/// 13 ms (a run at a load average of 6 to 10), where counting the buckets with a `ZCARD` each took 36 to 85 ms.
 ///
 /// # Failures
 ///

@@ -198,8 +198,9 @@ impl Store for RedisStore {
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
         // Liveness marks are not scripted: a numbered waiting session sets one bit in this slot's `seen` bitmap
         // (`BITFIELD`, up to TOUCH_CHUNK bits per command), a pre-queued one writes its time into `pseen` (`HSET`,
-        // up to TOUCH_CHUNK fields per command); each key then gets its expiry. One round trip, no session record
-        // rewritten.
+        // up to TOUCH_CHUNK fields per command); each key then gets its expiry; the active sessions' touches are
+        // script calls of up to TOUCH_CHUNK sessions. One pipeline, one round trip, no session record rewritten:
+        // many short commands, so Redis serves others in between.
         let keys = self.keys(event)?;
         let keep_ms = seen_keep_ms(touches.abandon_after_ms);
         let numbers: Vec<u64> = touches.waiting.iter().filter_map(|m| m.number).collect();
@@ -209,30 +210,27 @@ impl Store for RedisStore {
             .filter(|m| m.number.is_none())
             .map(|m| m.session.as_str())
             .collect();
-        if !numbers.is_empty() || !unnumbered.is_empty() {
-            let mut pipe = ::redis::pipe();
-            if !numbers.is_empty() {
-                let key = format!("{}:{}", keys[9], touches.now_ms / SEEN_SLOT_MS);
-                for chunk in numbers.chunks(TOUCH_CHUNK) {
-                    let cmd = pipe.cmd("BITFIELD").arg(&key);
-                    for n in chunk {
-                        cmd.arg("SET").arg("u1").arg(*n).arg(1);
-                    }
-                    cmd.ignore();
+        let mut pipe = ::redis::pipe();
+        if !numbers.is_empty() {
+            let key = format!("{}:{}", keys[9], touches.now_ms / SEEN_SLOT_MS);
+            for chunk in numbers.chunks(TOUCH_CHUNK) {
+                let cmd = pipe.cmd("BITFIELD").arg(&key);
+                for n in chunk {
+                    cmd.arg("SET").arg("u1").arg(*n).arg(1);
                 }
-                pipe.cmd("PEXPIRE").arg(&key).arg(keep_ms).ignore();
+                cmd.ignore();
             }
-            if !unnumbered.is_empty() {
-                for chunk in unnumbered.chunks(TOUCH_CHUNK) {
-                    let cmd = pipe.cmd("HSET").arg(&keys[10]);
-                    for s in chunk {
-                        cmd.arg(*s).arg(touches.now_ms);
-                    }
-                    cmd.ignore();
+            pipe.cmd("PEXPIRE").arg(&key).arg(keep_ms).ignore();
+        }
+        if !unnumbered.is_empty() {
+            for chunk in unnumbered.chunks(TOUCH_CHUNK) {
+                let cmd = pipe.cmd("HSET").arg(&keys[10]);
+                for s in chunk {
+                    cmd.arg(*s).arg(touches.now_ms);
                 }
-                pipe.cmd("PEXPIRE").arg(&keys[10]).arg(keep_ms).ignore();
+                cmd.ignore();
             }
-            self.send_pipe(&pipe).await.map_err(store_error)?;
+            pipe.cmd("PEXPIRE").arg(&keys[10]).arg(keep_ms).ignore();
         }
         for chunk in touches.active.chunks(TOUCH_CHUNK) {
             let mut cmd = self.evalsha(&self.scripts.touch, event)?;
@@ -240,9 +238,22 @@ impl Store for RedisStore {
             for s in chunk {
                 cmd.arg(s);
             }
-            self.run(&self.scripts.touch, &cmd).await?;
+            pipe.add_command(cmd).ignore();
         }
-        Ok(())
+        if pipe.cmd_iter().next().is_none() {
+            return Ok(());
+        }
+        match self.send_pipe(&pipe).await {
+            // Redis lost the touch script (a restart, say): loaded again, and the whole pipeline sent again (every
+            // command in it may run twice: a mark, an expiry and a touch are the same done twice).
+            Err(e)
+                if e.kind() == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoScript) =>
+            {
+                self.load(&self.scripts.touch).await?;
+                self.send_pipe(&pipe).await.map_err(store_error)
+            }
+            r => r.map_err(store_error),
+        }
     }
 
     async fn tick(&self, event: &str, tick: &Tick) -> Result<TickReport, StoreError> {
@@ -254,34 +265,27 @@ impl Store for RedisStore {
             .arg(SEEN_SLOT_MS)
             .arg(TURN_AWAY_PER_TICK)
             .arg(tick.return_window_ms);
-        let mut a = array(self.run(&self.scripts.tick, &cmd).await?)?.into_iter();
-        match (
-            a.next(),
-            a.next(),
-            a.next(),
-            a.next(),
-            a.next(),
-            a.next(),
-            a.next(),
-        ) {
-            (
-                Some(drew),
-                Some(admitted),
-                Some(missed),
-                Some(abandoned),
-                Some(expired),
-                Some(turned_away),
-                None,
-            ) => Ok(TickReport {
-                drew: flag(&drew)?,
-                admitted: strings(admitted)?,
-                missed: strings(missed)?,
-                abandoned: strings(abandoned)?,
-                expired: strings(expired)?,
-                turned_away: strings(turned_away)?,
-            }),
-            _ => Err(corrupt("a tick report of the wrong length")),
-        }
+        let a: [::redis::Value; 7] = array(self.run(&self.scripts.tick, &cmd).await?)?
+            .try_into()
+            .map_err(|_| corrupt("a tick report of the wrong length"))?;
+        let [
+            drew,
+            admitted,
+            missed,
+            abandoned,
+            expired,
+            turned_away,
+            more,
+        ] = a;
+        Ok(TickReport {
+            drew: flag(&drew)?,
+            admitted: strings(admitted)?,
+            missed: strings(missed)?,
+            abandoned: strings(abandoned)?,
+            expired: strings(expired)?,
+            turned_away: strings(turned_away)?,
+            more: flag(&more)?,
+        })
     }
 
     async fn finish(

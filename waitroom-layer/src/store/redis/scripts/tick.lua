@@ -9,19 +9,28 @@ if now > REF or KEEP ~= keep then
   NOW = REF
   redis.call('HSET', KM, 'tnow', fmt(REF), 'keep', fmt(keep))
 end
--- Whether session sid, number n, polled within the grace: its bit in one of the `seen` slots covering
--- [now - abandon, now] (rounded out to whole slots, in the session's favour), or its mark in `pseen` (pre-queue).
+-- One call's budget: at most `maxscan` steps in all (a finish read from the stream, an expired session, one let in,
+-- skipped, turned away or ended, an empty pre-queue bucket passed), so no call's work grows with the line, the
+-- pre-queue or the capacity. A part that stops at the budget sets `more`: the room calls again.
+local left, more = maxscan, 0
+-- Whether session sid, number n, polled within the grace: its mark in `pseen` (pre-queue; one read, and the
+-- drawn who polled before the opening are found at once), or its bit in one of the `seen` slots covering
+-- [now - abandon, now] (rounded out to whole slots, in the session's favour; newest first).
 local function seen(sid, n)
+  if int(redis.call('HGET', KQ, sid)) + abandon >= now then return true end
   for s = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
     if redis.call('GETBIT', KN .. ':' .. fmt(s), n) == 1 then return true end
   end
-  return int(redis.call('HGET', KQ, sid)) + abandon >= now
+  return false
 end
 local drew = 0
 if draw_due(m, now) then draw(m, now); drew = 1 end
 -- Finishes recorded by others as bare stream entries since the last tick: they leave the active count now.
 local fcur = m.fcur or '0-0'
-local fin = redis.call('XRANGE', KF, '(' .. fcur, '+', 'COUNT', 1000)
+local count = math.min(1000, left)
+local fin = redis.call('XRANGE', KF, '(' .. fcur, '+', 'COUNT', count)
+left = left - #fin
+if #fin == count then more = 1 end
 if #fin > 0 then
   for _, e in ipairs(fin) do
     local f = {}
@@ -31,20 +40,27 @@ if #fin > 0 then
   end
   redis.call('HSET', KM, 'fcur', fin[#fin][1])
 end
-local expired = redis.call('ZRANGEBYSCORE', KA, '-inf', fmt(now))
+local expired = {}
+if left > 0 then expired = redis.call('ZRANGEBYSCORE', KA, '-inf', fmt(now), 'LIMIT', 0, left) end
 if #expired > 0 then
   for _, sid in ipairs(expired) do
     local st, n = rec(sid)
     if st then put(sid, 'e', n, 0) end
   end
-  redis.call('ZREMRANGEBYSCORE', KA, '-inf', fmt(now))
+  -- The lowest scores are the ones just read.
+  redis.call('ZREMRANGEBYRANK', KA, 0, #expired - 1)
   redis.call('HINCRBY', KM, 'expired', #expired)
+  left = left - #expired
+  if left == 0 then more = 1 end
 end
 local admitted, abandoned, turned, missed = {}, {}, {}, {}
--- Last in every tick: the missed sessions whose return window has passed (at most `maxscan`, oldest first) end
--- abandoned. `missed` holds only sessions still missed (a return takes its entry out).
+-- Last in every call: the missed sessions whose return window has passed (what is left of the budget, oldest
+-- first) end abandoned. `missed` holds only sessions still missed (a return takes its entry out).
 local function report()
-  local due = redis.call('ZRANGEBYSCORE', KX, '-inf', fmt(now - window), 'LIMIT', 0, maxscan)
+  local due = redis.call('ZRANGEBYSCORE', KX, '-inf', fmt(now - window), 'LIMIT', 0, math.max(left, 1))
+  -- With no budget left, one is read only to say whether there is more.
+  if #due > left then due, more = {}, 1 end
+  if left > 0 and #due == left then more = 1 end
   for _, sid in ipairs(due) do
     local st, n = rec(sid)
     if st == 'm' then
@@ -54,7 +70,7 @@ local function report()
   end
   if #due > 0 then redis.call('ZREMRANGEBYRANK', KX, 0, #due - 1) end
   if #abandoned > 0 then redis.call('HINCRBY', KM, 'abandoned', #abandoned) end
-  return {drew, admitted, missed, abandoned, expired, turned}
+  return {drew, admitted, missed, abandoned, expired, turned, more}
 end
 local served, last = int(m.served), int(m.last)
 local dlo = int(m.dbase)
@@ -102,7 +118,7 @@ if turning_away(m) then
   -- Closed or sold out: turn away up to `turnmax` sessions, those standing ahead of the line first (below), then
   -- the head of the line (each number counts as served, as a skip does), then the pre-queue (before the draw every join is in a bucket, so the pre-queue holds
   -- `joined - turned` sessions; empty buckets are passed over, at most 2^dbits of them per tick).
-  local budget = turnmax
+  local budget = math.min(turnmax, left)
   -- Those moved to the front first.
   while budget > 0 do
     local sid = redis.call('LPOP', KFRONT)
@@ -142,18 +158,29 @@ if turning_away(m) then
     end
   end
   if not drawn then
+    -- The buckets from where the last call stopped (`meta.tcur`; the ones before it were emptied, and joins take
+    -- no place while turning away), round to the start again should someone have joined one meanwhile (seats came
+    -- back, then went). An empty bucket passed costs a sixteenth of a step (one ZPOPMIN that finds nothing, against
+    -- a pop and a record written for a session turned away).
     local pq = int(m.joined) - int(m.turned)
-    local b, nb = 0, 2 ^ int(m.dbits)
-    while budget > 0 and pq > 0 and b < nb do
+    local b, nb, steps = int(m.tcur), 2 ^ int(m.dbits), 16 * left
+    while budget > 0 and pq > 0 and steps > 0 do
+      if b >= nb then b = 0 end
       local z = redis.call('ZPOPMIN', bucket(b), math.min(budget, pq))
+      if #z > 0 then counted(b, -#z / 2) end
       for i = 1, #z, 2 do
         put(z[i], 't', 0, 0)
         turned[#turned + 1] = z[i]
         budget, pq = budget - 1, pq - 1
       end
-      b = b + 1
+      if #z == 0 then b = b + 1 end
+      steps = steps - 1
     end
+    if pq > 0 and (budget == 0 or steps == 0) then more = 1 end
+    redis.call('HSET', KM, 'tcur', fmt(b))
   end
+  if budget == 0 then more = 1 end
+  left = left - (math.min(turnmax, left) - budget)
   if served ~= int(m.served) then redis.call('HSET', KM, 'served', fmt(served)) end
   if #turned > 0 then redis.call('HINCRBY', KM, 'turned', #turned) end
   return report()
@@ -176,9 +203,10 @@ if m.apm ~= '' then room = math.min(room, int(m.apm) - recent) end
 if total then room = math.min(room, total - sold - held - recent) end
 local scanned, nadm = 0, 0
 -- Sessions an operator moved to the front go first (no number; their old places are empty and skipped).
-while nadm < room do
+while nadm < room and scanned < left do
   local sid = redis.call('LPOP', KFRONT)
   if not sid then break end
+  scanned = scanned + 1
   local st, n = rec(sid)
   if st == 'w' and n == 0 then
     put(sid, 'a', 0, now)
@@ -193,7 +221,7 @@ end
 -- once: no pop per admission while they are empty, as they nearly always are.)
 local nreclaimed = redis.call('ZCARD', KB)
 local nback = redis.call('LLEN', KT)
-while nadm < room and scanned < maxscan do
+while nadm < room and scanned < left do
   local sid, n, t
   if nreclaimed > 0 then
     local z = redis.call('ZPOPMIN', KB)
@@ -234,6 +262,8 @@ while nadm < room and scanned < maxscan do
     end
   end
 end
+if nadm < room and scanned >= left then more = 1 end
+left = left - scanned
 if served ~= int(m.served) then
   redis.call('HSET', KM, 'served', fmt(served))
   -- Moved sessions whose old number the head has passed are ordinary again.
