@@ -180,6 +180,11 @@ async fn join_and_admit(c: &reqwest::Client, s: &Site) -> Creds {
     creds.absorb(&res);
     let json: Value = res.json().await.unwrap();
     assert_eq!(json["session"].as_str(), creds.session.as_deref());
+    assert_eq!(json["state"], "waiting");
+    assert!(
+        json["next"].is_null(),
+        "where to go next only once admitted: {json}"
+    );
     s.room.tick_now().await.unwrap();
     let res = creds
         .sign(c.get(s.at("/waitroom/status?return_to=%2Fcheckout")))

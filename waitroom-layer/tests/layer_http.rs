@@ -1790,6 +1790,21 @@ async fn the_rooms_read_only_endpoints_refuse_other_methods_with_405() {
             assert_eq!(res.headers()["allow"], "GET, HEAD", "{method} {path}");
         }
     }
+    // The join takes `GET` and `POST`; any other method is refused and joins nobody.
+    for method in [http::Method::PUT, http::Method::DELETE, http::Method::PATCH] {
+        let res = c
+            .request(method.clone(), s.at("/waitroom/join"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} join"
+        );
+    }
+    assert_eq!(s.room.stats().counters.joined, 0, "nobody joined");
     // The same for a session waiting in line, whose `GET` poll is answered from memory: another method is not.
     let a = browser();
     let _ = a.get(s.at("/checkout")).send().await.unwrap();
