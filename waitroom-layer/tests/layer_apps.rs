@@ -71,6 +71,18 @@ async fn site(capacity: u64, cors: bool) -> Site {
     let layer = layer.build().unwrap();
     let mut app = Router::new()
         .route("/checkout", get(|| async { "seat map" }))
+        // What a request brought inward: its pass, its cookies, its session header.
+        .route(
+            "/checkout/echo",
+            get(|h: http::HeaderMap| async move {
+                let one = |n: &str| h.get(n).map(|v| v.to_str().unwrap().to_owned());
+                axum::Json(serde_json::json!({
+                    "authorization": one("authorization"),
+                    "cookie": one("cookie"),
+                    "session": one(SESSION_HEADER),
+                }))
+            }),
+        )
         .route(
             "/checkout/mine",
             get(|Extension(a): Extension<Admission>| async move { a.session_id().to_owned() })
@@ -168,6 +180,11 @@ async fn join_and_admit(c: &reqwest::Client, s: &Site) -> Creds {
     creds.absorb(&res);
     let json: Value = res.json().await.unwrap();
     assert_eq!(json["session"].as_str(), creds.session.as_deref());
+    assert_eq!(json["state"], "waiting");
+    assert!(
+        json["next"].is_null(),
+        "where to go next only once admitted: {json}"
+    );
     s.room.tick_now().await.unwrap();
     let res = creds
         .sign(c.get(s.at("/waitroom/status?return_to=%2Fcheckout")))
@@ -306,6 +323,36 @@ async fn a_protected_request_with_room_to_spare_passes_and_hands_over_the_sessio
         session_id(app.session.as_deref().unwrap())
     );
     assert!(passes(&c, &s, &app, "/checkout").await);
+}
+
+/// The request that lets an app in goes on inward as the app's next requests will: its new pass as
+/// `Authorization: Bearer`, its session value in `X-Waitroom-Session`, and no cookie. A verify layer further in
+/// that checks for itself (not on the room's own verifier) sees what it will see next time. (A newcomer's first
+/// request that goes straight in: `layer_http`'s straight-in tests.)
+#[tokio::test]
+async fn the_request_that_lets_an_app_in_goes_on_with_its_pass_and_session_in_headers() {
+    let s = site(1, false).await;
+    let c = app_client();
+    let mut app = Creds::default();
+    let res = app.sign(c.get(s.at("/checkout"))).send().await.unwrap();
+    app.absorb(&res);
+    s.room.tick_now().await.unwrap();
+    let res = app
+        .sign(c.get(s.at("/checkout/echo")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    app.absorb(&res);
+    let session = app.session.clone().expect("a session value");
+    let seen: Value = res.json().await.unwrap();
+    assert_eq!(
+        seen["authorization"],
+        format!("Bearer {}", app.token.as_deref().expect("a pass")),
+        "{seen}"
+    );
+    assert_eq!(seen["session"], session.as_str(), "{seen}");
+    assert!(seen["cookie"].is_null(), "{seen}");
 }
 
 #[tokio::test]

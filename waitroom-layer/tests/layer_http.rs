@@ -4,6 +4,7 @@
 //! `room.tick_now()`, so nothing sleeps.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
@@ -11,9 +12,15 @@ use axum::extract::Extension;
 use axum::routing::{get, post};
 use http::StatusCode;
 use serde_json::Value;
-use waitroom_layer::{
-    Fairness, Inventory, ManualClock, PageTemplate, STATE_HEADER, WaitingRoom, WaitingRoomLayer,
+use waitroom_layer::store::{
+    Join, Placement, Reclaim, Redeem, Restore, Return, Settings, SettingsChange, Snapshot, Store,
+    Tick, TickReport, Ticket, Touches,
 };
+use waitroom_layer::{
+    Fairness, Inventory, ManualClock, PageTemplate, SESSION_HEADER, SESSION_VALUE_HEADER,
+    STATE_HEADER, TOKEN_HEADER, WaitingRoom, WaitingRoomLayer,
+};
+use waitroom_layer::{MemoryStore, StoreError};
 use waitroom_testkit::http::{browser, serve};
 use waitroom_verify::{Admission, Clock, FINISH_HEADER, KeySet, Verifier, VerifyLayer};
 
@@ -113,6 +120,7 @@ async fn site_on(room: WaitingRoom, clock: ManualClock) -> Site {
             }),
         )
         .route("/checkout/seats/{id}", get(|| async { "a seat" }))
+        .route("/checkout/echo", get(echo))
         .route(
             "/checkout/buy",
             post(buy).layer(VerifyLayer::new(order_verifier).join_url("/waitroom/join")),
@@ -123,6 +131,23 @@ async fn site_on(room: WaitingRoom, clock: ManualClock) -> Site {
         room,
         clock,
     }
+}
+
+/// What a request brought inward: its `Authorization`, its cookies (every `Cookie` line) and its session header.
+async fn echo(headers: http::HeaderMap) -> axum::Json<Value> {
+    let all = |name: &str| {
+        let v: Vec<&str> = headers
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect();
+        (!v.is_empty()).then(|| v.join("; "))
+    };
+    axum::Json(serde_json::json!({
+        "authorization": all("authorization"),
+        "cookie": all("cookie"),
+        "session": all(SESSION_HEADER),
+    }))
 }
 
 fn bytes_of(s: &'static str) -> bytes::Bytes {
@@ -591,6 +616,145 @@ async fn a_pass_past_half_its_life_is_renewed_on_the_next_request_and_never_cach
     );
 }
 
+/// A session still inside whose browser no longer has its pass (a cleared cookie, a pass that lapsed while the
+/// session stayed active) is given a new pass on its next protected request and goes through: it never queues
+/// again for a place it holds.
+#[tokio::test]
+async fn an_active_session_without_its_pass_gets_a_new_one_on_its_next_request() {
+    let s = site(1).await;
+    let b = browser();
+    let (session, _) = admit(&b, &s).await;
+    assert!(passes(&b, &s, "/checkout").await);
+    assert_eq!(s.room.stats().active, 1);
+    // The session cookie alone, no pass.
+    let without_pass = reqwest::Client::new();
+    let res = without_pass
+        .get(s.at("/checkout"))
+        .header("cookie", format!("waitroom_session={session}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let token = cookie_value(&set_cookies(&res), "waitroom_token").expect("a new pass");
+    assert_eq!(res.text().await.unwrap(), "seat map");
+    let claims = s.room.verifier().verify(&token).unwrap();
+    assert_eq!(Some(claims.sub.as_str()), session.split('.').next());
+    assert_eq!(s.room.stats().active, 1, "the same place");
+}
+
+/// The embedded store, which once armed finishes the session it is asked to claim just before the claim: a finish
+/// made elsewhere (another instance's order service, on the shared store) landing between the room's look at an
+/// admitted session and its claim.
+#[derive(Debug, Default)]
+struct FinishBeforeClaim {
+    inner: MemoryStore,
+    armed: AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Store for FinishBeforeClaim {
+    async fn init(&self, e: &str, d: &Settings) -> Result<Settings, StoreError> {
+        self.inner.init(e, d).await
+    }
+    async fn join(&self, e: &str, j: &Join) -> Result<Placement, StoreError> {
+        self.inner.join(e, j).await
+    }
+    async fn ticket(&self, e: &str, now_ms: u64) -> Result<Ticket, StoreError> {
+        self.inner.ticket(e, now_ms).await
+    }
+    async fn tickets(&self, e: &str, n: usize, now_ms: u64) -> Result<Vec<Ticket>, StoreError> {
+        self.inner.tickets(e, n, now_ms).await
+    }
+    async fn redeem(&self, e: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
+        self.inner.redeem(e, r).await
+    }
+    async fn lookup(&self, e: &str, s: &str) -> Result<Option<Placement>, StoreError> {
+        self.inner.lookup(e, s).await
+    }
+    async fn come_back(
+        &self,
+        e: &str,
+        s: &str,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        self.inner.come_back(e, s, now_ms, window_ms).await
+    }
+    async fn claim(
+        &self,
+        e: &str,
+        s: &str,
+        now_ms: u64,
+        idle_ms: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            self.inner.finish(e, s, 0, now_ms).await?;
+        }
+        self.inner.claim(e, s, now_ms, idle_ms).await
+    }
+    async fn touch(&self, e: &str, t: &Touches) -> Result<(), StoreError> {
+        self.inner.touch(e, t).await
+    }
+    async fn tick(&self, e: &str, t: &Tick) -> Result<TickReport, StoreError> {
+        self.inner.tick(e, t).await
+    }
+    async fn finish(&self, e: &str, s: &str, seats: u32, now_ms: u64) -> Result<bool, StoreError> {
+        self.inner.finish(e, s, seats, now_ms).await
+    }
+    async fn snapshot(&self, e: &str) -> Result<Snapshot, StoreError> {
+        self.inner.snapshot(e).await
+    }
+    async fn update(&self, e: &str, c: &SettingsChange) -> Result<Settings, StoreError> {
+        self.inner.update(e, c).await
+    }
+    async fn restore(&self, e: &str, r: &Restore) -> Result<Settings, StoreError> {
+        self.inner.restore(e, r).await
+    }
+    async fn reclaim(&self, e: &str, r: &Reclaim) -> Result<Option<Placement>, StoreError> {
+        self.inner.reclaim(e, r).await
+    }
+}
+
+/// The claim's answer decides whether a pass is issued: a session admitted when the room looked, that finished
+/// before its claim (elsewhere, on the shared store), gets no pass and does not pass.
+#[tokio::test]
+async fn a_session_that_finished_before_its_claim_gets_no_pass() {
+    let clock = ManualClock::starting_now();
+    let store = Arc::new(FinishBeforeClaim::default());
+    let room = WaitingRoom::builder("tour-2026")
+        .capacity(1)
+        .idle_timeout(IDLE)
+        .straight_in(false)
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .secure_cookies(false)
+        .shared_store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    let s = site_on(room, clock).await;
+    let b = browser();
+    let _ = b.get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(poll(&b, &s).await["position"], 1);
+    s.room.tick_now().await.unwrap();
+    store.armed.store(true, Ordering::SeqCst);
+    let res = b.get(s.at("/checkout")).send().await.unwrap();
+    assert!(
+        !store.armed.load(Ordering::SeqCst),
+        "the room claimed the admitted session"
+    );
+    assert_eq!(
+        cookie_value(&set_cookies(&res), "waitroom_token"),
+        None,
+        "no pass for a finished session"
+    );
+    assert!(
+        res.headers().contains_key(STATE_HEADER),
+        "the room answered"
+    );
+    assert_ne!(res.text().await.unwrap(), "seat map");
+}
+
 #[tokio::test]
 async fn the_finish_header_frees_the_place_and_the_token_stops_working() {
     let s = site(1).await;
@@ -688,6 +852,10 @@ async fn bypassed_paths_never_see_the_room_and_json_clients_get_json() {
     assert_eq!(json["event"], "tour-2026");
     assert_eq!(json["position"], 1);
     assert_eq!(json["refresh_seconds"], 5);
+    assert!(
+        json["next"].is_null(),
+        "where to go next is told once admitted, not while held: {json}"
+    );
     // The JWKS is there for the order service.
     let jwks: Value = b
         .get(s.at("/waitroom/jwks.json"))
@@ -748,9 +916,9 @@ async fn without_javascript_the_refresh_lets_the_admitted_in_and_a_pass_is_never
 /// the browser has sent the pass back even once.
 #[tokio::test]
 async fn the_request_that_lets_a_person_in_carries_the_new_pass_inward() {
-    let s = site(2).await;
-    let (a, b) = (browser(), browser());
-    for c in [&a, &b] {
+    let s = site(3).await;
+    let (a, b, c) = (browser(), browser(), browser());
+    for c in [&a, &b, &c] {
         let res = c.get(s.at("/checkout")).send().await.unwrap();
         assert_eq!(state(&res), "waiting");
     }
@@ -768,6 +936,26 @@ async fn the_request_that_lets_a_person_in_carries_the_new_pass_inward() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert!(res.text().await.unwrap().starts_with("bought for "));
+    // C: as its next requests will, the pass goes in as a cookie, beside the app's own cookies; the app's own
+    // `Authorization` (a login of its own) is left as it was, and no session header is added.
+    let res = c
+        .get(s.at("/checkout/echo"))
+        .header("authorization", "Basic YXBwOmxvZ2lu")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let token = cookie_value(&set_cookies(&res), "waitroom_token").expect("the pass is set");
+    let seen: Value = res.json().await.unwrap();
+    assert_eq!(seen["authorization"], "Basic YXBwOmxvZ2lu", "{seen}");
+    assert!(
+        seen["cookie"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("waitroom_token={token}")),
+        "{seen}"
+    );
+    assert!(seen["session"].is_null(), "{seen}");
 }
 
 #[tokio::test]
@@ -925,9 +1113,11 @@ async fn pre_queue_then_the_draw_orders_the_line() {
     // The site's clock started a moment later than ours: put it just before the opening.
     s.clock.set_ms(opens_ms - 30_000);
     let browsers: Vec<_> = (0..12).map(|_| browser()).collect();
+    let mut prequeue_values = Vec::new();
     for b in &browsers {
         let res = b.get(s.at("/checkout")).send().await.unwrap();
         assert_eq!(state(&res), "prequeue");
+        let mut value = cookie_value(&set_cookies(&res), "waitroom_session").unwrap();
         // The signed cookie says "pre-queue": its polls before the draw are answered from memory.
         let cookie = res
             .headers()
@@ -941,7 +1131,11 @@ async fn pre_queue_then_the_draw_orders_the_line() {
         let html = res.text().await.unwrap();
         assert!(html.contains("The draw happens at"), "{html}");
         assert!(html.contains("arriving earlier or later before then makes no difference"));
-        let st = poll(b, &s).await;
+        let res = get_json(b, s.at("/waitroom/status?return_to=%2Fcheckout")).await;
+        // The ticket is redeemed: the value the browser holds from now on.
+        value = cookie_value(&set_cookies(&res), "waitroom_session").unwrap_or(value);
+        prequeue_values.push(value);
+        let st: Value = res.json().await.unwrap();
         assert_eq!(st["state"], "prequeue");
         assert!(st["position"].is_null());
         assert!(st["opens_at"].is_string());
@@ -966,6 +1160,47 @@ async fn pre_queue_then_the_draw_orders_the_line() {
             "{cookie} {st}"
         );
         positions.push(st["position"].as_u64().unwrap());
+    }
+    // Later polls, their cookie saying the number, are answered from memory and seal nothing again.
+    for b in &browsers {
+        let res = get_json(b, s.at("/waitroom/status?return_to=%2Fcheckout")).await;
+        assert_eq!(state(&res), "paused");
+        assert_eq!(set_cookies(&res), Vec::<String>::new(), "nothing to seal");
+    }
+    // A client that lost that answer and sends its pre-queue value again (the room knows the number now, from
+    // memory) is told the number again, every time: sealed into the cookie for a browser, handed over in the
+    // answer for a client that names its session by the header.
+    let old = &prequeue_values[0];
+    let number = poll(&browsers[0], &s).await["number"].as_u64().unwrap();
+    let jarless = reqwest::Client::new();
+    for _ in 0..2 {
+        let res = jarless
+            .get(s.at("/waitroom/status"))
+            .header("accept", "application/json")
+            .header("cookie", format!("waitroom_session={old}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(state(&res), "paused");
+        let cookie = cookie_value(&set_cookies(&res), "waitroom_session")
+            .expect("the cookie is sealed again with the drawn number");
+        assert!(cookie.contains(&format!(".{number}.")), "{cookie}");
+        let res = jarless
+            .get(s.at("/waitroom/status"))
+            .header("accept", "application/json")
+            .header(SESSION_HEADER, old.as_str())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(state(&res), "paused");
+        assert_eq!(set_cookies(&res), Vec::<String>::new(), "no cookies");
+        let handed = res.headers()[SESSION_VALUE_HEADER.as_str()]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(handed.contains(&format!(".{number}.")), "{handed}");
+        let st: Value = res.json().await.unwrap();
+        assert_eq!(st["session"], handed.as_str());
     }
     let mut sorted = positions.clone();
     sorted.sort_unstable();
@@ -1274,6 +1509,33 @@ async fn a_lone_visitor_in_an_empty_room_goes_straight_in() {
     assert_eq!(s.room.stats().active, 2, "never more than the capacity");
 }
 
+/// A newcomer with no cookie and no session header (an app's first request) that goes straight in: the request
+/// goes on with the new pass as `Authorization: Bearer` and the new session value in `X-Waitroom-Session`, as the
+/// app's next requests will carry them (a verify layer further in that checks for itself finds both), and no
+/// cookie; the answer hands the session value over, and no pass (that goes only to a client that named its
+/// session).
+#[tokio::test]
+async fn a_newcomer_without_cookies_going_straight_in_carries_its_pass_and_session_inward() {
+    let s = straight_site(1, |b| b).await;
+    let res = get_json(&reqwest::Client::new(), s.at("/checkout/echo")).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers().get(TOKEN_HEADER.as_str()).is_none());
+    let handed = res.headers()[SESSION_VALUE_HEADER.as_str()]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let seen: Value = res.json().await.unwrap();
+    assert_eq!(seen["session"], handed.as_str(), "{seen}");
+    assert!(seen["cookie"].is_null(), "{seen}");
+    let pass = seen["authorization"]
+        .as_str()
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .unwrap_or_else(|| panic!("a bearer pass inward: {seen}"));
+    let claims = s.room.verifier().verify(pass).unwrap();
+    assert_eq!(Some(claims.sub.as_str()), handed.split('.').next());
+    assert_eq!(s.room.stats().active, 1);
+}
+
 #[tokio::test]
 async fn a_newcomer_does_not_pass_anyone_ahead_of_it() {
     let s = straight_site(1, |b| b).await;
@@ -1527,5 +1789,37 @@ async fn the_rooms_read_only_endpoints_refuse_other_methods_with_405() {
             );
             assert_eq!(res.headers()["allow"], "GET, HEAD", "{method} {path}");
         }
+    }
+    // The join takes `GET` and `POST`; any other method is refused and joins nobody.
+    for method in [http::Method::PUT, http::Method::DELETE, http::Method::PATCH] {
+        let res = c
+            .request(method.clone(), s.at("/waitroom/join"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} join"
+        );
+    }
+    assert_eq!(s.room.stats().counters.joined, 0, "nobody joined");
+    // The same for a session waiting in line, whose `GET` poll is answered from memory: another method is not.
+    let a = browser();
+    let _ = a.get(s.at("/checkout")).send().await.unwrap();
+    assert_eq!(poll(&a, &s).await["position"], 1);
+    for method in [http::Method::POST, http::Method::PUT, http::Method::DELETE] {
+        let res = a
+            .request(method.clone(), s.at("/waitroom/status"))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} by a waiting session"
+        );
     }
 }

@@ -315,6 +315,22 @@ async fn a_metrics_token_guards_the_metrics() {
     }
     let res = c.get(&url).bearer_auth(METRICS).send().await.unwrap();
     assert_eq!(res.status(), 200);
+    // Read-only, even for the holder of the token.
+    for method in [
+        reqwest::Method::POST,
+        reqwest::Method::PUT,
+        reqwest::Method::DELETE,
+    ] {
+        let res = c
+            .request(method.clone(), &url)
+            .bearer_auth(METRICS)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 405, "{method}");
+        assert!(!res.text().await.unwrap().contains("waitroom_capacity"));
+    }
+    let res = c.get(&url).bearer_auth(METRICS).send().await.unwrap();
     assert!(
         res.text()
             .await

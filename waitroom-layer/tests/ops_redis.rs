@@ -261,6 +261,21 @@ async fn redis_down_fail_closed_holds_newcomers_and_fail_open_lets_them_through(
         || !closed_room.store_ok() && !open_room.store_ok(),
     )
     .await;
+    // Someone not in line who asks how things stand is told that the room cannot say (`store_ok: false`), though
+    // the answer needed no store call of its own.
+    let res = reqwest::Client::new()
+        .get(format!("{closed}/waitroom/status"))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let st: Value = res.json().await.unwrap();
+    assert_eq!(
+        (&st["state"], &st["store_ok"]),
+        (&json!("not_in_line"), &json!(false)),
+        "{st}"
+    );
     for round in 0..5 {
         // Fail closed: a cookie-less newcomer is held on the holding page, which says the status is unknown;
         // the person in line too.
