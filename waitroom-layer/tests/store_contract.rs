@@ -2388,7 +2388,10 @@ mod contract {
                         let n = p.number.expect("a number");
                         assert!(n > top, "newcomer {n} not after every number given ({top})");
                         top = n;
-                        sessions.push(s);
+                        // A session that ended and was forgotten joins again as a newcomer: it is followed once.
+                        if !sessions.contains(&s) {
+                            sessions.push(s);
+                        }
                     }
                 }
                 After::Advance(ms) => now += ms,
