@@ -1084,7 +1084,7 @@ fn draw_numbers_kept(room: &WaitingRoom) -> u64 {
         .expect("the draw_numbers_kept gauge")
 }
 
-/// After the draw, each instance reads the draw's numbers (two pages of 1,000 here) and answers a drawn person's
+/// After the draw, each instance reads the draw's numbers (five pages of 250 here) and answers a drawn person's
 /// first poll from them, with no Redis command: the number the store gives (a lookup), whichever instance the
 /// person polls, and sealed into their cookie as a number from the store would be.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -181,10 +181,10 @@ pub const TICKET_BATCH: usize = 1_024;
 /// **Drawn numbers reach people without a call each.** A drawn person's cookie holds no number until their first
 /// poll after the draw, and working the number out takes a script (`ZRANK`, `GETRANGE`, `ZCARD`). So after the draw
 /// each room instance reads every drawn number once, a page at a time (the `DRAWN` script,
-/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 1,000 members of one or a few buckets a call, by
+/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 250 members of one or a few buckets a call, by
 /// `ZRANGE … WITHSCORES` from a cursor of bucket, score and member; the same arithmetic, so each page is exact when
 /// read and stays exact while its people wait, as the head only pops bucket fronts), and answers a drawn person's
-/// first poll from memory; that poll seals the number into their cookie. 600,000 drawn people are 600 calls per
+/// first poll from memory; that poll seals the number into their cookie. 600,000 drawn people are 2,400 calls per
 /// instance, where one lookup per person was 600,000 (measured in `redis_room.rs`: 1,200 first polls after a draw
 /// on two instances cost 0 Redis commands with the numbers kept, 1,200 without). Until an instance has read a
 /// person's page (a few seconds after the draw at 600,000), that person is asked of the store as before.
@@ -339,13 +339,13 @@ pub const TICKET_BATCH: usize = 1_024;
 /// order service's finishes wait. So no call's work grows with the line, the pre-queue or the capacity:
 ///
 /// - **The tick is chunked.** One `TICK` call looks at [`Tick::max_scan`](super::Tick::max_scan) sessions at most
-///   (the room's `admit_chunk`, default 128): finishes read from the stream, sessions expired, let in or skipped as
+///   (the room's `admit_chunk`, default 64): finishes read from the stream, sessions expired, let in or skipped as
 ///   away, turned away, missed sessions ended, all from one budget (an empty pre-queue bucket passed while
 ///   turning away costs a sixteenth; `meta.tcur` remembers where the walk stopped). A call that stops at the budget
 ///   says so ([`TickReport::more`](super::TickReport::more)) and the room calls again, up to its
 ///   `max_scan_per_tick` a tick; another instance's calls run in between, and each call reads the capacity afresh,
 ///   so two instances ticking at once never let in more than the capacity and the head moves in line order (the
-///   draw's order) across them. An opening of 8,000 places is some 63 calls (more when it crosses people who left).
+///   draw's order) across them. An opening of 8,000 places is some 125 calls (more when it crosses people who left).
 /// - **Crossing absent people is bounded the same way**: each one skipped is a step of the budget (one `HGET` of
 ///   `pseen`, at most the grace's slots plus two `GETBIT`s, one write and one `ZADD missed`); numbers nobody holds
 ///   cost no step at all (one `BITPOS`, "The numbers count the living").
