@@ -420,19 +420,9 @@ fn rss_bytes() -> u64 {
 #[tokio::test]
 #[ignore = "a measurement for BENCHMARKS.md"]
 async fn measure_memory_per_one_shot_request_on_the_embedded_store() {
-    use waitroom_layer::store::{Join, Settings};
+    use waitroom_layer::store::Join;
     const N: u64 = 1_000_000;
-    let settings = Settings {
-        capacity: 1,
-        admit_per_minute: None,
-        paused: false,
-        closed: false,
-        opens_at_ms: None,
-        random_draw: false,
-        inventory: None,
-        prequeue_opens_at_ms: None,
-        closes_at_ms: None,
-    };
+    let settings = open_settings();
     let store = waitroom_layer::MemoryStore::new();
     store.init("tickets", &settings).await.unwrap();
     store.init("joins", &settings).await.unwrap();
@@ -486,7 +476,7 @@ async fn measure_memory_per_one_shot_request_on_the_embedded_store() {
 #[ignore = "a measurement for BENCHMARKS.md"]
 async fn measure_on_redis_memory_per_person_and_the_door_across_a_flood() {
     use waitroom_layer::RedisStore;
-    use waitroom_layer::store::{Join, Redeem, Settings, Tick};
+    use waitroom_layer::store::{Join, Redeem, Tick};
     let flood: u64 = std::env::var("WAITROOM_FLOOD")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -502,17 +492,7 @@ async fn measure_on_redis_memory_per_person_and_the_door_across_a_flood() {
             .and_then(|v| v.trim().parse().ok())
             .expect("used_memory in INFO memory")
     };
-    let settings = Settings {
-        capacity: 1,
-        admit_per_minute: None,
-        paused: false,
-        closed: false,
-        opens_at_ms: None,
-        random_draw: false,
-        inventory: None,
-        prequeue_opens_at_ms: None,
-        closes_at_ms: None,
-    };
+    let settings = open_settings();
     let t0 = 1_800_000_000_000u64;
     let tag = std::process::id();
     // `n` calls of `what(store, event, i)` from TASKS tasks at once.

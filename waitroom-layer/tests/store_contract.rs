@@ -1462,33 +1462,32 @@ mod contract {
         assert!(r.missed.is_empty());
     }
 
+    /// Liveness marks of waiting sessions `sids` at `now_ms`, with their numbers (a store may record a mark by
+    /// number), as a room's flush sends them.
+    async fn poll(store: &Arc<dyn Store>, ev: &str, sids: &[&str], now_ms: u64) {
+        let mut waiting = Vec::new();
+        for s in sids {
+            let p = store.lookup(ev, s).await.unwrap().unwrap();
+            waiting.push(Mark {
+                session: (*s).to_owned(),
+                number: p.number,
+            });
+        }
+        let t = Touches {
+            now_ms,
+            waiting,
+            active: vec![],
+            idle_timeout_ms: IDLE_MS,
+            abandon_after_ms: ABANDON_MS,
+        };
+        store.touch(ev, &t).await.unwrap();
+    }
+
     /// The lanes ahead of the line, in order: a session an operator moved to the front goes in before one coming
     /// back after missing its turn, which goes in before the head of the line; closing turns them away in the
     /// same order. `event` is a prefix (two on-sales).
     pub async fn lanes(store: Arc<dyn Store>, event: &str) {
         let t0 = 70_000_000u64;
-        let poll = |store: &Arc<dyn Store>, ev: &str, sids: &[&str], now_ms| {
-            let (store, ev) = (store.clone(), ev.to_owned());
-            let sids: Vec<String> = sids.iter().map(|s| (*s).to_owned()).collect();
-            async move {
-                let mut waiting = Vec::new();
-                for s in sids {
-                    let p = store.lookup(&ev, &s).await.unwrap().unwrap();
-                    waiting.push(Mark {
-                        session: s,
-                        number: p.number,
-                    });
-                }
-                let t = Touches {
-                    now_ms,
-                    waiting,
-                    active: vec![],
-                    idle_timeout_ms: IDLE_MS,
-                    abandon_after_ms: ABANDON_MS,
-                };
-                store.touch(&ev, &t).await.unwrap();
-            }
-        };
         let s = |x: &str| vec![x.to_owned()];
         for close in [false, true] {
             let ev = format!("{event}-{close}");
@@ -1576,29 +1575,6 @@ mod contract {
             now_ms,
             draw_key: 0,
         };
-        // Liveness marks of waiting sessions, with their numbers (a store may record a mark by number).
-        let poll = |store: &Arc<dyn Store>, sids: &[&str], now_ms| {
-            let (store, ev) = (store.clone(), event.to_owned());
-            let sids: Vec<String> = sids.iter().map(|s| (*s).to_owned()).collect();
-            async move {
-                let mut waiting = Vec::new();
-                for s in sids {
-                    let p = store.lookup(&ev, &s).await.unwrap().unwrap();
-                    waiting.push(Mark {
-                        session: s,
-                        number: p.number,
-                    });
-                }
-                let t = Touches {
-                    now_ms,
-                    waiting,
-                    active: vec![],
-                    idle_timeout_ms: IDLE_MS,
-                    abandon_after_ms: ABANDON_MS,
-                };
-                store.touch(&ev, &t).await.unwrap();
-            }
-        };
         let state = |store: &Arc<dyn Store>, sid: &str| {
             let (store, ev, sid) = (store.clone(), event.to_owned(), sid.to_owned());
             async move { store.lookup(&ev, &sid).await.unwrap().map(|p| p.state) }
@@ -1613,7 +1589,7 @@ mod contract {
         let finished_at = t0 + 1_000;
         assert!(store.finish(event, "a", 1, finished_at).await.unwrap());
         let missed_at = t0 + ABANDON_MS + 1;
-        poll(&store, &["c"], missed_at).await;
+        poll(&store, event, &["c"], missed_at).await;
         let r = store.tick(event, &tick(missed_at)).await.unwrap();
         assert_eq!(
             (r.missed, r.admitted),
@@ -1648,7 +1624,7 @@ mod contract {
         assert_eq!(again.state, SessionState::Waiting);
         assert!(again.number > d.number, "{again:?} behind {d:?}");
         let later = abandoned_at + RETURN_MS;
-        poll(&store, &["a", "d"], later).await;
+        poll(&store, event, &["a", "d"], later).await;
         store.update(event, &SettingsChange::Pause).await.unwrap();
         store.tick(event, &tick(later)).await.unwrap();
         assert_eq!(
@@ -1703,28 +1679,6 @@ mod contract {
             account: None,
             now_ms,
             draw_key: sid.len() as u64,
-        };
-        let poll = |store: &Arc<dyn Store>, ev: &str, sids: &[&str], now_ms| {
-            let (store, ev) = (store.clone(), ev.to_owned());
-            let sids: Vec<String> = sids.iter().map(|s| (*s).to_owned()).collect();
-            async move {
-                let mut waiting = Vec::new();
-                for s in sids {
-                    let p = store.lookup(&ev, &s).await.unwrap().unwrap();
-                    waiting.push(Mark {
-                        session: s,
-                        number: p.number,
-                    });
-                }
-                let t = Touches {
-                    now_ms,
-                    waiting,
-                    active: vec![],
-                    idle_timeout_ms: IDLE_MS,
-                    abandon_after_ms: ABANDON_MS,
-                };
-                store.touch(&ev, &t).await.unwrap();
-            }
         };
         let s = |x: &str| vec![x.to_owned()];
 

@@ -185,8 +185,8 @@ pub const TICKET_BATCH: usize = 1_024;
 /// `ZRANGE … WITHSCORES` from a cursor of bucket, score and member; the same arithmetic, so each page is exact when
 /// read and stays exact while its people wait, as the head only pops bucket fronts), and answers a drawn person's
 /// first poll from memory; that poll seals the number into their cookie. 600,000 drawn people are 2,400 calls per
-/// instance, where one lookup per person was 600,000 (measured in `redis_room.rs`: 1,200 first polls after a draw
-/// on two instances cost 0 Redis commands with the numbers kept, 1,200 without). Until an instance has read a
+/// instance, where one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on
+/// two instances send no Redis command once the numbers are kept; without them each is one `COME_BACK` call). Until an instance has read a
 /// person's page (a few seconds after the draw at 600,000), that person is asked of the store as before.
 ///
 /// # Liveness

@@ -9,8 +9,7 @@ if not m then return redis.error_reply(NOEVENT) end
 if m.drawn ~= '1' then return {-2} end
 local b, after, member, most = int(ARGV[1]), ARGV[2], ARGV[3], int(ARGV[4])
 local nb = 2 ^ int(m.dbits)
-local index = redis.call('GET', KP)
-if not index then return {-1, '', ''} end
+if redis.call('EXISTS', KP) == 0 then return {-1, '', ''} end
 local dbase = int(m.dbase)
 local out = {-1, '', ''}
 local got = 0
@@ -22,7 +21,8 @@ while b < nb do
   local key = bucket(b)
   local card = redis.call('ZCARD', key)
   if card > 0 then
-    local lo, hi = struct.unpack('>I4>I4', index, 4 * b + 1)
+    -- Where this bucket starts and ends in the drawn segment: 8 bytes of `drawidx`, as `place` reads them.
+    local lo, hi = struct.unpack('>I4>I4', redis.call('GETRANGE', KP, 4 * b, 4 * b + 7))
     local first, ties = 0, 0
     if after ~= '' then
       first = redis.call('ZCOUNT', key, '-inf', '(' .. after)
