@@ -1803,6 +1803,8 @@ async fn the_rooms_read_only_endpoints_refuse_other_methods_with_405() {
             StatusCode::METHOD_NOT_ALLOWED,
             "{method} join"
         );
+        // `Allow` names the methods the join does take (a form's POST among them).
+        assert_eq!(res.headers()["allow"], "GET, HEAD, POST", "{method} join");
     }
     assert_eq!(s.room.stats().counters.joined, 0, "nobody joined");
     // The same for a session waiting in line, whose `GET` poll is answered from memory: another method is not.

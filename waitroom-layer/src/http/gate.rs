@@ -625,15 +625,21 @@ pub(crate) async fn endpoint(
             "Not found",
             "The waiting room answers `status`, `jwks.json` and `join` here.",
         ),
-        _ => {
+        // `join` takes a form's POST too; the others only read.
+        ep => {
+            let (allow, detail) = if matches!(ep, Endpoint::Join) {
+                ("GET, HEAD, POST", "Use GET or POST.")
+            } else {
+                ("GET, HEAD", "Use GET.")
+            };
             let mut r = respond::problem(
                 StatusCode::METHOD_NOT_ALLOWED,
                 state,
                 "Method not allowed",
-                "Use GET.",
+                detail,
             );
             r.headers_mut()
-                .insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+                .insert(http::header::ALLOW, HeaderValue::from_static(allow));
             r
         }
     }
