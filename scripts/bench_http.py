@@ -182,6 +182,9 @@ def run(store, args, redis_url=None):
     port = free_port()
     cmd = [os.path.abspath(args.binary) if args.binary else os.path.join(TARGET_DIR, "release", "examples", "onsale"), "--port", str(port),
            "--capacity", str(args.capacity), "--refresh-seconds", "20"]
+    if args.prequeue:
+        # The door shut for an hour, a random draw at its opening: every first contact joins the pre-queue.
+        cmd += ["--fairness", "random", "--opens-in", "3600"]
     data_dir = tempfile.mkdtemp(prefix="waitroom-bench-data-")
     if redis_url:
         cmd += ["--redis", redis_url, "--data-dir", data_dir]
@@ -202,7 +205,7 @@ def run(store, args, redis_url=None):
             jar = {}
             st, _ = get(port, "/seats", jar, accept="text/html")
             assert st < 500, f"join answered {st}"
-            (admitted if i < args.capacity else waiting).append(jar)
+            (admitted if i < args.capacity and not args.prequeue else waiting).append(jar)
         # A few ticks: the first `capacity` are let in (slower under valgrind, hence the retries).
         deadline = time.time() + (60 if cg_out else 10)
         for jar in admitted:
@@ -215,8 +218,9 @@ def run(store, args, redis_url=None):
             assert state == "admitted" and "waitroom_token" in jar, f"not admitted: {state}"
         for jar in waiting[:5]:
             st, body = get(port, "/waitroom/status", jar)
-            assert json.loads(body)["state"] == "waiting", body
-        for path in ("/api/me", "/api/ping"):
+            state = json.loads(body)["state"]
+            assert state == ("prequeue" if args.prequeue else "waiting"), body
+        for path in ("/api/me", "/api/ping") if admitted else ():
             st, _ = get(port, path, dict(admitted[0]))
             assert st == 200, f"{path} with a token answered {st}"
             st, _ = get(port, path, dict(waiting[0]))
@@ -294,6 +298,9 @@ def main():
                     help="which of memory, durable, redis to run (redis also needs --redis)")
     ap.add_argument("--p99-at", type=float, default=0,
                     help="then run joins at this fraction of their highest rate (e.g. 0.8) and report their latency")
+    ap.add_argument("--prequeue", action="store_true",
+                    help="the door shut for an hour before a random draw: joins are pre-queue joins, polls pre-queued "
+                         "people's (targets healthz, healthz_none, join, poll only)")
     ap.add_argument("--instructions", action="store_true",
                     help="count the demo's instructions per request under valgrind's callgrind instead of timing")
     args = ap.parse_args()
@@ -301,6 +308,8 @@ def main():
     for t in args.targets:
         if t not in TARGETS:
             sys.exit(f"unknown target {t}; one of {', '.join(TARGETS)}")
+        if args.prequeue and t not in ("healthz", "healthz_none", "join", "poll"):
+            sys.exit(f"--prequeue runs healthz, healthz_none, join and poll only (nobody is admitted), not {t}")
     if args.instructions and not (shutil.which("valgrind") and shutil.which("callgrind_control")):
         sys.exit("--instructions needs valgrind: apt-get install valgrind")
     if args.rounds < 1:

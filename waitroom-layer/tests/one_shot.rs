@@ -35,7 +35,25 @@ async fn site(
     clock: &ManualClock,
     max_scan: u64,
 ) -> Site {
-    let room = WaitingRoom::builder(event)
+    site_drawn(store, event, capacity, clock, max_scan, false).await
+}
+
+/// [`site`], with a random draw an hour ahead when `draw` (first contacts join the pre-queue).
+async fn site_drawn(
+    store: Arc<dyn Store>,
+    event: &str,
+    capacity: u64,
+    clock: &ManualClock,
+    max_scan: u64,
+    draw: bool,
+) -> Site {
+    let mut builder = WaitingRoom::builder(event);
+    if draw {
+        builder = builder.fairness(waitroom_layer::Fairness::RandomAtOpen {
+            opens_at: std::time::UNIX_EPOCH + Duration::from_millis(clock.now_ms() + 3_600_000),
+        });
+    }
+    let room = builder
         .capacity(capacity)
         .poll_interval(POLL)
         .abandon_after(GRACE)
@@ -1107,4 +1125,78 @@ async fn a_lone_first_contact_waits_for_no_batch_window() {
         assert_eq!((p.number, issued.is_some()), (Some(k), true));
     }
     assert_eq!(ticket_batches(&room), 3, "each alone in its batch");
+}
+
+/// A client that keeps only its first cookie (the ticket) and polls with it again and again, in the pre-queue and
+/// in a FIFO line: the ticket is redeemed once, and its later polls are answered as the session stands, from the
+/// room's memory (`waitroom_tickets_redeemed_total` counts the redemptions this instance made).
+async fn a_ticket_presented_again(s: &Site, want: &str) {
+    if want == "waiting" {
+        // The only place taken (a first contact while a place is free joins at once, with no ticket).
+        let inside = browser();
+        assert_eq!(s.visit(&inside).await, "waiting");
+        s.room.tick_now().await.unwrap();
+        assert_eq!(s.visit(&inside).await, "passed");
+    }
+    let first = reqwest::Client::new();
+    let res = first
+        .get(format!("{}/checkout", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 429, "held");
+    let ticket = res.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    for k in 0..5 {
+        let res = first
+            .get(format!("{}/waitroom/status", s.url))
+            .header("accept", "application/json")
+            .header("cookie", &ticket)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "poll {k}");
+        let v: Value = res.json().await.unwrap();
+        assert_eq!(v["state"], want, "poll {k}: {v}");
+    }
+    let text = s.room.metrics_text();
+    let redeemed = text
+        .lines()
+        .find(|l| l.starts_with("waitroom_tickets_redeemed_total"))
+        .map(|l| l.rsplit(' ').next().unwrap().to_owned());
+    assert_eq!(
+        redeemed.as_deref(),
+        Some("1"),
+        "one redemption for five polls of one ticket"
+    );
+    s.room.tick_now().await.unwrap();
+    let c = s.room.snapshot().counters;
+    assert_eq!((c.tickets, c.redeemed), (1, 1), "one ticket, redeemed once");
+}
+
+#[tokio::test]
+async fn on_the_embedded_store_a_ticket_presented_again_is_redeemed_once() {
+    for (random, want) in [(false, "waiting"), (true, "prequeue")] {
+        let clock = ManualClock::starting_now();
+        let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+        let event = format!("again-memory-{random}");
+        let s = site_drawn(store, &event, 1, &clock, 20_000, random).await;
+        a_ticket_presented_again(&s, want).await;
+    }
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_a_ticket_presented_again_is_redeemed_once() {
+    for (random, want) in [(false, "waiting"), (true, "prequeue")] {
+        let clock = ManualClock::starting_now();
+        let (_server, store, event) = redis_store(&format!("again{random}"), &clock).await;
+        let s = site_drawn(store, &event, 1, &clock, 20_000, random).await;
+        a_ticket_presented_again(&s, want).await;
+    }
 }

@@ -261,6 +261,19 @@ impl WaitingRoom {
         ticket: Option<u64>,
     ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
         if let Some(issued) = ticket {
+            // A ticket this instance redeemed already comes back (a client that kept only its first cookie, or a
+            // copy of the ticket): answered as its session stands here, from local memory, while that holds;
+            // else the store redeems it again, which changes nothing for a session it knows.
+            if self.inner.cache.contains_key(session)
+                && let Some((state, number)) = self.locate_local(session, number_hint, false)
+            {
+                let p = Placement {
+                    session: session.to_owned(),
+                    state,
+                    number,
+                };
+                return Ok((Some(p), None));
+            }
             return Ok((self.redeem(session, number_hint, issued).await?, None));
         }
         if let Some((state, number)) = self.locate_local(session, number_hint, prequeue_hint) {
