@@ -33,7 +33,7 @@ The demo is built with `cargo build --release --example onsale --features redis`
 Loopback only. Everything it starts (redis-server, both demos, wrk) is stopped at the end, on an error and on
 Ctrl-C; the whole run is bounded by --max-minutes, each wrk run by its own time limit.
 """
-import argparse, hashlib, http.client, json, os, re, secrets, shutil, signal, socket, statistics, subprocess, sys
+import argparse, hashlib, http.client, json, math, os, re, secrets, shutil, signal, socket, statistics, subprocess, sys
 import tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -119,11 +119,23 @@ response = function(status, headers, body)
 end
 """
 
-# The rounds' polls: everyone round robin from `offset`, with the cookie the room last set for each (`changes`: a
-# new session cookie per line, or `-<id>` for a person let in, whose page left for the shop and polls no more).
+# The rounds' polls: one wrk per instance for the whole polling phase, one connection per wrk thread (so each
+# answer belongs to the thread's last request: its latency is timed here, on CLOCK_REALTIME, the clock the rounds
+# are cut by). Each thread polls its own share of the people round robin, keeps the session cookie each answer sets
+# (the draw's number, once), and drops a person told `admitted` (its page goes on to the shop). Each thread writes a
+# line per round: `round polls non2xx bin:count,...` (latency bins of 4%).
 LUA_POLL = LUA_COMMON + r"""
+local ffi = require("ffi")
+ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } soak_timespec; int clock_gettime(int, soak_timespec *); ]]
+local ts = ffi.new("soak_timespec")
+local function now() ffi.C.clock_gettime(0, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
+local threads = 0
+setup = function(thread) thread:set("slot", threads); threads = threads + 1 end
+
 local cookies, index, gone, n, i = {}, {}, {}, 0, 0
-local changes
+local stats, t0, len, sent_at
+local cur, count, bad, bins = nil, 0, 0, {}
+local STEP = math.log(1.04)
 local b64 = {}
 local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 for k = 1, 64 do b64[alphabet:byte(k)] = k - 1 end
@@ -146,31 +158,26 @@ local function sub_of(jwt)
   end
   return table.concat(bytes):match('"sub":"([^"]+)"')
 end
--- A whole cookie line (a line cut short at the end of a file is not one: its tag is shorter).
-local function whole(pair) return pair:match("=[%w_-]+%.[%w]+%.[%w_-]+$") and #pair:match("%.([%w_-]+)$") == 43 end
 init = function(args)
-  for line in io.lines(args[1]) do
+  for line in io.lines(args[1] .. "-" .. slot) do
     n = n + 1
     cookies[n] = line
     index[id_of(line)] = n
   end
-  local f = io.open(args[2], "r")
-  if f then
-    for line in f:lines() do
-      if line:sub(1, 1) == "-" then
-        local k = index[line:sub(2)]
-        if k then gone[k] = true end
-      elseif whole(line) then
-        local k = index[id_of(line) or ""]
-        if k then cookies[k] = line end
-      end
-    end
-    f:close()
+  stats = assert(io.open(args[2] .. "-" .. slot, "w"))
+  t0, len = tonumber(args[3]), tonumber(args[4])
+end
+local function flush()
+  if cur and count > 0 then
+    local parts = {}
+    for b, c in pairs(bins) do parts[#parts + 1] = b .. ":" .. c end
+    stats:write(cur, " ", count, " ", bad, " ", table.concat(parts, ","), "\n")
+    stats:flush()
   end
-  changes = assert(io.open(args[2], "a"))
-  i = tonumber(args[3]) % n
+  count, bad, bins = 0, 0, {}
 end
 request = function()
+  sent_at = now()
   for _ = 1, n do
     i = i % n + 1
     if not gone[i] then
@@ -180,26 +187,43 @@ request = function()
   return wrk.format("GET", "/healthz")
 end
 response = function(status, headers, body)
+  local t = now()
+  local r = math.floor((t - t0) / len)
+  if r ~= cur then flush(); cur = r end
+  local us = (t - sent_at) * 1e6
+  local b = us < 1 and 0 or math.floor(math.log(us) / STEP)
+  bins[b] = (bins[b] or 0) + 1
+  count = count + 1
+  if status >= 400 then bad = bad + 1 end
   local v = headers["set-cookie"] or headers["Set-Cookie"]
   if not v then return end
   if state_of(headers) == "admitted" then
-    local t = v:match("waitroom_token=([^;]+)")
-    local sid = t and sub_of(t)
+    local tok = v:match("waitroom_token=([^;]+)")
+    local sid = tok and sub_of(tok)
     local k = sid and index[sid]
-    if k and not gone[k] then
-      gone[k] = true
-      changes:write("-", sid, "\n")
-    end
+    if k then gone[k] = true end
     return
   end
   local c = session_pair(headers)
   local k = c and index[id_of(c) or ""]
-  if k and cookies[k] ~= c then
-    cookies[k] = c
-    changes:write(c, "\n")
-  end
+  if k then cookies[k] = c end
 end
 """
+
+LOG_STEP = math.log(1.04)
+
+
+def percentile(bins, q):
+    """The q-th percentile (µs) of merged latency bins (the bin's upper end)."""
+    total = sum(bins.values())
+    if not total:
+        return 0.0
+    seen = 0
+    for b in sorted(bins):
+        seen += bins[b]
+        if seen >= q / 100 * total:
+            return math.exp((b + 1) * LOG_STEP)
+    return math.exp((max(bins) + 1) * LOG_STEP)
 
 
 # --- Redis ------------------------------------------------------------------------------------------------------
@@ -208,9 +232,11 @@ class Resp:
 
     def __init__(self, port):
         self.sock = socket.create_connection(("127.0.0.1", port), 10)
+        self.calls = 0
         self.f = self.sock.makefile("rb")
 
     def call(self, *args):
+        self.calls += 1
         out = [f"*{len(args)}\r\n".encode()]
         for a in args:
             b = str(a).encode()
@@ -335,8 +361,8 @@ class Run:
                 p.wait(5)
 
 
-def wrk_cmd(lua, port, connections, seconds, *args):
-    return ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", lua, f"http://127.0.0.1:{port}/"] + (["--"] + [str(a) for a in args] if args else [])
+def wrk_cmd(lua, port, connections, seconds, *args, threads=1):
+    return ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", lua, f"http://127.0.0.1:{port}/"] + (["--"] + [str(a) for a in args] if args else [])
 
 
 def counted(run, jobs, connections, limit):
@@ -386,7 +412,8 @@ def main():
     ap.add_argument("--chunk", type=int, default=100_000, help="people joined (then polled once) per wrk run pair")
     ap.add_argument("--capacity", type=int, default=8000)
     ap.add_argument("--refresh-seconds", type=int, default=20)
-    ap.add_argument("--connections", type=int, default=32, help="wrk connections per instance")
+    ap.add_argument("--connections", type=int, default=16,
+                    help="wrk connections per instance while polling (one wrk thread each); the joins use as many on one thread")
     ap.add_argument("--round", type=int, default=5, help="seconds a round")
     ap.add_argument("--before", type=int, default=30, help="seconds of rounds before the opening (the opening moved there)")
     ap.add_argument("--after", type=int, default=90, help="seconds of rounds after the opening")
@@ -520,20 +547,28 @@ def main():
         if args.opens_in:
             opens_at = stats["opens_at_ms"] / 1000
         else:
-            opens_at = time.time() + args.before + 1
+            opens_at = time.time() + args.before + 4  # wrk's start (3 s) before the first round
             admin(ports[0], token, "POST", "schedule", {"opens_at": int(opens_at * 1000)})
         phases.append(("scheduled", time.time()))
         if opens_at < time.time() + args.round:
             sys.exit(f"the opening ({opens_at - time.time():.0f} s from now) leaves no round before it: more --opens-in")
 
-        # 3. The rounds.
-        base = [os.path.join(tmp, f"people-{k}") for k in range(2)]
-        changes = [os.path.join(tmp, f"changes-{k}") for k in range(2)]
+        # 3. The rounds: one wrk per instance polling all the time, the rounds cut at fixed times (aligned with the
+        # opening); at each cut the Redis and CPU counters are read.
+        threads = args.connections
+        people = [os.path.join(tmp, f"people-{k}") for k in range(2)]
+        marks = [os.path.join(tmp, f"rounds-{k}") for k in range(2)]
         for k in range(2):
-            with open(base[k], "w") as f:
-                f.write("\n".join(redeemed[k::2]) + "\n")
-        offsets = [0, 0]
-        rounds = []
+            mine = redeemed[k::2]
+            for t in range(threads):
+                with open(f"{people[k]}-{t}", "w") as f:
+                    f.write("\n".join(mine[t::threads]) + "\n")
+        n_before = math.floor((opens_at - time.time() - 3) / args.round)
+        if n_before < 1:
+            sys.exit(f"the opening ({opens_at - time.time():.0f} s from now) leaves no round before it: more --opens-in")
+        t0 = opens_at - n_before * args.round
+        n_after = math.ceil(args.after / args.round)
+        seconds = math.ceil(t0 + (n_before + n_after + 1) * args.round + 1 - time.time())
         kept = []  # with --count-scripts: the SLOWLOG entries read so far that are over --slowlog-us
 
         def slowlog():
@@ -546,34 +581,22 @@ def main():
             kept += slowlog()
             r.call("SLOWLOG", "RESET")
             r.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
-
-        def one_round():
-            c0 = int(r.info("stats")["total_commands_processed"])
-            cs0 = command_stats(r)
-            cpu0 = [cpu_seconds(p) for p in pids]
-            rc0 = r.info("cpu")
-            t0 = time.time()
-            procs = [run.start(wrk_cmd(luas["poll"], ports[k], args.connections, args.round, base[k], changes[k], offsets[k]),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for k in range(2)]
-            res = [wrk_result(p.communicate(timeout=args.round + 60)[0]) for p in procs]
-            t1 = time.time()
-            rc1 = r.info("cpu")
-            cs1 = command_stats(r)
-            cpu1 = [cpu_seconds(p) for p in pids]
-            c1 = int(r.info("stats")["total_commands_processed"])
-            # The script's own calls from c0 on (c0, cs0, rc0, rc1, cs1) are counted in c1; c1 itself is not.
-            ours = 5
-            polls = sum(x["requests"] for x in res)
-            for k in range(2):
-                offsets[k] += res[k]["requests"]
-            redis_cpu = sum(float(rc1[f]) - float(rc0[f]) for f in ("used_cpu_sys", "used_cpu_user"))
-            rounds.append(dict(
-                at=t0 - opens_at, end=t1 - opens_at, polls=polls, rps=sum(x["rps"] for x in res),
-                p50=max(x["p50"] for x in res), p99=max(x["p99"] for x in res), errors=sum(x["errors"] for x in res),
-                non2xx=sum(x["non2xx"] for x in res), cmds=c1 - c0 - ours, per_poll=(c1 - c0 - ours) / max(polls, 1),
-                by_command={k: v - cs0.get(k, 0) for k, v in cs1.items() if v > cs0.get(k, 0)},
-                cpu_us=sum(b - a for a, b in zip(cpu0, cpu1)) * 1e6 / max(polls, 1), redis_cpu=redis_cpu / (t1 - t0)))
-            x = rounds[-1]
+        procs = [run.start(wrk_cmd(luas["poll"], ports[k], threads, seconds, people[k], marks[k], t0, args.round, threads=threads),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for k in range(2)]
+        cuts = []
+        for k in range(n_before + n_after + 1):
+            at = t0 + k * args.round
+            if k == n_before:
+                load_open = load()
+                phases.append(("opening", opens_at))
+            while time.time() < at:
+                time.sleep(min(0.05, max(0.0, at - time.time())))
+            bound("the rounds")
+            ours = r.calls
+            cut = dict(t=time.time(), cmds=int(r.info("stats")["total_commands_processed"]), ours=ours,
+                       by_command=command_stats(r), redis_cpu=sum(float(v) for f, v in r.info("cpu").items()
+                                                                   if f in ("used_cpu_sys", "used_cpu_user")),
+                       demo_cpu=sum(cpu_seconds(p) for p in pids), room=admin(ports[0], token, "GET", "stats")["counters"])
             if args.count_scripts:
                 es = slowlog()
                 r.call("SLOWLOG", "RESET")
@@ -583,23 +606,47 @@ def main():
                     n = command_name(e, shas)
                     if n.startswith("EVALSHA"):
                         calls[n[8:]] = calls.get(n[8:], 0) + 1
-                x["scripts"] = calls
-                print("    script calls: " + ", ".join(f"{k} {v:,}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1])))
-            print(f"  round at {x['at']:+6.1f} s: {x['rps']:9,.0f} polls/s, p99 {x['p99'] / 1000:6.2f} ms, Redis commands per poll "
-                  f"{x['per_poll']:.4f}, demo CPU {x['cpu_us']:.1f} µs a poll, Redis CPU {100 * x['redis_cpu']:.0f}%, "
-                  f"load {load()}", flush=True)
-
-        while time.time() + args.round + 1.5 < opens_at:
-            bound("the rounds before the opening")
-            one_round()
-        load_open = load()
-        time.sleep(max(0.0, opens_at - time.time()))
-        phases.append(("opening", time.time()))
-        while time.time() < opens_at + args.after:
-            bound("the rounds after the opening")
-            one_round()
+                cut["scripts"] = calls
+            cuts.append(cut)
+            print(f"  cut {k - n_before:+d} ({at - opens_at:+.0f} s from the opening); load {load()}", flush=True)
+        outs = [p.communicate(timeout=seconds + 60)[0] for p in procs]
+        totals = [wrk_result(o) for o in outs]
         phases.append(("end", time.time()))
         load_end = load()
+        per_round = {}
+        for k in range(2):
+            for t in range(threads):
+                try:
+                    f = open(f"{marks[k]}-{t}")
+                except OSError:
+                    continue
+                with f:
+                    for line in f:
+                        w = line.split()
+                        if len(w) < 3:
+                            continue
+                        x = per_round.setdefault(int(w[0]), dict(polls=0, non2xx=0, bins={}))
+                        x["polls"] += int(w[1])
+                        x["non2xx"] += int(w[2])
+                        for pair in (w[3].split(",") if len(w) > 3 else []):
+                            b, c = pair.split(":")
+                            x["bins"][int(b)] = x["bins"].get(int(b), 0) + int(c)
+        rounds = []
+        for k in range(n_before + n_after):
+            a, b = cuts[k], cuts[k + 1]
+            x = per_round.get(k, dict(polls=0, non2xx=0, bins={}))
+            span = b["t"] - a["t"]
+            cmds = b["cmds"] - a["cmds"] - (b["ours"] - a["ours"])
+            polls = x["polls"]
+            rounds.append(dict(
+                at=a["t"] - opens_at, polls=polls, rps=polls / args.round, p50=percentile(x["bins"], 50),
+                p99=percentile(x["bins"], 99), non2xx=x["non2xx"], errors=0, cmds=cmds, per_poll=cmds / max(polls, 1),
+                by_command={c: v - a["by_command"].get(c, 0) for c, v in b["by_command"].items() if v > a["by_command"].get(c, 0)},
+                cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1), redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
+                admitted=b["room"]["admitted"] - a["room"]["admitted"], expired=b["room"]["expired"] - a["room"]["expired"],
+                scripts=b.get("scripts")))
+        print(f"wrk over the whole polling ({seconds} s, both instances): {sum(x['requests'] for x in totals):,} polls, "
+              f"errors {sum(x['errors'] for x in totals)}, non-2xx {sum(x['non2xx'] for x in totals)}")
 
         # 4. What the run left: SLOWLOG, the room's figures.
         # The script's own INFO, SLOWLOG and CONFIG calls are not the room's.
@@ -621,13 +668,18 @@ def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, 
     minute = [x for x in rounds if 30 <= x["at"] < 90]
     base_rps = statistics.mean(x["rps"] for x in before) if before else float("nan")
     print()
-    print("| round (start, from the opening) | polls/s | vs before | p50 | p99 | errors | non-2xx | Redis commands per poll | "
-          "of which script calls | demo CPU per poll | Redis CPU |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| round ({args.round} s, from the opening) | polls/s | vs before | p50 | p99 | non-2xx | Redis commands per poll | "
+          "of which script calls | demo CPU per poll | Redis CPU | let in | expired |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for x in rounds:
-        print(f"| {x['at']:+.1f} s | {x['rps']:,.0f} | {x['rps'] / base_rps:.2f} | {x['p50'] / 1000:.2f} ms | {x['p99'] / 1000:.2f} ms | "
-              f"{x['errors']} | {x['non2xx']} | {x['per_poll']:.4f} | {x['by_command'].get('evalsha', 0) / max(x['polls'], 1):.4f} | "
-              f"{x['cpu_us']:.1f} µs | {100 * x['redis_cpu']:.0f}% |")
+        print(f"| {x['at']:+.0f} s | {x['rps']:,.0f} | {x['rps'] / base_rps:.2f} | {x['p50'] / 1000:.2f} ms | {x['p99'] / 1000:.2f} ms | "
+              f"{x['non2xx']} | {x['per_poll']:.4f} | {x['by_command'].get('evalsha', 0) / max(x['polls'], 1):.4f} | "
+              f"{x['cpu_us']:.1f} µs | {100 * x['redis_cpu']:.0f}% | {x['admitted']:,} | {x['expired']:,} |")
+    if any(x.get("scripts") for x in rounds):
+        print()
+        for x in rounds:
+            print(f"script calls in the round at {x['at']:+.0f} s: " + ", ".join(
+                f"{k} {v:,}" for k, v in sorted((x["scripts"] or {}).items(), key=lambda kv: -kv[1])))
     print()
     print("| window | rounds | polls/s (mean) | vs before | p99 (median / worst round) | Redis commands per poll | "
           "of which script calls | target | met |")
