@@ -491,7 +491,8 @@ def main():
         phases = [("start", time.time())]
         print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} soak: {args.people:,} people, two onsale instances over one "
               f"Redis ({r.info('server').get('redis_version', '?')}{niced}), random draw, capacity {args.capacity:,}, refresh "
-              f"{args.refresh_seconds} s; wrk -t1 -c{args.connections} per instance; commit {commit()}; "
+              f"{args.refresh_seconds} s; wrk per instance: joins -t1 -c{args.connections}, polls -t{args.connections} "
+              f"-c{args.connections}; commit {commit()}; "
               f"{os.cpu_count()} cores, load average {load_start}", flush=True)
 
         # 1. Joins and first polls, in chunks.
