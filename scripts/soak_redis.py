@@ -657,6 +657,9 @@ def main():
         kit = [metrics(p) for p in ports]
         report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, load_end)
     finally:
+        # A second Ctrl-C (or SIGTERM) must not cut the cleanup short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if r:
             r.close()
         run.stop_all()
