@@ -12,13 +12,17 @@ Starts one redis-server on a free loopback port (`SLOWLOG` at `--slowlog-us`, 1,
    cookie it answers written to a file. A ticket is good for the abandon grace (180 s): a chunk takes seconds.
 2. Moves the opening (admin API `schedule`) to `--before` seconds from then (or, with `--opens-in`, keeps the one
    the instances started with, counted from their start, as the issue's run did).
-3. Polls everyone round robin with wrk through the opening, the people split across both instances, in rounds of
-   `--round` seconds (5): before the opening, and `--after` seconds (90) after it. The poll script works as the
-   holding page does: it keeps the session cookie each answer sets (the draw's number, once; kept across rounds in
-   a file per instance), and a person told `admitted` leaves the rotation (its page goes on to the shop). The same
-   script, the same connections, before and after the opening. Per round: polls a second (both instances),
-   latency (the worse instance's p99), Redis commands (`INFO` total_commands_processed over the round, background
-   work included, the script's own `INFO` calls taken out) per poll, the demos' CPU per poll, Redis's CPU.
+3. Polls everyone round robin with wrk through the opening: one wrk per instance from 30 s before the opening
+   (`--before`) to 90 s after it (`--after`), the people split across both instances and across wrk's threads, one
+   connection per thread (`--connections`, 16 per instance), so each answer belongs to its thread's last request
+   and the script times it. The poll script works as the holding page does: it keeps the session cookie each answer
+   sets (the draw's number, once), and a person told `admitted` leaves the rotation (its page goes on to the
+   shop). The same script, the same connections, before and after the opening, and no pause between rounds. The
+   rounds (`--round`, 5 s) are cut at fixed times aligned with the opening; at each cut the script reads Redis's
+   `INFO` (total_commands_processed, commandstats, CPU), the demos' CPU time and the room's counters. Per round:
+   polls a second (both instances), p50 and p99 latency, Redis commands per poll (background work included, the
+   script's own `INFO` calls taken out; commands run by scripts count, as Redis counts them) and of them the
+   script calls (`EVALSHA`), the demos' CPU per poll, Redis's CPU, people let in and expired.
 4. Reads `SLOWLOG`: the longest command of each phase, and every command over 5 ms, by name (scripts named by
    their SHA1, computed from the script files under `waitroom-layer/src/store/redis/scripts/`).
 
@@ -26,9 +30,12 @@ Then a table: the rounds before the opening, the 30 s after it, the minute after
 issue #31 (none over 5 ms; polls a second after / before >= 0.9; Redis commands a poll <= 0.05 in the 30 s after,
 <= 0.01 in the minute after).
 
-Usage: scripts/soak_redis.py [--people 600000] [--chunk 100000] [--connections 32] [--before 30] [--after 90]
+Usage: scripts/soak_redis.py [--people 600000] [--chunk 100000] [--connections 16] [--before 30] [--after 90]
                              [--round 5] [--opens-in SECONDS] [--binary PATH] [--slowlog-us 1000]
-                             [--redis-nice -10] [--max-minutes 40]
+                             [--redis-sched fifo|nice|none] [--max-minutes 40] [--count-scripts]
+Redis's main thread runs at SCHED_FIFO 10 by default (as root), so that on a shared machine SLOWLOG times the
+commands rather than their waits for a core. `--count-scripts` (an investigation, not a measurement: it slows
+Redis) logs every command during the rounds and names the script calls of each round.
 The demo is built with `cargo build --release --example onsale --features redis` unless --binary names one.
 Loopback only. Everything it starts (redis-server, both demos, wrk) is stopped at the end, on an error and on
 Ctrl-C; the whole run is bounded by --max-minutes, each wrk run by its own time limit.
