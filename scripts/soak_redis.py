@@ -43,6 +43,7 @@ Ctrl-C; the whole run is bounded by --max-minutes, each wrk run by its own time 
 import argparse, hashlib, http.client, json, math, os, re, secrets, shutil, signal, socket, statistics, subprocess, sys
 import tempfile, time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout for the import below
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_http import ROOT, WRK_DONE, cpu_seconds, free_port, onsale_binary, start_redis, wait_port, wrk_result  # noqa: E402
 
