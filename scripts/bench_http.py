@@ -73,6 +73,25 @@ def wait_port(port, proc, what, timeout=60):
     sys.exit(f"{what} did not listen on {port}")
 
 
+def onsale_binary(binary=None, features=""):
+    """The demo to run: `binary` as given, or the release build of the `onsale` example (built now, with `features`)."""
+    if binary:
+        return os.path.abspath(binary)
+    subprocess.run(["cargo", "build", "--release", "--example", "onsale"] + (["--features", features] if features else []),
+                   cwd=ROOT, check=True)
+    return os.path.join(TARGET_DIR, "release", "examples", "onsale")
+
+
+def start_redis(*extra, rdir=None):
+    """A redis-server on a free loopback port, nothing persisted (`extra`: more of its flags): (process, port)."""
+    rport = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no", "--dir", rdir or tempfile.mkdtemp()] + list(extra),
+                             stdout=subprocess.DEVNULL)
+    wait_port(rport, redis, "redis-server")
+    return redis, rport
+
+
 def get(port, path, cookies, accept="application/json"):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     hdr = {"Accept": accept}
@@ -110,15 +129,25 @@ request = function()
   return wrk.format("GET", "{path}", {{ ["Cookie"] = cookies[i], ["Accept"] = "application/json" }})
 end
 {"delay = function() return " + str(delay_ms) + " end" if delay_ms else ""}
+""" + WRK_DONE)
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", lua, f"http://127.0.0.1:{port}{path}"],
+                         capture_output=True, text=True, timeout=seconds + 30).stdout
+    return wrk_result(out)
+
+
+# The `done` function of every wrk script here: one line the scripts parse (`wrk_result`), latencies in µs.
+WRK_DONE = """
 done = function(summary, latency, requests)
   io.write(string.format("RESULT requests=%d rps=%.1f p50=%d p90=%d p99=%d errors=%d non2xx=%d\\n",
     summary.requests, summary.requests / (summary.duration / 1e6), latency:percentile(50), latency:percentile(90),
     latency:percentile(99), summary.errors.connect + summary.errors.read + summary.errors.write
     + summary.errors.timeout, summary.errors.status))
 end
-""")
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", lua, f"http://127.0.0.1:{port}{path}"],
-                         capture_output=True, text=True, timeout=seconds + 30).stdout
+"""
+
+
+def wrk_result(out):
+    """The figures of a wrk run whose script ends with `WRK_DONE`."""
     m = re.search(r"RESULT requests=(\d+) rps=([\d.]+) p50=(\d+) p90=(\d+) p99=(\d+) errors=(\d+) non2xx=(\d+)", out)
     if not m:
         sys.exit(f"wrk printed no result:\n{out}")
@@ -180,7 +209,7 @@ def callgrind_total(out_file, pid):
 def run(store, args, redis_url=None):
     targets = args.targets
     port = free_port()
-    cmd = [os.path.abspath(args.binary) if args.binary else os.path.join(TARGET_DIR, "release", "examples", "onsale"), "--port", str(port),
+    cmd = [args.onsale, "--port", str(port),
            "--capacity", str(args.capacity), "--refresh-seconds", "20"]
     if args.prequeue:
         # The door shut for an hour, a random draw at its opening: every first contact joins the pre-queue.
@@ -316,18 +345,11 @@ def main():
         sys.exit("--rounds must be at least 1")
     if not shutil.which("wrk"):
         sys.exit("wrk is missing: apt-get install wrk")
-    features = "redis" if args.redis else ""
-    if not args.binary:
-        subprocess.run(["cargo", "build", "--release", "--example", "onsale"] + (["--features", features] if features else []),
-                       cwd=ROOT, check=True)
+    args.onsale = onsale_binary(args.binary, "redis" if args.redis else "")
     stores = [(s, None) for s in ("memory", "durable") if s in args.stores.split(",")]
     redis = None
     if args.redis and "redis" in args.stores.split(","):
-        rport = free_port()
-        rdir = tempfile.mkdtemp()
-        redis = subprocess.Popen(["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
-                                  "--appendonly", "no", "--dir", rdir], stdout=subprocess.DEVNULL)
-        wait_port(rport, redis, "redis-server")
+        redis, rport = start_redis()
         stores.append(("redis", f"redis://127.0.0.1:{rport}"))
     try:
         if args.instructions:

@@ -1,0 +1,775 @@
+#!/usr/bin/env python3
+"""The seed's on-sale over real HTTP against a real Redis, two room instances (issue #31's soak).
+
+Starts one redis-server on a free loopback port (`SLOWLOG` at `--slowlog-us`, 1,000 µs by default, kept up to
+1,000,000 entries), and two `onsale` demos over it (`--redis`, the same data directory for the keys they share,
+`--fairness random --capacity 8000 --refresh-seconds 20`, the door shut for an hour), then:
+
+1. Joins `--people` people (600,000) as browsers do, over HTTP with wrk, in chunks of `--chunk`: a protected page
+   (`GET /seats`, `Accept: text/html`) without a cookie on each instance (half the chunk each), the session cookie
+   of each answer (a ticket) written to a file by the wrk script; then each one's first poll with that cookie
+   (`GET /waitroom/status`, on the other instance: the ticket is redeemed, the person is in the pre-queue), the
+   cookie it answers written to a file. A ticket is good for the abandon grace (180 s): a chunk takes seconds.
+2. Moves the opening (admin API `schedule`) to `--before` seconds from then (or, with `--opens-in`, keeps the one
+   the instances started with, counted from their start, as the issue's run did).
+3. Polls everyone round robin with wrk through the opening: one wrk per instance from 30 s before the opening
+   (`--before`) to 90 s after it (`--after`), the people split across both instances and across wrk's threads, one
+   connection per thread (`--connections`, 16 per instance), so each answer belongs to its thread's last request
+   and the script times it. The poll script works as the holding page does: it keeps the session cookie each answer
+   sets (the draw's number, once), and a person told `admitted` leaves the rotation (its page goes on to the
+   shop). The same script, the same connections, before and after the opening, and no pause between rounds. The
+   rounds (`--round`, 5 s) are cut at fixed times aligned with the opening; at each cut the script reads Redis's
+   `INFO` (total_commands_processed, commandstats, CPU), the demos' CPU time and the room's counters. Per round:
+   polls a second (both instances), p50 and p99 latency, Redis commands per poll (background work included, the
+   script's own `INFO` calls taken out; commands run by scripts count, as Redis counts them) and of them the
+   script calls (`EVALSHA`), the demos' CPU per poll, Redis's CPU, people let in and expired.
+4. Reads `SLOWLOG`: the longest command of each phase, and every command over 5 ms, by name (scripts named by
+   their SHA1, computed from the script files under `waitroom-layer/src/store/redis/scripts/`).
+
+Then a table: the rounds before the opening, the 30 s after it, the minute after that, against the targets of
+issue #31 (none over 5 ms; polls a second after / before >= 0.9; Redis commands a poll <= 0.05 in the 30 s after,
+<= 0.01 in the minute after).
+
+Usage: scripts/soak_redis.py [--people 600000] [--chunk 100000] [--connections 16] [--before 30] [--after 90]
+                             [--round 5] [--opens-in SECONDS] [--binary PATH] [--slowlog-us 1000]
+                             [--redis-sched fifo|nice|none] [--max-minutes 40] [--count-scripts]
+Redis's main thread runs at SCHED_FIFO 10 by default (as root), so that on a shared machine SLOWLOG times the
+commands rather than their waits for a core. `--count-scripts` (an investigation, not a measurement: it slows
+Redis) logs every command during the rounds and names the script calls of each round.
+The demo is built with `cargo build --release --example onsale --features redis` unless --binary names one.
+Loopback only. Everything it starts (redis-server, both demos, wrk) is stopped at the end, on an error and on
+Ctrl-C; the whole run is bounded by --max-minutes, each wrk run by its own time limit.
+"""
+import argparse, hashlib, http.client, json, math, os, re, secrets, shutil, signal, socket, statistics, subprocess, sys
+import tempfile, time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout for the import below
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_http import ROOT, WRK_DONE, cpu_seconds, free_port, onsale_binary, start_redis, wait_port, wrk_result  # noqa: E402
+
+# --- wrk scripts ------------------------------------------------------------------------------------------------
+# Shared by the three: the session cookie (`name=value`) an answer sets, and the session id in a cookie.
+LUA_COMMON = r"""
+local function session_pair(headers)
+  local v = headers["set-cookie"] or headers["Set-Cookie"]
+  if v then return v:match("^([^=;]*waitroom_session=[^;]+)") end
+end
+local function id_of(pair) return pair:match("=([^.]+)%.") end
+local function state_of(headers) return headers["waitroom-state"] or headers["Waitroom-State"] end
+local function finish(path, ...)
+  local f = assert(io.open(path, "w"))
+  f:write(table.concat({...}, " "), "\n")
+  f:close()
+  wrk.thread:stop()
+end
+"""
+
+# First contacts: a protected page without a cookie, as a browser's first visit; each answer's ticket cookie to a
+# file, until `target` are written (then a marker file, and the thread stops; the script stops wrk).
+LUA_JOIN = LUA_COMMON + r"""
+local target, out, done_path
+local got, failed = 0, 0
+local page = { ["Accept"] = "text/html" }
+init = function(args)
+  target = tonumber(args[1])
+  out = assert(io.open(args[2], "w"))
+  done_path = args[3]
+end
+request = function()
+  if got < target then return wrk.format("GET", "/seats", page) end
+  return wrk.format("GET", "/healthz")
+end
+response = function(status, headers, body)
+  if got >= target or not state_of(headers) then return end
+  local c = session_pair(headers)
+  if c then
+    out:write(c, "\n")
+    got = got + 1
+  else
+    failed = failed + 1
+  end
+  if got >= target or failed > target then
+    out:close()
+    finish(done_path, got, failed)
+  end
+end
+"""
+
+# The holding page's first poll with its ticket: the ticket is redeemed; the cookie the answer sets to a file, once
+# per person (a person polled twice, as the list wraps, is written once). A join close to the opening is written at
+# once and its cookie is no ticket (its mark has no `t`): that cookie stands, and is written as it is polled.
+LUA_FIRST_POLL = LUA_COMMON + r"""
+local cookies, n, i = {}, 0, 0
+local out, done_path
+local seen, answered, bare = {}, 0, 0
+init = function(args)
+  for line in io.lines(args[1]) do n = n + 1; cookies[n] = line end
+  out = assert(io.open(args[2], "w"))
+  done_path = args[3]
+end
+local function keep(c)
+  local id = id_of(c)
+  if id and not seen[id] then
+    seen[id] = true
+    answered = answered + 1
+    out:write(c, "\n")
+  end
+  if answered == n then
+    out:close()
+    finish(done_path, answered, bare)
+  end
+end
+request = function()
+  i = i % n + 1
+  local c = cookies[i]
+  if answered < n and not c:match("=[^.]+%.[^.]*t[^.]*%.") then keep(c) end
+  return wrk.format("GET", "/waitroom/status", { ["Cookie"] = c, ["Accept"] = "application/json" })
+end
+response = function(status, headers, body)
+  if answered >= n then return end
+  local c = session_pair(headers)
+  if c then keep(c) else bare = bare + 1 end
+end
+"""
+
+# The rounds' polls: one wrk per instance for the whole polling phase, one connection per wrk thread (so each
+# answer belongs to the thread's last request: its latency is timed here, on CLOCK_REALTIME, the clock the rounds
+# are cut by). Each thread polls its own share of the people round robin, keeps the session cookie each answer sets
+# (the draw's number, once), and drops a person told `admitted` (its page goes on to the shop). Each thread writes a
+# line per round: `round polls non2xx bin:count,...` (latency bins of 4%).
+LUA_POLL = LUA_COMMON + r"""
+local ffi = require("ffi")
+ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } soak_timespec; int clock_gettime(int, soak_timespec *); ]]
+local ts = ffi.new("soak_timespec")
+local function now() ffi.C.clock_gettime(0, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
+local threads = 0
+setup = function(thread) thread:set("slot", threads); threads = threads + 1 end
+
+local cookies, index, gone, n, i = {}, {}, {}, 0, 0
+local stats, t0, len, sent_at
+local cur, count, bad, bins = nil, 0, 0, {}
+local STEP = math.log(1.04)
+local b64 = {}
+local alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+for k = 1, 64 do b64[alphabet:byte(k)] = k - 1 end
+-- The session a token is bound to: its `sub` (base64url JSON, the JWT's middle part).
+local function sub_of(jwt)
+  local p = jwt:match("^[^.]+%.([^.]+)%.")
+  if not p then return nil end
+  local bytes, acc, bits = {}, 0, 0
+  for k = 1, #p do
+    local v = b64[p:byte(k)]
+    if v then
+      acc, bits = acc * 64 + v, bits + 6
+      if bits >= 8 then
+        bits = bits - 8
+        local b = math.floor(acc / 2 ^ bits)
+        bytes[#bytes + 1] = string.char(b)
+        acc = acc - b * 2 ^ bits
+      end
+    end
+  end
+  return table.concat(bytes):match('"sub":"([^"]+)"')
+end
+init = function(args)
+  for line in io.lines(args[1] .. "-" .. slot) do
+    n = n + 1
+    cookies[n] = line
+    index[id_of(line)] = n
+  end
+  stats = assert(io.open(args[2] .. "-" .. slot, "w"))
+  t0, len = tonumber(args[3]), tonumber(args[4])
+end
+local function flush()
+  if cur and count > 0 then
+    local parts = {}
+    for b, c in pairs(bins) do parts[#parts + 1] = b .. ":" .. c end
+    stats:write(cur, " ", count, " ", bad, " ", table.concat(parts, ","), "\n")
+    stats:flush()
+  end
+  count, bad, bins = 0, 0, {}
+end
+request = function()
+  sent_at = now()
+  for _ = 1, n do
+    i = i % n + 1
+    if not gone[i] then
+      return wrk.format("GET", "/waitroom/status", { ["Cookie"] = cookies[i], ["Accept"] = "application/json" })
+    end
+  end
+  return wrk.format("GET", "/healthz")
+end
+response = function(status, headers, body)
+  local t = now()
+  local r = math.floor((t - t0) / len)
+  if r ~= cur then flush(); cur = r end
+  local us = (t - sent_at) * 1e6
+  local b = us < 1 and 0 or math.floor(math.log(us) / STEP)
+  bins[b] = (bins[b] or 0) + 1
+  count = count + 1
+  if status >= 400 then bad = bad + 1 end
+  local v = headers["set-cookie"] or headers["Set-Cookie"]
+  if not v then return end
+  if state_of(headers) == "admitted" then
+    local tok = v:match("waitroom_token=([^;]+)")
+    local sid = tok and sub_of(tok)
+    local k = sid and index[sid]
+    if k then gone[k] = true end
+    return
+  end
+  local c = session_pair(headers)
+  local k = c and index[id_of(c) or ""]
+  if k then cookies[k] = c end
+end
+"""
+
+LOG_STEP = math.log(1.04)
+
+
+def percentile(bins, q):
+    """The q-th percentile (µs) of merged latency bins (the bin's upper end)."""
+    total = sum(bins.values())
+    if not total:
+        return 0.0
+    seen = 0
+    for b in sorted(bins):
+        seen += bins[b]
+        if seen >= q / 100 * total:
+            return math.exp((b + 1) * LOG_STEP)
+    return math.exp((max(bins) + 1) * LOG_STEP)
+
+
+# --- Redis ------------------------------------------------------------------------------------------------------
+class Resp:
+    """A minimal RESP client on one connection (INFO, SLOWLOG, CONFIG): each call counts one command."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), 10)
+        self.calls = 0
+        self.f = self.sock.makefile("rb")
+
+    def call(self, *args):
+        self.calls += 1
+        out = [f"*{len(args)}\r\n".encode()]
+        for a in args:
+            b = str(a).encode()
+            out.append(f"${len(b)}\r\n".encode() + b + b"\r\n")
+        self.sock.sendall(b"".join(out))
+        return self.read()
+
+    def read(self):
+        line = self.f.readline()
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.f.read(n + 2)[:-2]
+            return data.decode(errors="replace")
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError(f"unexpected reply {line!r}")
+
+    def info(self, section):
+        return dict(l.split(":", 1) for l in self.call("INFO", section).splitlines() if ":" in l and not l.startswith("#"))
+
+    def close(self):
+        self.sock.close()
+
+
+def command_stats(r):
+    """Calls so far per command (`INFO commandstats`)."""
+    out = {}
+    for k, v in r.info("commandstats").items():
+        m = re.search(r"calls=(\d+)", v)
+        if m:
+            out[k.removeprefix("cmdstat_")] = int(m.group(1))
+    return out
+
+
+def script_names():
+    """SHA1 -> name of every store script, assembled as `scripts.rs` does (keys, the finish, the prelude, the body)."""
+    d = os.path.join(ROOT, "waitroom-layer", "src", "store", "redis", "scripts")
+    try:
+        read = lambda p: open(p, encoding="utf-8").read()
+        keys, prelude = read(os.path.join(d, "keys.lua")), read(os.path.join(d, "prelude.lua"))
+        m = re.search(r'pub const FINISH_LUA: &str = r#"(.*?)"#;', read(os.path.join(ROOT, "waitroom-verify", "src", "redis", "mod.rs")), re.S)
+        names = {}
+        for f in os.listdir(d):
+            if f.endswith(".lua") and f not in ("keys.lua", "prelude.lua") and m:
+                code = f"{keys}{m.group(1)}\n\n{prelude}\n\n{read(os.path.join(d, f))}"
+                names[hashlib.sha1(code.encode()).hexdigest()] = f.removesuffix(".lua").upper()
+        return names
+    except OSError:
+        return {}
+
+
+def command_name(entry, shas):
+    """A SLOWLOG entry's command, a script call named by its script."""
+    a = entry[3] or ["?"]
+    cmd = str(a[0]).upper()
+    if cmd == "EVALSHA" and len(a) > 1:
+        return f"EVALSHA {shas.get(str(a[1]), str(a[1])[:8])}"
+    return cmd
+
+
+# --- the demos --------------------------------------------------------------------------------------------------
+def admin(port, token, method, call, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    hdr = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    data = None
+    if body is not None:
+        hdr["Content-Type"] = "application/json"
+        data = json.dumps(body)
+    c.request(method, f"/waitroom/admin/{call}", body=data, headers=hdr)
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    if r.status != 200:
+        raise RuntimeError(f"admin {call} answered {r.status}: {text[:300]}")
+    return json.loads(text)
+
+
+def metrics(port):
+    """The instance's own counters from `/waitroom/metrics` (name -> value, first sample of each)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/waitroom/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"([a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$", line)
+        if m and m.group(1) not in out:
+            out[m.group(1)] = float(m.group(2))
+    return out
+
+
+class Run:
+    """Everything the soak started, stopped in reverse order at the end."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, cmd, **kw):
+        p = subprocess.Popen(cmd, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in reversed(self.procs):
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+def wrk_cmd(lua, port, connections, seconds, *args, threads=1):
+    return ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", lua, f"http://127.0.0.1:{port}/"] + (["--"] + [str(a) for a in args] if args else [])
+
+
+def counted(run, jobs, connections, limit):
+    """wrk runs (lua, port, args..., done file last) that stop once their script wrote its done file: each is sent
+    SIGINT then (wrk prints its summary). Returns (result, seconds until done, the done file's words) per job."""
+    t0 = time.time()
+    procs = [run.start(wrk_cmd(lua, port, connections, limit, *a), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for lua, port, *a in jobs]
+    took = [None] * len(jobs)
+    while None in took and time.time() - t0 < limit + 10:
+        for k, (p, job) in enumerate(zip(procs, jobs)):
+            if took[k] is None:
+                if os.path.exists(job[-1]):
+                    took[k] = time.time() - t0
+                    p.send_signal(signal.SIGINT)
+                elif p.poll() is not None:
+                    took[k] = time.time() - t0
+        time.sleep(0.05)
+    out = []
+    for k, (p, job) in enumerate(zip(procs, jobs)):
+        text = p.communicate(timeout=30)[0]
+        if not os.path.exists(job[-1]):
+            sys.exit(f"wrk on port {job[1]} did not finish its count within {limit} s:\n{text}")
+        with open(job[-1]) as f:
+            words = f.read().split()
+        out.append((wrk_result(text), took[k], words))
+    return out
+
+
+def load():
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def commit():
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--people", type=int, default=600_000)
+    ap.add_argument("--chunk", type=int, default=100_000, help="people joined (then polled once) per wrk run pair")
+    ap.add_argument("--capacity", type=int, default=8000)
+    ap.add_argument("--refresh-seconds", type=int, default=20)
+    ap.add_argument("--connections", type=int, default=16,
+                    help="wrk connections per instance while polling (one wrk thread each); the joins use as many on one thread")
+    ap.add_argument("--round", type=int, default=5, help="seconds a round")
+    ap.add_argument("--before", type=int, default=30, help="seconds of rounds before the opening (the opening moved there)")
+    ap.add_argument("--after", type=int, default=90, help="seconds of rounds after the opening")
+    ap.add_argument("--opens-in", type=int, help="open this many seconds after the demos start instead of moving the opening")
+    ap.add_argument("--binary", help="run this onsale build (with the redis feature) instead of building one")
+    ap.add_argument("--slowlog-us", type=int, default=1000, help="SLOWLOG threshold (µs)")
+    ap.add_argument("--redis-sched", choices=("fifo", "nice", "none"), default="fifo",
+                    help="redis-server's main thread at real-time priority (SCHED_FIFO 10), or reniced to -10, so that "
+                         "SLOWLOG times the commands rather than the waits for a core on a shared machine (needs root)")
+    ap.add_argument("--max-minutes", type=float, default=40, help="the whole run's bound")
+    ap.add_argument("--count-scripts", action="store_true",
+                    help="investigation: log every command in the rounds (SLOWLOG at 0, read and reset after each round) "
+                         "and count the script calls by name each round; slows Redis down a little")
+    args = ap.parse_args()
+    for tool in ("wrk", "redis-server"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is missing: apt-get install {'redis-server' if tool == 'redis-server' else tool}")
+    if args.people < 2 or args.chunk < 2 or args.round < 1:
+        sys.exit("--people and --chunk at least 2, --round at least 1")
+    deadline = time.time() + args.max_minutes * 60
+
+    def bound(what):
+        if time.time() > deadline:
+            sys.exit(f"--max-minutes ({args.max_minutes}) reached during {what}")
+
+    binary = onsale_binary(args.binary, "redis")
+    shas = script_names()
+    run = Run()
+    tmp = tempfile.mkdtemp(prefix="waitroom-soak-")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    r = None
+    try:
+        load_start = load()
+        os.makedirs(os.path.join(tmp, "redis"))
+        redis, rport = start_redis("--slowlog-log-slower-than", str(args.slowlog_us), "--slowlog-max-len", "1000000",
+                                   rdir=os.path.join(tmp, "redis"))
+        run.procs.append(redis)
+        niced = ""
+        try:
+            if args.redis_sched == "fifo":
+                os.sched_setscheduler(redis.pid, os.SCHED_FIFO, os.sched_param(10))
+                niced = ", redis-server's main thread SCHED_FIFO 10"
+            elif args.redis_sched == "nice":
+                os.setpriority(os.PRIO_PROCESS, redis.pid, -10)
+                niced = ", redis-server reniced to -10"
+        except OSError as e:
+            niced = f", redis-server's priority left as it was ({e})"
+        r = Resp(rport)
+        # The admin token: in a file (mode 0600) the demos read, never on a command line.
+        token = secrets.token_urlsafe(32)
+        token_file = os.path.join(tmp, "admin-token")
+        with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(f"soak:{token}\n")
+        data = os.path.join(tmp, "data")
+        ports, demos = [], []
+        started = time.time()
+        for k in range(2):
+            port = free_port()
+            cmd = [binary, "--port", str(port), "--redis", f"redis://127.0.0.1:{rport}/", "--data-dir", data,
+                   "--capacity", str(args.capacity), "--fairness", "random", "--refresh-seconds", str(args.refresh_seconds),
+                   "--opens-in", str(args.opens_in or 3600), "--admin-token-file", token_file, "--metrics"]
+            log = open(os.path.join(tmp, f"onsale-{k}.log"), "w")
+            demo = run.start(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+            # The first creates the shared key files; the second starts once it listens.
+            wait_port(port, demo, f"onsale {k}")
+            ports.append(port)
+            demos.append(demo)
+        pids = [p.pid for p in demos]
+        r.call("SLOWLOG", "RESET")
+        luas = {}
+        for name, text in (("join", LUA_JOIN), ("first", LUA_FIRST_POLL), ("poll", LUA_POLL)):
+            luas[name] = os.path.join(tmp, f"{name}.lua")
+            with open(luas[name], "w") as f:
+                f.write(text + WRK_DONE)
+        phases = [("start", time.time())]
+        print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} soak: {args.people:,} people, two onsale instances over one "
+              f"Redis ({r.info('server').get('redis_version', '?')}{niced}), random draw, capacity {args.capacity:,}, refresh "
+              f"{args.refresh_seconds} s; wrk per instance: joins -t1 -c{args.connections}, polls -t{args.connections} "
+              f"-c{args.connections}; commit {commit()}; "
+              f"{os.cpu_count()} cores, load average {load_start}", flush=True)
+
+        # 1. Joins and first polls, in chunks.
+        cmds0 = int(r.info("stats")["total_commands_processed"])
+        joined, redeemed = [], []
+        join_s = first_s = 0.0
+        join_res, first_res = [], []
+        cmds_join = cmds_first = 0
+        done = 0
+        chunk_no = 0
+        while done < args.people:
+            bound("the joins")
+            size = min(args.chunk, args.people - done)
+            halves = [size // 2, size - size // 2]
+            files = [os.path.join(tmp, f"tickets-{chunk_no}-{k}") for k in range(2)]
+            c0 = int(r.info("stats")["total_commands_processed"])
+            res = counted(run, [(luas["join"], ports[k], halves[k], files[k], files[k] + ".done") for k in range(2) if halves[k]],
+                          args.connections, 300)
+            c1 = int(r.info("stats")["total_commands_processed"])
+            join_s += max(t for _, t, _ in res)
+            join_res += [x for x, _, _ in res]
+            cmds_join += c1 - c0 - 1
+            outs = [os.path.join(tmp, f"redeemed-{chunk_no}-{k}") for k in range(2)]
+            # Each ticket's first poll on the other instance.
+            res = counted(run, [(luas["first"], ports[1 - k], files[k], outs[k], outs[k] + ".done") for k in range(2) if halves[k]],
+                          args.connections, 300)
+            c2 = int(r.info("stats")["total_commands_processed"])
+            first_s += max(t for _, t, _ in res)
+            first_res += [x for x, _, _ in res]
+            cmds_first += c2 - c1 - 1
+            for k in range(2):
+                if halves[k]:
+                    with open(outs[k]) as f:
+                        redeemed += [l.strip() for l in f if l.strip()]
+            done += size
+            chunk_no += 1
+            print(f"  joined {done:,} ({time.time() - started:.0f} s since the demos started; load average {load()})", flush=True)
+        phases.append(("joined", time.time()))
+        time.sleep(1)  # the admin's figures are the last snapshot's (a refresh every tick)
+        stats = admin(ports[0], token, "GET", "stats")
+        joins_total = sum(x["requests"] for x in join_res)
+        first_total = sum(x["requests"] for x in first_res)
+        print(f"joins: {args.people:,} first contacts (GET /seats without a cookie) in {join_s:.1f} s of wrk ({args.people / join_s:,.0f}/s), "
+              f"p99 {max(x['p99'] for x in join_res) / 1000:.1f} ms (worst run); Redis commands per join "
+              f"{cmds_join / max(joins_total, 1):.4f}")
+        print(f"first polls: {len(redeemed):,} (a ticket redeemed each, or a join already written) in {first_s:.1f} s of wrk ({len(redeemed) / first_s:,.0f}/s), "
+              f"p99 {max(x['p99'] for x in first_res) / 1000:.1f} ms; Redis commands per first poll "
+              f"{cmds_first / max(first_total, 1):.4f}; the room says {stats['prequeue']:,} in the pre-queue", flush=True)
+        if len(redeemed) < args.people:
+            print(f"  ({args.people - len(redeemed):,} tickets were not redeemed)")
+
+        # 2. The opening.
+        if args.opens_in:
+            opens_at = stats["opens_at_ms"] / 1000
+        else:
+            opens_at = time.time() + args.before + 4  # wrk's start (3 s) before the first round
+            admin(ports[0], token, "POST", "schedule", {"opens_at": int(opens_at * 1000)})
+        phases.append(("scheduled", time.time()))
+        if opens_at < time.time() + args.round:
+            sys.exit(f"the opening ({opens_at - time.time():.0f} s from now) leaves no round before it: more --opens-in")
+
+        # 3. The rounds: one wrk per instance polling all the time, the rounds cut at fixed times (aligned with the
+        # opening); at each cut the Redis and CPU counters are read.
+        threads = args.connections
+        people = [os.path.join(tmp, f"people-{k}") for k in range(2)]
+        marks = [os.path.join(tmp, f"rounds-{k}") for k in range(2)]
+        for k in range(2):
+            mine = redeemed[k::2]
+            for t in range(threads):
+                with open(f"{people[k]}-{t}", "w") as f:
+                    f.write("\n".join(mine[t::threads]) + "\n")
+        n_before = math.floor((opens_at - time.time() - 3) / args.round)
+        if n_before < 1:
+            sys.exit(f"the opening ({opens_at - time.time():.0f} s from now) leaves no round before it: more --opens-in")
+        t0 = opens_at - n_before * args.round
+        n_after = math.ceil(args.after / args.round)
+        seconds = math.ceil(t0 + (n_before + n_after + 1) * args.round + 1 - time.time())
+        kept = []  # with --count-scripts: the SLOWLOG entries read so far that are over --slowlog-us
+
+        def slowlog():
+            try:
+                return r.call("SLOWLOG", "GET", "-1")
+            except RuntimeError:
+                return r.call("SLOWLOG", "GET", "1000000")
+
+        if args.count_scripts:
+            kept += slowlog()
+            r.call("SLOWLOG", "RESET")
+            r.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+        procs = [run.start(wrk_cmd(luas["poll"], ports[k], threads, seconds, people[k], marks[k], t0, args.round, threads=threads),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for k in range(2)]
+        cuts = []
+        for k in range(n_before + n_after + 1):
+            at = t0 + k * args.round
+            if k == n_before:
+                load_open = load()
+                phases.append(("opening", opens_at))
+            while time.time() < at:
+                time.sleep(min(0.05, max(0.0, at - time.time())))
+            bound("the rounds")
+            ours = r.calls
+            cut = dict(t=time.time(), cmds=int(r.info("stats")["total_commands_processed"]), ours=ours,
+                       by_command=command_stats(r), redis_cpu=sum(float(v) for f, v in r.info("cpu").items()
+                                                                   if f in ("used_cpu_sys", "used_cpu_user")),
+                       demo_cpu=sum(cpu_seconds(p) for p in pids), room=admin(ports[0], token, "GET", "stats")["counters"])
+            if args.count_scripts:
+                es = slowlog()
+                r.call("SLOWLOG", "RESET")
+                kept.extend(e for e in es if int(e[2]) >= args.slowlog_us)
+                calls = {}
+                for e in es:
+                    n = command_name(e, shas)
+                    if n.startswith("EVALSHA"):
+                        calls[n[8:]] = calls.get(n[8:], 0) + 1
+                cut["scripts"] = calls
+            cuts.append(cut)
+            print(f"  cut {k - n_before:+d} ({at - opens_at:+.0f} s from the opening); load {load()}", flush=True)
+        outs = [p.communicate(timeout=seconds + 60)[0] for p in procs]
+        totals = [wrk_result(o) for o in outs]
+        phases.append(("end", time.time()))
+        load_end = load()
+        per_round = {}
+        for k in range(2):
+            for t in range(threads):
+                try:
+                    f = open(f"{marks[k]}-{t}")
+                except OSError:
+                    continue
+                with f:
+                    for line in f:
+                        w = line.split()
+                        if len(w) < 3:
+                            continue
+                        x = per_round.setdefault(int(w[0]), dict(polls=0, non2xx=0, bins={}))
+                        x["polls"] += int(w[1])
+                        x["non2xx"] += int(w[2])
+                        for pair in (w[3].split(",") if len(w) > 3 else []):
+                            b, c = pair.split(":")
+                            x["bins"][int(b)] = x["bins"].get(int(b), 0) + int(c)
+        rounds = []
+        for k in range(n_before + n_after):
+            a, b = cuts[k], cuts[k + 1]
+            x = per_round.get(k, dict(polls=0, non2xx=0, bins={}))
+            span = b["t"] - a["t"]
+            cmds = b["cmds"] - a["cmds"] - (b["ours"] - a["ours"])
+            polls = x["polls"]
+            rounds.append(dict(
+                at=a["t"] - opens_at, polls=polls, rps=polls / args.round, p50=percentile(x["bins"], 50),
+                p99=percentile(x["bins"], 99), non2xx=x["non2xx"], errors=0, cmds=cmds, per_poll=cmds / max(polls, 1),
+                by_command={c: v - a["by_command"].get(c, 0) for c, v in b["by_command"].items() if v > a["by_command"].get(c, 0)},
+                cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1), redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
+                admitted=b["room"]["admitted"] - a["room"]["admitted"], expired=b["room"]["expired"] - a["room"]["expired"],
+                scripts=b.get("scripts")))
+        print(f"wrk over the whole polling ({seconds} s, both instances): {sum(x['requests'] for x in totals):,} polls, "
+              f"errors {sum(x['errors'] for x in totals)}, non-2xx {sum(x['non2xx'] for x in totals)}")
+
+        # 4. What the run left: SLOWLOG, the room's figures.
+        # The script's own INFO, SLOWLOG and CONFIG calls are not the room's.
+        slow = [e for e in kept + slowlog() if int(e[2]) >= args.slowlog_us
+                and command_name(e, shas) not in ("INFO", "SLOWLOG", "CONFIG")]
+        stats = admin(ports[0], token, "GET", "stats")
+        kit = [metrics(p) for p in ports]
+        report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, load_end)
+    finally:
+        # A second Ctrl-C (or SIGTERM) must not cut the cleanup short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if r:
+            r.close()
+        run.stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, load_end):
+    before = [x for x in rounds if x["at"] < 0]
+    first30 = [x for x in rounds if 0 <= x["at"] < 30]
+    minute = [x for x in rounds if 30 <= x["at"] < 90]
+    base_rps = statistics.mean(x["rps"] for x in before) if before else float("nan")
+    print()
+    print(f"| round ({args.round} s, from the opening) | polls/s | vs before | p50 | p99 | non-2xx | Redis commands per poll | "
+          "of which script calls | demo CPU per poll | Redis CPU | let in | expired |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for x in rounds:
+        print(f"| {x['at']:+.0f} s | {x['rps']:,.0f} | {x['rps'] / base_rps:.2f} | {x['p50'] / 1000:.2f} ms | {x['p99'] / 1000:.2f} ms | "
+              f"{x['non2xx']} | {x['per_poll']:.4f} | {x['by_command'].get('evalsha', 0) / max(x['polls'], 1):.4f} | "
+              f"{x['cpu_us']:.1f} µs | {100 * x['redis_cpu']:.0f}% | {x['admitted']:,} | {x['expired']:,} |")
+    if any(x.get("scripts") for x in rounds):
+        print()
+        for x in rounds:
+            print(f"script calls in the round at {x['at']:+.0f} s: " + ", ".join(
+                f"{k} {v:,}" for k, v in sorted((x["scripts"] or {}).items(), key=lambda kv: -kv[1])))
+    print()
+    print("| window | rounds | polls/s (mean) | vs before | p99 (median / worst round) | Redis commands per poll | "
+          "of which script calls | target | met |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, xs, target in (("before the opening", before, None), ("the 30 s after the opening", first30, 0.05),
+                             ("the minute after that", minute, 0.01)):
+        if not xs:
+            print(f"| {name} | 0 | – | – | – | – | – | – | – |")
+            continue
+        rps = statistics.mean(x["rps"] for x in xs)
+        per = sum(x["cmds"] for x in xs) / max(sum(x["polls"] for x in xs), 1)
+        evalsha = sum(x["by_command"].get("evalsha", 0) for x in xs) / max(sum(x["polls"] for x in xs), 1)
+        ratio = rps / base_rps
+        if target is None:
+            t, met = "–", "–"
+        else:
+            t = f"polls/s ≥ 0.9× before; commands a poll ≤ {target}"
+            met = f"{'yes' if ratio >= 0.9 else 'NO'} / {'yes' if per <= target else 'NO'}"
+        print(f"| {name} | {len(xs)} | {rps:,.0f} | {ratio:.2f} | {statistics.median(x['p99'] for x in xs) / 1000:.2f} / "
+              f"{max(x['p99'] for x in xs) / 1000:.2f} ms | {per:.4f} | {evalsha:.4f} | {t} | {met} |")
+    print()
+    # SLOWLOG: [id, unix seconds, µs, [args], client, name]
+    bounds = dict(phases)
+
+    def phase(ts):
+        if ts < int(bounds["joined"]):
+            return "joins and first polls"
+        if ts < int(bounds["opening"]):
+            return "pre-queue polls before the opening"
+        return "the draw, the opening and after"
+
+    name = lambda e: command_name(e, shas)
+
+    print(f"SLOWLOG (commands slower than {args.slowlog_us:,} µs; {len(slow):,} entries; commands run by scripts are logged too):")
+    print("| phase | entries | longest | its command | over 5 ms (by command) |")
+    print("|---|---|---|---|---|")
+    for ph in ("joins and first polls", "pre-queue polls before the opening", "the draw, the opening and after"):
+        es = [e for e in slow if phase(int(e[1])) == ph]
+        if not es:
+            print(f"| {ph} | 0 | – | – | 0 |")
+            continue
+        top = max(es, key=lambda e: int(e[2]))
+        over = {}
+        for e in es:
+            if int(e[2]) > 5000:
+                over[name(e)] = over.get(name(e), 0) + 1
+        over_s = ", ".join(f"{n} ×{c}" for n, c in sorted(over.items(), key=lambda kv: -kv[1])) or "none"
+        print(f"| {ph} | {len(es)} | {int(top[2]):,} µs | {name(top)} ({int(top[1]) - bounds['opening']:+.0f} s from the opening) | "
+              f"{sum(over.values())}: {over_s} |")
+    print()
+    print("The ten longest: " + "; ".join(f"{int(e[2]):,} µs {name(e)} ({int(e[1]) - bounds['opening']:+.0f} s)"
+                                          for e in sorted(slow, key=lambda e: -int(e[2]))[:10]))
+    for label, xs in (("the rounds before the opening", before), ("the 30 s after the opening", first30),
+                      ("the minute after that", minute)):
+        total = {}
+        for x in xs:
+            for k, v in x["by_command"].items():
+                total[k] = total.get(k, 0) + v
+        polls = max(sum(x["polls"] for x in xs), 1)
+        d = sorted(total.items(), key=lambda kv: -kv[1])[:10]
+        print(f"Redis calls by command in {label} (`INFO commandstats`, commands run by scripts included), per 1,000 polls: "
+              + ", ".join(f"{k} {1000 * v / polls:.3f}" for k, v in d))
+    print()
+    c = stats.get("counters", {})
+    print(f"The room at the end: {stats.get('active', 0):,} active of {stats.get('capacity', 0):,}, {stats.get('waiting', 0):,} waiting, "
+          f"{stats.get('prequeue', 0):,} in the pre-queue, {stats.get('away', 0):,} away; counters "
+          + ", ".join(f"{k} {v:,}" for k, v in c.items() if isinstance(v, int)))
+    for k, m in enumerate(kit):
+        keep = {n: int(v) for n, v in m.items() if any(w in n for w in ("polls", "draw_pages", "draw_numbers_kept", "tickets_",
+                                                                          "store_errors", "tokens_issued", "ticket_batches"))}
+        print(f"instance {k}: " + ", ".join(f"{n} {v:,}" for n, v in sorted(keep.items())))
+    print(f"Load average (1, 5, 15 min): {load_start} at the start, {load_open} at the opening, {load_end} at the end.")
+
+
+if __name__ == "__main__":
+    main()
