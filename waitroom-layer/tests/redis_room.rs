@@ -1182,3 +1182,109 @@ async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stor
         assert_eq!(p.number, Some(*n), "{sid}");
     }
 }
+
+/// While an instance is still reading the draw's numbers, a drawn person it has not read yet is answered from
+/// memory, in line with their number to come (the read goes in number order and has passed the head, so they are
+/// behind it), with no Redis command of their own; once read, their poll gives the store's number. Every command
+/// the instance sends meanwhile is a page of the read.
+#[tokio::test]
+async fn a_drawn_person_not_read_yet_is_answered_in_line_without_a_store_call() {
+    let server = RedisServer::from_env_or_start();
+    let ev = event("drawunread");
+    let clock = ManualClock::starting_now();
+    let opens_ms = clock.now_ms() + 60_000;
+    let (store, room, url) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    let client = reqwest::Client::new();
+    let mut people = Vec::new();
+    // Twelve pages of the read.
+    for _ in 0..3_000 {
+        let res = client
+            .get(format!("{url}/checkout"))
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap();
+        let cookie = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
+            .find(|c| c.starts_with("waitroom_session="))
+            .expect("a session cookie");
+        assert!(cookie.contains(".p."), "a pre-queue cookie: {cookie}");
+        people.push(cookie);
+    }
+    clock.set_ms(opens_ms + 1);
+    room.pause().await.unwrap();
+    room.tick_now().await.unwrap();
+    let pages = |room: &WaitingRoom| {
+        room.metrics_text()
+            .lines()
+            .find_map(|l| l.strip_prefix("waitroom_draw_pages_total"))
+            .and_then(|v| v.split_whitespace().last())
+            .and_then(|v| v.parse::<u64>().ok())
+            .expect("the draw_pages counter")
+    };
+    let (c0, p0) = (store.commands_sent(), pages(&room));
+    // The read starts at this refresh, in the background; the polls go on meanwhile.
+    room.refresh().await.unwrap();
+    let c1 = store.commands_sent();
+    let poll = |cookie: String| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let res = client
+                .get(format!("{url}/waitroom/status"))
+                .header("accept", "application/json")
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+            res.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let mut to_come = Vec::new();
+    let mut numbered = 0;
+    for cookie in &people {
+        let st = poll(cookie.clone()).await;
+        match st["number"].as_u64() {
+            None => {
+                assert_eq!(st["state"], "waiting", "in line, the number to come: {st}");
+                assert!(st["position"].is_null(), "{st}");
+                to_come.push(cookie.clone());
+            }
+            Some(_) => numbered += 1,
+        }
+    }
+    let read = pages(&room) - p0;
+    // (The first page may have gone with the refresh.)
+    let during = store.commands_sent() - c1;
+    assert!(
+        during <= read,
+        "every command during the polls is a page of the read: {during} commands, {read} pages (the refresh \
+         sent {})",
+        c1 - c0
+    );
+    assert!(
+        !to_come.is_empty(),
+        "some people polled before their number was read (else this shows nothing): {numbered} numbered"
+    );
+    // Once the read is done, they poll again and get the store's number.
+    let done = tokio::time::timeout(Duration::from_secs(30), async {
+        while draw_numbers_kept(&room) < 3_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(done.is_ok(), "the read did not finish within 30 s");
+    for cookie in &to_come {
+        let st = poll(cookie.clone()).await;
+        let n = st["number"].as_u64().expect("the number, once read");
+        let sid = cookie
+            .strip_prefix("waitroom_session=")
+            .and_then(|v| v.split('.').next())
+            .unwrap();
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(p.number, Some(n), "{sid}");
+    }
+}

@@ -40,6 +40,8 @@ pub(crate) struct DrawIndex {
     /// Where the load goes on from after a failed page.
     cursor: Mutex<DrawCursor>,
     numbers: RwLock<HashMap<Box<str>, u64>>,
+    /// The highest number read so far: the pages go in number order, so everyone not read yet holds a higher one.
+    frontier: AtomicU64,
 }
 
 impl DrawIndex {
@@ -52,6 +54,26 @@ impl DrawIndex {
             .copied()
     }
 
+    /// Keeps a page's numbers (at most [`MOST`] in all); returns how many are kept.
+    fn keep(&self, page: Vec<(String, u64)>) -> usize {
+        let mut numbers = self.numbers.write().unwrap_or_else(|e| e.into_inner());
+        for (session, n) in page {
+            if numbers.len() >= MOST {
+                break;
+            }
+            self.frontier.fetch_max(n, Ordering::AcqRel);
+            numbers.insert(session.into_boxed_str(), n);
+        }
+        numbers.len()
+    }
+
+    /// Whether a drawn person this instance has not read yet is certainly still waiting behind the head at
+    /// `served`: the read is not done and has already passed the head (their number lies beyond everything read).
+    /// Such a person is answered from memory, in line, until their number is read (see `locate_local`).
+    pub(crate) fn unread_are_behind(&self, served: u64) -> bool {
+        self.state.load(Ordering::Acquire) != DONE && self.frontier.load(Ordering::Acquire) > served
+    }
+
     /// How many numbers are kept.
     pub(crate) fn len(&self) -> usize {
         self.numbers.read().unwrap_or_else(|e| e.into_inner()).len()
@@ -61,6 +83,7 @@ impl DrawIndex {
     pub(crate) fn clear(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
+        self.frontier.store(0, Ordering::Release);
         self.numbers
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -116,16 +139,7 @@ async fn load(room: Weak<Inner>, generation: u64) {
                 return;
             }
         };
-        let kept = {
-            let mut numbers = d.numbers.write().unwrap_or_else(|e| e.into_inner());
-            for (session, n) in page.numbers {
-                if numbers.len() >= MOST {
-                    break;
-                }
-                numbers.insert(session.into_boxed_str(), n);
-            }
-            numbers.len()
-        };
+        let kept = d.keep(page.numbers);
         let full = kept >= MOST;
         inner.metrics.draw_numbers_kept.set(kept as i64);
         inner.metrics.draw_pages.inc();
@@ -140,5 +154,33 @@ async fn load(room: Weak<Inner>, generation: u64) {
         drop(inner);
         // Other work first: the load is a background chore, never ahead of a request.
         tokio::task::yield_now().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unread_are_behind_the_head_only_while_the_read_is_under_way_and_past_the_head() {
+        let d = DrawIndex::default();
+        assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
+        d.state.store(LOADING, Ordering::Release);
+        assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
+        d.keep(vec![("a".into(), 11), ("b".into(), 12)]);
+        assert!(d.unread_are_behind(10));
+        assert!(d.unread_are_behind(11), "everyone unread holds 13 or more");
+        assert!(!d.unread_are_behind(12), "the head reached what was read");
+        d.keep(vec![("c".into(), 13)]);
+        assert!(d.unread_are_behind(12), "the read moved on");
+        assert_eq!(d.get("c"), Some(13));
+        d.state.store(DONE, Ordering::Release);
+        assert!(
+            !d.unread_are_behind(0),
+            "read to the end: who is not kept is not drawn"
+        );
+        d.clear();
+        d.state.store(LOADING, Ordering::Release);
+        assert!(!d.unread_are_behind(0), "a dropped index knows nothing");
     }
 }

@@ -396,6 +396,19 @@ impl WaitingRoom {
             self.mark_waiting(session, Some(n), &snap);
             return Some((SessionState::Waiting, Some(n)));
         }
+        // After the draw, a drawn person this instance has not read yet while it reads the draw's numbers (in
+        // number order, already past the head): their number lies beyond, so they are still in line; answered from
+        // memory as in line with their number to come (their cookie keeps its pre-queue mark), instead of a store
+        // call each while the read lasts (seconds, with hundreds of thousands drawn).
+        if prequeue_hint
+            && number_hint.is_none()
+            && snap.drawn
+            && !snap.settings.turning_away()
+            && self.inner.drawn.unread_are_behind(snap.served)
+        {
+            self.mark_waiting(session, None, &snap);
+            return Some((SessionState::PreQueue, None));
+        }
         let (state, number) = self.inner.cache.get(session)?;
         // A session whose turn passed (finished, expired, abandoned, turned away) stays so until it joins again
         // (which replaces the entry here): answered from the cache, no store call per poll, no liveness mark. A

@@ -234,6 +234,8 @@ impl WaitingRoom {
             // A session turned away (or waiting to be) hears why: the on-sale closed or sold out.
             _ if s.closed => ViewState::Closed,
             _ if s.sold_out() => ViewState::SoldOut,
+            // Drawn, its number not known here yet (see `locate_local`): in line, its place to come.
+            Some(SessionState::PreQueue) if snap.drawn => ViewState::Waiting,
             Some(SessionState::PreQueue) => ViewState::Prequeue,
             Some(SessionState::Waiting | SessionState::Returning)
                 if s.paused || s.inventory.is_some_and(|i| i.available() == 0) =>
