@@ -39,18 +39,33 @@ end
 -- The draw: freeze the buckets and write where each starts (2^dbits + 1 big-endian u32s). No session is touched.
 -- A draw before the opening first configured (the door opened early) counts every drawn session as seen now
 -- (`dfloor`): rooms mark pre-queue polls only shortly before the scheduled opening. The buckets' sizes come from
--- `draw:n` (one GET and a loop in Lua); a pre-queue without it (written by an older version) is counted bucket by
--- bucket.
+-- `draw:n` (one GET), read and written DRAW_RUN buckets to a `struct` call: a call per bucket made the draw of the
+-- default 16,384 buckets 9-14 ms, where the running sums themselves are a few hundred microseconds of Lua. A
+-- pre-queue without `draw:n` (written by an older version) is counted bucket by bucket.
+local DRAW_RUN = 256
 local function draw(m, now)
   local parts, c = {}, 0
+  local nb = 2 ^ int(m.dbits)
   local counts = redis.call('GET', KD .. ':n')
-  local older = not counts and int(m.joined) - int(m.turned) > 0
-  for b = 0, 2 ^ int(m.dbits) - 1 do
-    parts[b + 1] = struct.pack('>I4', c)
-    if older then
+  if not counts and int(m.joined) - int(m.turned) > 0 then
+    for b = 0, nb - 1 do
+      parts[b + 1] = struct.pack('>I4', c)
       c = c + redis.call('ZCARD', bucket(b))
-    elseif counts and 4 * b + 4 <= #counts then
-      c = c + (struct.unpack('>I4', counts, 4 * b + 1))
+    end
+  else
+    -- `draw:n` ends at the last bucket anyone joined: the rest count 0.
+    counts = counts or ''
+    if #counts < 4 * nb then counts = counts .. string.rep('\0', 4 * nb - #counts) end
+    local run = math.min(nb, DRAW_RUN)
+    local shape = '>' .. string.rep('I4', run)
+    for b = 0, nb - 1, run do
+      local v = {struct.unpack(shape, counts, 4 * b + 1)}
+      for i = 1, run do
+        local size = v[i]
+        v[i] = c
+        c = c + size
+      end
+      parts[#parts + 1] = struct.pack(shape, unpack(v, 1, run))
     end
   end
   parts[#parts + 1] = struct.pack('>I4', c)
