@@ -1460,6 +1460,58 @@ mod contract {
             "an early draw skips nobody"
         );
         assert!(r.missed.is_empty());
+
+        // Long after a draw, the drawn are seen by the marks of their polls with their drawn numbers: those who kept
+        // polling are let in, the one who stopped after the draw is skipped (the head reads a run of the drawn
+        // segment at a time on Redis).
+        let ev = format!("{event}-after");
+        store
+            .init(&ev, &settings(0, true, Some(opens)))
+            .await
+            .unwrap();
+        let mut drawn = Vec::new();
+        for sid in [
+            "after-a-session-000000",
+            "after-b-session-000000",
+            "after-c-session-000000",
+        ] {
+            let p = store.join(&ev, &join(sid, t0)).await.unwrap();
+            mark(&store, ev.clone(), p, opens - 30_000).await;
+        }
+        assert!(store.tick(&ev, &tick(opens)).await.unwrap().drew);
+        for sid in [
+            "after-a-session-000000",
+            "after-b-session-000000",
+            "after-c-session-000000",
+        ] {
+            let p = store.lookup(&ev, sid).await.unwrap().unwrap();
+            assert_eq!(p.state, SessionState::Waiting);
+            drawn.push(p);
+        }
+        let mut now = opens;
+        while now < opens + 300_000 {
+            now += 20_000;
+            for p in [&drawn[0], &drawn[2]] {
+                mark(&store, ev.clone(), p.clone(), now).await;
+            }
+        }
+        store
+            .update(&ev, &SettingsChange::Capacity { capacity: 10 })
+            .await
+            .unwrap();
+        let r = store.tick(&ev, &tick(now + 1_000)).await.unwrap();
+        let mut got = r.admitted.clone();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![drawn[0].session.clone(), drawn[2].session.clone()],
+            "the drawn who polled with their numbers are let in"
+        );
+        assert_eq!(
+            r.missed,
+            vec![drawn[1].session.clone()],
+            "the one silent since the draw is skipped"
+        );
     }
 
     /// Liveness marks of waiting sessions `sids` at `now_ms`, with their numbers (a store may record a mark by

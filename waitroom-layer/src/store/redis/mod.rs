@@ -347,22 +347,24 @@ pub const TICKET_BATCH: usize = 1_024;
 ///   `max_scan_per_tick` a tick; another instance's calls run in between, and each call reads the capacity afresh,
 ///   so two instances ticking at once never let in more than the capacity and the head moves in line order (the
 ///   draw's order) across them. An opening of 8,000 places is some 125 calls (more when it crosses people who left).
-/// - **Crossing absent people is bounded the same way**: each one skipped is a step of the budget (one `HGET` of
-///   `pseen`, at most the grace's slots plus two `GETBIT`s, one write and one `ZADD missed`); numbers nobody holds
-///   cost no step at all (one `BITPOS`, "The numbers count the living").
+/// - **Crossing absent people is bounded the same way**: each one skipped is a step of the budget; numbers nobody
+///   holds cost no step at all (one `BITPOS`, "The numbers count the living").
+/// - **In the drawn segment the head moves a run at a time**: up to 256 sessions of one bucket (what the room and
+///   the budget allow) popped in one `ZPOPMIN`, their records read in one `HMGET`, the pre-queue marks of those
+///   whose last sign of life is older than the grace in another, the `seen` bits of those still unseen in one
+///   `BITFIELD` a slot, and the records, admissions and misses written in one `HSET` and two `ZADD`s: about ten
+///   commands a run instead of four to twenty-five a session.
 /// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (256)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
 ///   5.3 ms).
 ///
-/// **The largest unit of work** of a tick call is `admit_chunk` sessions, each about 10 to 25 Redis calls inside
-/// the script (a pop, the record read and written, the liveness reads, a `ZADD`). Measured (BENCHMARKS.md, "Every
-/// store call short": an opening of 8,000 places over 200,000 pre-queued people, half of them gone, two instances
-/// ticking at once, Redis 7.0.15 on this 2-core box shared with builds): a call of 128 took **3.2 ms at the
-/// median and 10.4 ms at the longest** (about 25 µs a session), where the same opening in one call took 665 ms
-/// (0.016 of it); a liveness `HSET` of 256 fields about 0.9 ms (5,000 fields took 3.5 to 5.3 ms). A smaller
-/// `admit_chunk` shortens the calls in proportion (64: about 1.6 ms at the median). **Not chunked yet: the draw**,
-/// which runs inside the first call after the opening (a tick, a join or a first contact's ticket): it reads the
-/// buckets' sizes kept in `draw:n` and writes their running totals, a loop in Lua over the 16,384 buckets: 11 to
-/// 13 ms (a run at a load average of 6 to 10), where counting the buckets with a `ZCARD` each took 36 to 85 ms.
+/// **The largest unit of work** of a tick call is `admit_chunk` sessions (default 64). Measured (BENCHMARKS.md,
+/// "The opening in runs": an opening of 8,000 places over 200,000 pre-queued people, half of them gone, two
+/// instances ticking at once, Redis 7.0.15 on this 2-core box; `cargo test -p waitroom-layer --all-features --test
+/// redis_instances measure_the_opening -- --ignored --nocapture`): a call of 64 took **1.5 ms at the median and
+/// 3.2 ms at the longest**, none over 5 ms, where the same opening in one call took 366 ms. **The draw** is one
+/// call, inside the first call after the opening (a tick, a join or a first contact's ticket): it reads the
+/// buckets' sizes kept in `draw:n` and writes their running totals, 256 buckets to a `struct` call: **about 3 ms**
+/// for the default 16,384 buckets (8.7 to 9.9 ms with a call a bucket, 36 to 85 ms with a `ZCARD` a bucket).
 ///
 /// # Failures
 ///

@@ -13,6 +13,8 @@ end
 -- skipped, turned away or ended, an empty pre-queue bucket passed), so no call's work grows with the line, the
 -- pre-queue or the capacity. A part that stops at the budget sets `more`: the room calls again.
 local left, more = maxscan, 0
+-- The most sessions one run of the head takes (one ZPOPMIN, one HMGET) and one HSET or ZADD writes.
+local RUN = 256
 -- Whether session sid, number n, polled within the grace: its mark in `pseen` (pre-queue; one read, and the
 -- drawn who polled before the opening are found at once), or its bit in one of the `seen` slots covering
 -- [now - abandon, now] (rounded out to whole slots, in the session's favour; newest first).
@@ -84,18 +86,20 @@ local function starts(b) return (struct.unpack('>I4', index, 4 * b + 1)) end
 -- before it (tickets not redeemed, places kept after a restore, old places of sessions moved to the front) are
 -- passed in that one step: they have no entry anywhere, so they cost no scan and no time per number. Returns the number taken and its session, or nil when nobody holds a number from n on (the head
 -- stays where it is, as when the line is empty).
+-- The bucket holding position pos of the drawn segment becomes `cur` (it ends at `cur_end`); the head only moves on.
+local function reach(pos)
+  if pos < cur_end then return end
+  index = index or redis.call('GET', KP)
+  local lo, hi = 0, 2 ^ int(m.dbits) - 1
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    if starts(mid) <= pos then lo = mid else hi = mid - 1 end
+  end
+  cur, cur_end = lo, starts(lo + 1)
+end
 local function take(n)
   if drawn and n > dlo and n <= dhi then
-    local pos = n - dlo - 1
-    if pos >= cur_end then
-      index = index or redis.call('GET', KP)
-      local lo, hi = 0, 2 ^ int(m.dbits) - 1
-      while lo < hi do
-        local mid = math.floor((lo + hi + 1) / 2)
-        if starts(mid) <= pos then lo = mid else hi = mid - 1 end
-      end
-      cur, cur_end = lo, starts(lo + 1)
-    end
+    reach(n - dlo - 1)
     local sid = redis.call('ZPOPMIN', bucket(cur))[1]
     if not sid then return nil end
     return n, sid
@@ -221,9 +225,97 @@ end
 -- once: no pop per admission while they are empty, as they nearly always are.)
 local nreclaimed = redis.call('ZCARD', KB)
 local nback = redis.call('LLEN', KT)
+-- Decides for the session at number n, record time t, whether it is let in or missed (away), and collects the
+-- writes: one HSET of the records, one ZADD of the admissions and one of the misses for up to RUN sessions.
+local recs, adm_zs, miss_zs = {}, {}, {}
+local function write()
+  if #recs > 0 then redis.call('HSET', KS, unpack(recs)) end
+  if #adm_zs > 0 then redis.call('ZADD', KA, unpack(adm_zs)) end
+  if #miss_zs > 0 then redis.call('ZADD', KX, unpack(miss_zs)) end
+  recs, adm_zs, miss_zs = {}, {}, {}
+end
+-- `known`: whether it was seen within the grace, when the caller read it already (nil: not read).
+local function decide(sid, n, t, known)
+  local away = t + abandon < now
+  if away then
+    if known == nil then away = not seen(sid, n) else away = not known end
+  end
+  if away then
+    recs[#recs + 1], recs[#recs + 2] = sid, 'm' .. struct.pack('>I5>I6', n, now)
+    miss_zs[#miss_zs + 1], miss_zs[#miss_zs + 2] = fmt(now), sid
+    missed[#missed + 1] = sid
+  else
+    -- An admitted record keeps when it was let in (for an operator's lookup).
+    recs[#recs + 1], recs[#recs + 2] = sid, 'a' .. struct.pack('>I5>I6', n, now)
+    adm_zs[#adm_zs + 1], adm_zs[#adm_zs + 2] = fmt(now + arrival), sid
+    nadm = nadm + 1
+    admitted[#admitted + 1] = sid
+  end
+  -- Commands of a bounded size (Lua's stack, and Redis's own work per command).
+  if #recs >= 2 * RUN then write() end
+end
+-- The head in the drawn segment, a run at a time: up to what the room, the budget and the bucket allow popped in
+-- one ZPOPMIN (the bucket's front is the segment's next numbers), their records read in one HMGET and, for those
+-- whose last sign of life is older than the grace, their pre-queue marks in another: a few commands a run instead
+-- of a few a session. Returns false when the head is not in the drawn segment (or its bucket is empty).
+local function drawn_run()
+  local n0 = served + 1
+  if not (drawn and n0 > dlo and n0 <= dhi) then return false end
+  local pos = n0 - dlo - 1
+  reach(pos)
+  local k = math.min(room - nadm, left - scanned, cur_end - pos, RUN)
+  if k < 1 then return false end
+  local z = redis.call('ZPOPMIN', bucket(cur), k)
+  if #z == 0 then return false end
+  local sids = {}
+  for i = 1, #z, 2 do sids[#sids + 1] = z[i] end
+  local got = redis.call('HMGET', KS, unpack(sids))
+  local st, ts, stale = {}, {}, {}
+  local floor = (m.dfloor and m.dfloor ~= '') and int(m.dfloor) or 0
+  for i, sid in ipairs(sids) do
+    local s, _, t = unpacked(got[i])
+    if not s and sid ~= '' then s, _, t = rec(sid) end
+    st[i], ts[i] = s, math.max(t or 0, floor)
+    if s and ts[i] + abandon < now then stale[#stale + 1] = i end
+  end
+  -- Those: their `pseen` marks in one HMGET, then, for the ones without a fresh mark, their bits in each `seen`
+  -- slot covering the grace, one BITFIELD a slot (as `seen` reads them one GETBIT at a time).
+  local marks = {}
+  if #stale > 0 then
+    local ask = {}
+    for j, i in ipairs(stale) do ask[j] = sids[i] end
+    local q = redis.call('HMGET', KQ, unpack(ask))
+    local unseen = {}
+    for j, i in ipairs(stale) do
+      marks[i] = int(q[j]) + abandon >= now
+      if not marks[i] then unseen[#unseen + 1] = i end
+    end
+    for sl = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
+      if #unseen == 0 then break end
+      local get = {}
+      for j, i in ipairs(unseen) do
+        get[3 * j - 2], get[3 * j - 1], get[3 * j] = 'GET', 'u1', fmt(served + i)
+      end
+      local bits = redis.call('BITFIELD', KN .. ':' .. fmt(sl), unpack(get))
+      local still = {}
+      for j, i in ipairs(unseen) do
+        if bits[j] == 1 then marks[i] = true else still[#still + 1] = i end
+      end
+      unseen = still
+    end
+  end
+  for i, sid in ipairs(sids) do
+    served = served + 1
+    scanned = scanned + 1
+    if st[i] then decide(sid, served, ts[i], marks[i]) end
+  end
+  return true
+end
 while nadm < room and scanned < left do
   local sid, n, t
-  if nreclaimed > 0 then
+  if nreclaimed == 0 and nback == 0 and drawn_run() then
+    -- done above
+  elseif nreclaimed > 0 then
     local z = redis.call('ZPOPMIN', KB)
     nreclaimed = nreclaimed - 1
     scanned = scanned + 1
@@ -248,20 +340,9 @@ while nadm < room and scanned < left do
     if not st then sid = nil end
     if sid and drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
   end
-  if sid then
-    if t + abandon < now and not seen(sid, n) then
-      put(sid, 'm', n, now)
-      redis.call('ZADD', KX, fmt(now), sid)
-      missed[#missed + 1] = sid
-    else
-      -- An admitted record keeps when it was let in (for an operator's lookup).
-      put(sid, 'a', n, now)
-      redis.call('ZADD', KA, fmt(now + arrival), sid)
-      nadm = nadm + 1
-      admitted[#admitted + 1] = sid
-    end
-  end
+  if sid then decide(sid, n, t) end
 end
+write()
 if nadm < room and scanned >= left then more = 1 end
 left = left - scanned
 if served ~= int(m.served) then
