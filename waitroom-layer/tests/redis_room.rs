@@ -1288,3 +1288,121 @@ async fn a_drawn_person_not_read_yet_is_answered_in_line_without_a_store_call() 
         assert_eq!(p.number, Some(n), "{sid}");
     }
 }
+
+/// The people a draw lets in get their pass at their first poll, on either instance, with no Redis command: each
+/// instance hears of the admissions in its snapshots and claims them from there, the claims going to Redis with
+/// its next touches (within a flush). Until then the store holds them as admitted, inside the capacity.
+#[tokio::test]
+async fn the_people_let_in_at_a_draw_get_their_pass_at_their_first_poll_with_no_store_call() {
+    let server = RedisServer::from_env_or_start();
+    let ev = event("drawclaim");
+    let clock = ManualClock::starting_now();
+    let opens_ms = clock.now_ms() + 60_000;
+    let (store_a, a, url_a) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    let (store_b, b, url_b) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut people = Vec::new();
+    for _ in 0..30 {
+        let res = client
+            .get(format!("{url_a}/checkout"))
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap();
+        let cookie = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
+            .find(|c| c.starts_with("waitroom_session="))
+            .expect("a session cookie");
+        people.push(cookie);
+    }
+    // The opening: the draw, and the capacity of 10 let in by instance a's tick.
+    clock.set_ms(opens_ms + 1);
+    assert_eq!(a.tick_now().await.unwrap().admitted.len(), 10);
+    for room in [&a, &b] {
+        room.refresh().await.unwrap();
+        let kept = tokio::time::timeout(Duration::from_secs(30), async {
+            while draw_numbers_kept(room) < 20 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(kept.is_ok(), "the draw's 20 waiting numbers were not read");
+    }
+    let (a0, b0) = (store_a.commands_sent(), store_b.commands_sent());
+    let mut admitted = Vec::new();
+    for (i, cookie) in people.iter().enumerate() {
+        let url = if i % 2 == 0 { &url_a } else { &url_b };
+        let res = client
+            .get(format!("{url}/waitroom/status?return_to=%2Fcheckout"))
+            .header("accept", "application/json")
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let token = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .any(|v| v.to_str().unwrap().starts_with("waitroom_token="));
+        let st: serde_json::Value = res.json().await.unwrap();
+        let sid = cookie
+            .strip_prefix("waitroom_session=")
+            .and_then(|v| v.split('.').next())
+            .unwrap()
+            .to_owned();
+        match st["state"].as_str() {
+            Some("admitted") => {
+                assert!(
+                    token,
+                    "an admitted person's first poll carries the pass: {st}"
+                );
+                admitted.push((sid, st["number"].as_u64().expect("a number")));
+            }
+            Some("waiting") => assert!(!token, "{st}"),
+            other => panic!("{other:?}: {st}"),
+        }
+    }
+    assert_eq!(admitted.len(), 10, "the ten let in got their pass");
+    assert_eq!(
+        (store_a.commands_sent() - a0, store_b.commands_sent() - b0),
+        (0, 0),
+        "30 first polls after the draw, ten of them claiming a pass, without a Redis command"
+    );
+    // The claims are not in Redis yet: the ten are admitted there, within the capacity.
+    for (sid, n) in &admitted {
+        let p = store_a.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(
+            (p.state, p.number),
+            (SessionState::Admitted, Some(*n)),
+            "{sid}"
+        );
+    }
+    // The next flush of each instance sends them: active, their idle deadline started.
+    a.tick_now().await.unwrap();
+    b.tick_now().await.unwrap();
+    for (sid, _) in &admitted {
+        let p = store_a.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(
+            p.state,
+            SessionState::Active,
+            "{sid} claimed with the touches"
+        );
+    }
+    assert_eq!(b.snapshot().active, 10, "the capacity holds");
+    // Long after the arrival window they are still inside (claimed), and nobody else was let in.
+    clock.advance(Duration::from_secs(120));
+    let r = a.tick_now().await.unwrap();
+    assert!(
+        r.expired.is_empty(),
+        "claimed, so not expired: {:?}",
+        r.expired
+    );
+    assert!(r.admitted.is_empty());
+}

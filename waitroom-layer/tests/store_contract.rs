@@ -1535,6 +1535,56 @@ mod contract {
         store.touch(ev, &t).await.unwrap();
     }
 
+    /// A touch claims an admitted session's pass, as a claim does (the room sends the claims it made from what it
+    /// heard of admissions with its touches): it turns active and its idle deadline starts, so the arrival window
+    /// no longer expires it; a touch of a session neither admitted nor active changes nothing.
+    pub async fn touch_claims(store: Arc<dyn Store>, ev: &str) {
+        let t0 = 80_000_000u64;
+        store.init(ev, &settings(1, false, None)).await.unwrap();
+        for sid in ["in", "next"] {
+            let j = Join {
+                session: sid.to_owned(),
+                account: None,
+                now_ms: t0,
+                draw_key: 0,
+            };
+            store.join(ev, &j).await.unwrap();
+        }
+        assert_eq!(
+            store.tick(ev, &tick_at(t0)).await.unwrap().admitted,
+            vec!["in".to_owned()]
+        );
+        let touch = Touches {
+            now_ms: t0 + 1_000,
+            waiting: vec![],
+            active: vec!["in".to_owned(), "next".to_owned()],
+            idle_timeout_ms: IDLE_MS,
+            abandon_after_ms: ABANDON_MS,
+        };
+        store.touch(ev, &touch).await.unwrap();
+        let p = store.lookup(ev, "in").await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::Active, "claimed by the touch");
+        let p = store.lookup(ev, "next").await.unwrap().unwrap();
+        assert_eq!(
+            p.state,
+            SessionState::Waiting,
+            "a waiting session is not let in by a touch"
+        );
+        // Past the arrival window, within the idle timeout: still inside.
+        let r = store
+            .tick(ev, &tick_at(t0 + ARRIVAL_MS + 2_000))
+            .await
+            .unwrap();
+        assert!(r.expired.is_empty(), "expired: {:?}", r.expired);
+        assert!(r.admitted.is_empty(), "the one place is held");
+        // Past the idle timeout from the touch: expired.
+        let r = store
+            .tick(ev, &tick_at(t0 + 1_000 + IDLE_MS + 1))
+            .await
+            .unwrap();
+        assert_eq!(r.expired, vec!["in".to_owned()]);
+    }
+
     /// The lanes ahead of the line, in order: a session an operator moved to the front goes in before one coming
     /// back after missing its turn, which goes in before the head of the line; closing turns them away in the
     /// same order. `event` is a prefix (two on-sales).
@@ -2833,6 +2883,11 @@ mod memory {
         contract::lanes(Arc::new(MemoryStore::new()), "lanes").await;
     }
 
+    #[tokio::test]
+    async fn a_touch_claims_an_admitted_sessions_pass() {
+        contract::touch_claims(Arc::new(MemoryStore::new()), "touchclaim").await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_callers_keep_the_invariants() {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
@@ -3615,6 +3670,13 @@ mod redis {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
         contract::lanes(Arc::new(store), &fresh_event("lanes")).await;
+    }
+
+    #[tokio::test]
+    async fn a_touch_claims_an_admitted_sessions_pass() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::touch_claims(Arc::new(store), &fresh_event("touchclaim")).await;
     }
 
     #[tokio::test]

@@ -265,8 +265,11 @@ async fn place(
         p.state == SessionState::Active
             || (p.state == SessionState::Admitted && !door_shut_for_good)
     }) {
+        let number = placed.placement.as_ref().and_then(|p| p.number);
         match room.claim(&session).await {
-            Ok(Some(p)) if p.state == SessionState::Active => {
+            Ok(Some(mut p)) if p.state == SessionState::Active => {
+                // A claim from what this instance heard names no number; the session's stays what it was.
+                p.number = p.number.or(number);
                 if let Some(token) = room.issue_token(&session) {
                     placed
                         .cookies

@@ -21,6 +21,9 @@ use super::{Inner, WaitingRoom};
 use crate::error::BuildError;
 use crate::store::{MemoryStore, Settings};
 
+/// Most sessions an instance remembers as let in lately (`Inner::admits`): ten times the seed's capacity.
+const ADMITS_KEPT: u64 = 80_000;
+
 /// Most `finished_since` calls at build (each returns a batch of finishes; the rest are read by the ticks).
 const MAX_FINISHED_READS_AT_START: usize = 16;
 
@@ -106,6 +109,11 @@ impl WaitingRoom {
             .max_capacity(b.config.session_cache_capacity)
             .time_to_idle(b.config.abandon_after.max(Duration::from_secs(60)))
             .build();
+        // Those let in lately: about one arrival window's admissions (an opening's capacity; the rest are asked of
+        // the store as before).
+        let admits = moka::sync::Cache::builder()
+            .max_capacity(ADMITS_KEPT)
+            .build();
         let (events, _) = tokio::sync::broadcast::channel(b.config.event_buffer.max(1));
         let sold_out = snap.settings.sold_out();
         let batches = super::batch::TicketBatches::new(
@@ -134,6 +142,7 @@ impl WaitingRoom {
                 .map(|_| CachePadded::new(Mutex::new(Pending::default())))
                 .collect(),
             cache,
+            admits,
             tokens,
             cookies,
             finished_cursor: Mutex::new(String::new()),

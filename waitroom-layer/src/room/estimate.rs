@@ -433,6 +433,7 @@ mod tests {
             moved: Vec::new(),
             reclaim_upto: None,
             live: None,
+            admitted_lately: Vec::new(),
         }
     }
 

@@ -370,6 +370,13 @@ impl WaitingRoom {
             self.mark_waiting(session, Some(n), &snap);
             return Some((SessionState::Waiting, Some(n)));
         }
+        // Let in lately, as this instance heard (its tick, or another's through the snapshot): admitted, its pass
+        // to claim (see `claim`), while the door still lets people in.
+        if !snap.settings.turning_away()
+            && let Some(number) = self.admitted_lately(session)
+        {
+            return Some((SessionState::Admitted, number_hint.or(number)));
+        }
         // While the on-sale is closed or sold out, the line only leaves by being turned away: a session the head
         // has passed, or in the pre-queue, is answered as turned away without a store call, so the whole line can
         // hear "sold out" at its next poll without a lookup each. One the head passed because it was let in just
@@ -434,6 +441,19 @@ impl WaitingRoom {
     /// # Errors
     /// When the store cannot be reached.
     pub async fn claim(&self, session: &str) -> Result<Option<Placement>, StoreError> {
+        // Let in lately, as this instance heard, and the store takes claims with the touches: active now, its claim
+        // sent with the next flush (the store's arrival window holds the place until then), no call.
+        if let Some(number) = self.admitted_lately(session) {
+            self.inner.admits.invalidate(session);
+            self.inner.cache.invalidate(session);
+            self.touch_active(session);
+            self.inner.metrics.claims_in_touches.inc();
+            return Ok(Some(Placement {
+                session: session.to_owned(),
+                state: SessionState::Active,
+                number,
+            }));
+        }
         let idle = self.inner.config.idle_timeout.as_millis() as u64;
         let p = self
             .call(|| {
@@ -463,6 +483,8 @@ impl WaitingRoom {
     /// # Errors
     /// When the store cannot be reached (the finish is kept and retried, as above).
     pub async fn finish(&self, session: &str, seats: u32) -> Result<bool, StoreError> {
+        // Not to be claimed from what this instance heard any more.
+        self.inner.admits.invalidate(session);
         // Behind the finishes still waiting for the store, in order.
         if let Err(e) = self.retry_finishes().await {
             self.keep_finish(session, seats);
@@ -601,6 +623,28 @@ impl WaitingRoom {
     /// Reads the finishes recorded since this instance's cursor into the token deny list; returns how many it read.
     /// The first read (empty cursor) reaches back over the deny TTL (the tokens' longest life plus twice the
     /// leeway), so an instance started mid-sale refuses the tokens of sessions finished before it started.
+    /// Notes that `session` (line number `number`) was let in, as a snapshot named it, when the store takes claims
+    /// with the touches ([`Store::claims_in_touches`]); otherwise nothing.
+    ///
+    /// [`Store::claims_in_touches`]: crate::store::Store::claims_in_touches
+    pub(super) fn note_admitted(&self, session: String, number: Option<u64>) {
+        if self.inner.store.claims_in_touches() {
+            self.inner.admits.insert(session, (self.now_ms(), number));
+        }
+    }
+
+    /// Its line number (`Some(None)` for none) when this instance heard lately that `session` was let in: within
+    /// half the arrival window of hearing it (so a claim sent with the next flush reaches the store well before
+    /// the store would let the place go).
+    fn admitted_lately(&self, session: &str) -> Option<Option<u64>> {
+        let half = self.inner.config.arrival_window.as_millis() as u64 / 2;
+        self.inner
+            .admits
+            .get(session)
+            .filter(|(heard, _)| heard.saturating_add(half) > self.now_ms())
+            .map(|(_, number)| number)
+    }
+
     pub(super) async fn read_finished(&self) -> Result<usize, StoreError> {
         let cursor = self
             .inner
@@ -619,6 +663,7 @@ impl WaitingRoom {
         let read = ids.len();
         for s in ids {
             self.inner.cache.invalidate(&s);
+            self.inner.admits.invalidate(&s);
             self.inner.tokens.deny(&s);
         }
         *self

@@ -40,6 +40,8 @@ pub(crate) struct RoomMetrics {
     pub(crate) polls: Counter,
     pub(crate) joins: Counter,
     pub(crate) tokens_issued: Counter,
+    /// Passes claimed from what this instance heard of admissions, the claim sent with the next touches.
+    pub(crate) claims_in_touches: Counter,
     /// Tickets this instance gave to first contacts.
     pub(crate) tickets_issued: Counter,
     /// Tickets that came back to this instance and took their place.
@@ -73,6 +75,7 @@ impl RoomMetrics {
             polls: Counter::default(),
             joins: Counter::default(),
             tokens_issued: Counter::default(),
+            claims_in_touches: Counter::default(),
             tickets_issued: Counter::default(),
             tickets_redeemed: Counter::default(),
             tickets_expired: Counter::default(),
@@ -126,6 +129,11 @@ impl RoomMetrics {
             "tokens_issued",
             "Admission tokens issued or renewed by this instance",
             self.tokens_issued.clone(),
+        );
+        r.register(
+            "claims_in_touches",
+            "Passes this instance let claim from the admissions it heard of, the claim sent with its next touches (no store call at the first poll)",
+            self.claims_in_touches.clone(),
         );
         r.register(
             "tickets_issued",

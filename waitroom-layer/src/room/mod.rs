@@ -106,6 +106,10 @@ pub(crate) struct Inner {
     pending: Box<[CachePadded<Mutex<Pending>>]>,
     /// Session -> (state, line number) of sessions waiting or in the pre-queue, as last read from the store.
     cache: moka::sync::Cache<String, (SessionState, Option<u64>)>,
+    /// Sessions let in lately, as this instance heard (the snapshots' `admitted_lately`), with when it heard (room
+    /// clock, ms) and their line numbers: while the store claims in touches, their first poll is answered and their
+    /// pass claimed from here (see `WaitingRoom::claim`). Empty for a store that does not.
+    admits: moka::sync::Cache<String, (u64, Option<u64>)>,
     tokens: Tokens,
     cookies: CookieCodec,
     /// This instance's counters (see [`crate::metrics`]).

@@ -30,6 +30,9 @@ impl WaitingRoom {
             snap = (**self.inner.snap.load()).clone();
         }
         let sold_out = snap.settings.sold_out();
+        for (s, number) in std::mem::take(&mut snap.admitted_lately) {
+            self.note_admitted(s, number);
+        }
         if self.install_snapshot(snap) {
             let reapplied = self.reapply_finishes().await;
             tracing::info!(event = %self.event(), reapplied, "the store was restored; finishes this instance made lately applied again");
@@ -54,6 +57,7 @@ impl WaitingRoom {
         let restored = snap.reclaim_upto.is_some() && snap.reclaim_upto != before;
         if restored {
             self.inner.cache.invalidate_all();
+            self.inner.admits.invalidate_all();
             self.inner.drawn.clear();
             self.inner.metrics.draw_numbers_kept.set(0);
         }
@@ -131,6 +135,9 @@ impl WaitingRoom {
                 .chain(&r.turned_away)
             {
                 self.inner.cache.invalidate(s);
+            }
+            for s in &r.expired {
+                self.inner.admits.invalidate(s);
             }
             if r.drew {
                 tracing::info!(event = %self.event(), "the draw ran; the door is open");

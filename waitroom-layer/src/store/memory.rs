@@ -1026,6 +1026,7 @@ impl Event {
                 .collect(),
             reclaim_upto: self.reclaim_upto,
             live: Some(self.line.live()),
+            admitted_lately: Vec::new(),
         }
     }
 }
@@ -1141,17 +1142,17 @@ impl Store for MemoryStore {
                 }
             }
             // Waiting sessions' marks stay in memory (a restart counts everyone in line as seen); active
-            // sessions' deadlines are committed.
+            // sessions' deadlines are committed. An admitted one claims its pass (turns active), as `claim` does.
             for sid in &touches.active {
-                if ev
-                    .sessions
-                    .get(sid.as_str())
-                    .is_some_and(|r| r.state == SessionState::Active)
+                if let Some(r) = ev.sessions.get_mut(sid.as_str())
+                    && r.state.is_active()
                     && let Some((key, deadline)) = ev.active.get_key_value(sid.as_str())
                 {
+                    let claimed = r.state != SessionState::Active;
+                    r.state = SessionState::Active;
                     let key = key.clone();
                     let later = (*deadline).max(touches.now_ms + touches.idle_timeout_ms);
-                    if later != *deadline {
+                    if later != *deadline || claimed {
                         ev.active.insert(key.clone(), later);
                         ev.dirty(&key);
                     }

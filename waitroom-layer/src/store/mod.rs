@@ -378,7 +378,10 @@ pub struct Touches {
     pub now_ms: u64,
     /// Waiting or pre-queued sessions that polled since the last flush.
     pub waiting: Vec<Mark>,
-    /// Active sessions that made a protected request since the last flush (their idle deadline moves).
+    /// Active sessions that made a protected request since the last flush (their idle deadline moves), and
+    /// admitted ones the room let claim their pass from what it knew (see [`Store::claims_in_touches`]): an
+    /// admitted session here turns active, as [`Store::claim`] turns it. Sessions neither admitted nor active are
+    /// passed over.
     pub active: Vec<String>,
     /// How long an active session may idle before it expires.
     pub idle_timeout_ms: u64,
@@ -576,7 +579,19 @@ pub struct Snapshot {
     /// are taken back with [`Store::reclaim`].
     #[serde(default)]
     pub reclaim_upto: Option<u64>,
+    /// Sessions let in since this store handle's previous snapshot, with their line numbers (`None` for a session
+    /// moved to the front, which has none), as far as the store names them (`RedisStore`:
+    /// those it holds as admitted, a page of at most [`ADMITTED_PER_SNAPSHOT`] a snapshot; the embedded store
+    /// none: its one room knows whom its ticks let in). A room whose store [claims in
+    /// touches](Store::claims_in_touches) answers their first poll from memory and claims them with its next
+    /// touches, instead of a lookup and a claim each.
+    #[serde(default, skip)]
+    pub admitted_lately: Vec<(String, Option<u64>)>,
 }
+
+/// Most sessions a snapshot names as let in since the previous one ([`Snapshot::admitted_lately`]); the rest come
+/// with the next snapshots.
+pub const ADMITTED_PER_SNAPSHOT: usize = 1_000;
 
 /// Most sessions moved to the front whose old number the head has not passed yet ([`Store::move_to_front`]
 /// refuses more): every instance reads them with each snapshot.
@@ -813,6 +828,17 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// contact falls to a fraction of one round trip.
     fn ticket_batch(&self) -> usize {
         1
+    }
+
+    /// Whether the room claims an admitted session's pass from what it knows
+    /// ([`Snapshot::admitted_lately`]) and sends the claim with its next [`touch`](Store::touch) (at most a flush
+    /// interval, a second, later), instead of a [`claim`](Store::claim) call at the session's first poll. False
+    /// (the default): every claim is a call, right for a store in the same process. `RedisStore`: true, so the
+    /// 8,000 let in at an opening cost no round trip each. Either way the store's arrival window holds the place
+    /// meanwhile; an instance that crashes with claims unsent leaves those sessions admitted, so the store frees
+    /// their places after the arrival window while they hold a pass (at most one flush interval's claims).
+    fn claims_in_touches(&self) -> bool {
+        false
     }
 
     /// A ticket comes back within the grace: the session is written at the ticket's number, as a join would have

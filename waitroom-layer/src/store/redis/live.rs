@@ -19,6 +19,12 @@ pub(super) struct LiveCache {
     lver: u64,
     /// Block → (version, its bytes: bit `7 - n % 8` of byte `n / 8 - 512 * block` is number `n`).
     blocks: BTreeMap<u64, (u64, Vec<u8>)>,
+    /// Where the next snapshot reads the sessions let in since this one ([`Snapshot::admitted_lately`]): a
+    /// deadline in `active` and how many members at exactly that deadline were read already. (Not the live line,
+    /// but kept with it: per on-sale, per store handle, read and moved by each snapshot.)
+    ///
+    /// [`Snapshot::admitted_lately`]: crate::store::Snapshot::admitted_lately
+    pub(super) admitted_from: (u64, u64),
 }
 
 /// One block as a snapshot names it: its index, its version, its bytes (`None`: unchanged from the version the
@@ -29,6 +35,32 @@ impl LiveCache {
     /// The `(block, version)` pairs held, for the snapshot script's arguments.
     pub(super) fn known(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.blocks.iter().map(|(&b, &(v, _))| (b, v))
+    }
+
+    /// Takes a snapshot's page of sessions let in (`[session, deadline, number (0: none), ...]`, in deadline
+    /// order) and moves the cursor past it. A session let in later at a deadline already passed (another instance's tick a
+    /// millisecond behind) may be missed: the room then asks the store about it, as it would without the page.
+    pub(super) fn admitted(
+        &mut self,
+        page: Vec<::redis::Value>,
+    ) -> Result<Vec<(String, Option<u64>)>, StoreError> {
+        let mut sessions = Vec::with_capacity(page.len() / 3);
+        let (mut from, mut skip) = self.admitted_from;
+        for entry in page.chunks(3) {
+            let [session, deadline, number] = entry else {
+                return Err(corrupt("an admitted entry"));
+            };
+            let deadline = super::reply::int(deadline)?;
+            if deadline == from {
+                skip += 1;
+            } else {
+                (from, skip) = (deadline, 1);
+            }
+            let number = Some(super::reply::int(number)?).filter(|&n| n > 0);
+            sessions.push((super::reply::text(session)?, number));
+        }
+        self.admitted_from = (from, skip);
+        Ok(sessions)
     }
 
     /// Takes a snapshot's blocks (every block with a held number; the others are empty now). False, with the copy

@@ -182,11 +182,12 @@ pub const TICKET_BATCH: usize = 1_024;
 /// **Drawn numbers reach people without a call each.** A drawn person's cookie holds no number until their first
 /// poll after the draw, and working the number out takes a script (`ZRANK`, `GETRANGE`, `ZCARD`). So after the draw
 /// each room instance reads every drawn number once, a page at a time (the `DRAWN` script,
-/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 250 members of one or a few buckets a call, by
-/// `ZRANGE … WITHSCORES` from a cursor of bucket, score and member; the same arithmetic, so each page is exact when
-/// read and stays exact while its people wait, as the head only pops bucket fronts), and answers a drawn person's
-/// first poll from memory; that poll seals the number into their cookie. 600,000 drawn people are 2,400 calls per
-/// instance, where one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on
+/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 1,000 members of a few buckets a call, one
+/// `ZRANGE … WITHSCORES` a bucket from a cursor of bucket, score and member, the buckets' starts read 64 to a
+/// `GETRANGE`; the same arithmetic, so each page is exact when read and stays exact while its people wait, as the
+/// head only pops bucket fronts), and answers a drawn person's first poll from memory; that poll seals the number
+/// into their cookie. 600,000 drawn people are 600 calls per instance and one `ZRANGE` a bucket inside them, where
+/// one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on
 /// two instances send no Redis command once the numbers are kept; without them each is one `COME_BACK` call). Until an instance has read a
 /// person's page (a few seconds after the draw at 600,000), that person is asked of the store as before.
 ///
@@ -277,8 +278,8 @@ pub const TICKET_BATCH: usize = 1_024;
 /// the `sessions` field is about 82 bytes (`MEMORY USAGE`: a 24-byte hash entry, the id in a 32-byte allocation,
 /// the record in a 16-byte one, and the hash table's slot), its `line` set member about 29 (a listpack entry), and
 /// the sets' and the bitmap's share the rest. A one-shot request (a ticket never redeemed) costs about **0.2 bytes** (its
-/// bit), a pre-queued session about **158 bytes** with 600,000 in the pre-queue (164 with 100,000; default 2^14
-/// buckets; measured before the records were packed, not since). Admitted sessions add an `active`
+/// bit), a pre-queued session about **158 bytes** with 600,000 in the pre-queue (164 with 100,000; 2^14 buckets then,
+/// 2^13 now; measured before the records were packed, not since). Admitted sessions add an `active`
 /// entry (about 100 bytes) for the few thousand inside; an ended session costs about the same as a waiting one's
 /// record, for the keep time only.
 ///
@@ -364,7 +365,8 @@ pub const TICKET_BATCH: usize = 1_024;
 /// 3.2 ms at the longest**, none over 5 ms, where the same opening in one call took 366 ms. **The draw** is one
 /// call, inside the first call after the opening (a tick, a join or a first contact's ticket): it reads the
 /// buckets' sizes kept in `draw:n` and writes their running totals, 256 buckets to a `struct` call: **about 3 ms**
-/// for the default 16,384 buckets (8.7 to 9.9 ms with a call a bucket, 36 to 85 ms with a `ZCARD` a bucket).
+/// for 16,384 buckets, half that for the default 8,192 (8.7 to 9.9 ms for 16,384 with a call a bucket, 36 to 85 ms
+/// with a `ZCARD` a bucket).
 ///
 /// # Failures
 ///
@@ -463,9 +465,13 @@ impl RedisStoreBuilder {
     }
 
     /// The pre-queue of a random draw is split into `2^bits` small sorted sets by the top bits of each session's
-    /// draw key (default 14: 16,384 sets). Each set stays compact (Redis's listpack encoding) while it holds at most
-    /// 128 sessions, so the default suits pre-queues up to about 1.5 million sessions; a bigger pre-queue still
-    /// works, at about 70 more bytes per session. Between 1 and 16. It is written with an on-sale's settings when
+    /// draw key (default 13: 8,192 sets). Each set stays compact (Redis's listpack encoding) while it holds at most
+    /// 128 sessions, so the default suits pre-queues up to about a million sessions (the seed's 600,000: about 73
+    /// a set); a bigger pre-queue still works, at about 70 more bytes per session: give it 14 up to 2 million, 16
+    /// up to 8 million. Fewer sets are fewer commands after the draw: each room instance reads the drawn numbers
+    /// with one `ZRANGE` a set (8,192 at the default, where 14 bits were 16,384 per instance, about half the
+    /// commands of the 30 s after a seed-sized opening with two instances), and the draw sums one integer a set.
+    /// Between 1 and 16. It is written with an on-sale's settings when
     /// the on-sale is first initialised; instances that join later use the stored value.
     pub fn draw_buckets_log2(mut self, bits: u8) -> Self {
         self.draw_bits = bits;
@@ -539,7 +545,7 @@ impl RedisStore {
             key_prefix: "wr".into(),
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
-            draw_bits: 14,
+            draw_bits: 13,
         }
     }
 

@@ -107,6 +107,10 @@ impl Store for RedisStore {
         super::TICKET_BATCH
     }
 
+    fn claims_in_touches(&self) -> bool {
+        true
+    }
+
     async fn redeem(&self, event: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
         let mut cmd = self.evalsha(&self.scripts.redeem, event)?;
         cmd.arg(&r.session)
@@ -355,31 +359,44 @@ impl Store for RedisStore {
         let cache = caches.entry(event.to_owned()).or_default();
         for _ in 0..2 {
             let mut cmd = self.evalsha(&self.scripts.snapshot, event)?;
+            let (from, skip) = cache.admitted_from;
+            cmd.arg(from).arg(skip);
             for (b, v) in cache.known() {
                 cmd.arg(b).arg(v);
             }
             let a = array(self.run(&self.scripts.snapshot, &cmd).await?)?;
-            if a.len() != 35 {
+            if a.len() != 36 {
                 return Err(corrupt(format_args!(
-                    "expected a snapshot of 35, got {}",
+                    "expected a snapshot of 36, got {}",
                     a.len()
                 )));
             }
             let mut it = a.into_iter();
             let a: Vec<_> = it.by_ref().take(30).collect();
-            let (Some(lver), Some(dbase), Some(dcount), Some(moved_drawn), Some(blocks), None) = (
+            let (
+                Some(lver),
+                Some(dbase),
+                Some(dcount),
+                Some(moved_drawn),
+                Some(blocks),
+                Some(admitted),
+                None,
+            ) = (
                 it.next(),
                 it.next(),
                 it.next(),
                 it.next(),
                 it.next(),
                 it.next(),
-            ) else {
+                it.next(),
+            )
+            else {
                 return Err(corrupt("a snapshot of the wrong shape"));
             };
             if !cache.update(int(&lver)?, live::blocks(array(blocks)?)?) {
                 continue;
             }
+            let admitted_lately = cache.admitted(array(admitted)?)?;
             // The settings (9), then the line and the counters (`n(i)`: the i-th entry after 7 settings), the
             // reclaim floor, the returning queue's length, the return counters, and the sessions moved to the front.
             let n = |i: usize| int(&a[i + 2]);
@@ -416,6 +433,7 @@ impl Store for RedisStore {
                 reclaim_upto: opt_int(&a[22])?,
                 live: Some(live),
                 moved: strings(a[27].clone())?,
+                admitted_lately,
             });
         }
         Err(corrupt(

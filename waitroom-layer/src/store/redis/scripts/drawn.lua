@@ -4,53 +4,66 @@
 -- bucket's start in `drawidx`, the members already let in from its front, the rank). Reply: {next bucket, next
 -- score, next member, session, number, session, number, ...}; a next bucket of -1: no more pages. {-2}: not
 -- drawn. The work is bounded: at most ARGV[4] members read, and at most 2^dbits empty buckets passed.
+-- A bucket costs one ZRANGE: read to its end, its size is what was read; only a bucket the page ends in is
+-- counted (ZCARD), and only a page that starts inside a bucket finds its place there (two ZCOUNTs). The buckets'
+-- starts come from `drawidx` SPAN buckets to a GETRANGE.
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 if m.drawn ~= '1' then return {-2} end
 local b, after, member, most = int(ARGV[1]), ARGV[2], ARGV[3], int(ARGV[4])
 local nb = 2 ^ int(m.dbits)
-if redis.call('EXISTS', KP) == 0 then return {-1, '', ''} end
 local dbase = int(m.dbase)
 local out = {-1, '', ''}
 local got = 0
+local SPAN = 64
+local span, span_from = '', -1
+-- Where bucket b starts and ends in the drawn segment (as `place` reads them).
+local function bounds(b)
+  if span_from < 0 or b >= span_from + SPAN then
+    span_from = b
+    span = redis.call('GETRANGE', KP, 4 * b, 4 * (b + SPAN) + 3)
+    if #span < 8 then return nil end
+  end
+  local at = 4 * (b - span_from) + 1
+  if #span < at + 7 then return nil end
+  return struct.unpack('>I4>I4', span, at)
+end
 while b < nb do
   if got >= most then
     out[1], out[2], out[3] = b, after, member
     return out
   end
+  local lo, hi = bounds(b)
+  -- No index (a store that lost it): nothing to read.
+  if not lo then return {-1, '', ''} end
   local key = bucket(b)
-  local card = redis.call('ZCARD', key)
-  if card > 0 then
-    -- Where this bucket starts and ends in the drawn segment: 8 bytes of `drawidx`, as `place` reads them.
-    local lo, hi = struct.unpack('>I4>I4', redis.call('GETRANGE', KP, 4 * b, 4 * b + 7))
-    local first, ties = 0, 0
-    if after ~= '' then
-      first = redis.call('ZCOUNT', key, '-inf', '(' .. after)
-      ties = redis.call('ZCOUNT', key, after, after)
-    end
-    local want = most - got + ties
-    local z = redis.call('ZRANGE', key, first, first + want - 1, 'WITHSCORES')
-    local last_sid, last_score = nil, nil
-    for i = 1, #z, 2 do
-      local sid, score = z[i], z[i + 1]
-      local rank = first + (i - 1) / 2
-      if not (score == after and sid <= member) then
-        last_sid, last_score = sid, score
-        -- An empty-prefixed member keeps the number of someone an operator moved to the front.
-        if string.byte(sid, 1) ~= 0 then
-          out[#out + 1] = sid
-          out[#out + 1] = dbase + lo + (hi - lo - card) + rank + 1
-          got = got + 1
-        end
+  local first, ties = 0, 0
+  if after ~= '' then
+    first = redis.call('ZCOUNT', key, '-inf', '(' .. after)
+    ties = redis.call('ZCOUNT', key, after, after)
+  end
+  local want = most - got + ties
+  local z = redis.call('ZRANGE', key, first, first + want - 1, 'WITHSCORES')
+  local whole = #z / 2 < want
+  local card = whole and first + #z / 2 or redis.call('ZCARD', key)
+  local last_sid, last_score = nil, nil
+  for i = 1, #z, 2 do
+    local sid, score = z[i], z[i + 1]
+    local rank = first + (i - 1) / 2
+    if not (score == after and sid <= member) then
+      last_sid, last_score = sid, score
+      -- An empty-prefixed member keeps the number of someone an operator moved to the front.
+      if string.byte(sid, 1) ~= 0 then
+        out[#out + 1] = sid
+        out[#out + 1] = dbase + lo + (hi - lo - card) + rank + 1
+        got = got + 1
       end
     end
-    if first + want >= card then
-      b, after, member = b + 1, '', ''
-    elseif last_sid then
-      after, member = last_score, last_sid
-    else
-      b, after, member = b + 1, '', ''
-    end
+  end
+  if whole or first + want >= card then
+    b, after, member = b + 1, '', ''
+  elseif last_sid then
+    after, member = last_score, last_sid
   else
     b, after, member = b + 1, '', ''
   end

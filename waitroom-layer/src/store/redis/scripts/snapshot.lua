@@ -23,7 +23,7 @@ local dlo = math.max(int(m.served), int(m.dbase))
 o[#o + 1] = redis.call('ZRANGEBYSCORE', KMOVED, '(' .. fmt(dlo), fmt(int(m.dbase) + int(m.dcount)), 'WITHSCORES',
   'LIMIT', 0, 1000)
 local known = {}
-for i = 1, #ARGV, 2 do known[ARGV[i]] = ARGV[i + 1] end
+for i = 3, #ARGV, 2 do known[ARGV[i]] = ARGV[i + 1] end
 local blocks, blk = {}, redis.call('HGETALL', KBLK)
 for i = 1, #blk, 2 do
   local b, v = blk[i], blk[i + 1]
@@ -37,4 +37,21 @@ for i = 1, #blk, 2 do
   blocks[#blocks + 1] = bytes
 end
 o[#o + 1] = blocks
+-- Sessions let in since the caller's last snapshot: `active` from the caller's cursor (ARGV[1], a score; ARGV[2]
+-- members at that score read already) up to the deadline an admission of the last tick has (`meta.tnow` plus the
+-- arrival window it was given, `meta.arr`): a claimed session's deadline is the idle timeout away, beyond it. A page
+-- of at most 1,000 (ADMITTED_PER_SNAPSHOT): session, deadline, line number (0 for none), in deadline order.
+local upto = int(m.tnow) + int(m.arr)
+local page = redis.call('ZRANGEBYSCORE', KA, ARGV[1] or '-inf', fmt(upto), 'WITHSCORES', 'LIMIT', int(ARGV[2]), 1000)
+local adm = {}
+if #page > 0 then
+  local sids = {}
+  for i = 1, #page, 2 do sids[#sids + 1] = page[i] end
+  local got = redis.call('HMGET', KS, unpack(sids))
+  for i, sid in ipairs(sids) do
+    local _, n = unpacked(got[i])
+    adm[#adm + 1], adm[#adm + 2], adm[#adm + 3] = sid, page[2 * i], n or 0
+  end
+end
+o[#o + 1] = adm
 return o

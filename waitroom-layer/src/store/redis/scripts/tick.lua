@@ -4,10 +4,10 @@ local now, arrival, abandon, maxscan, slot = int(ARGV[1]), int(ARGV[2]), int(ARG
 local turnmax, window = int(ARGV[6]), int(ARGV[7])
 -- Ended records are kept for the return window (at least an abandon grace) by the clock of the last tick (`rec`).
 local keep = math.max(window, abandon)
-if now > REF or KEEP ~= keep then
+if now > REF or KEEP ~= keep or m.arr ~= ARGV[2] then
   REF, KEEP = math.max(REF, now), keep
   NOW = REF
-  redis.call('HSET', KM, 'tnow', fmt(REF), 'keep', fmt(keep))
+  redis.call('HSET', KM, 'tnow', fmt(REF), 'keep', fmt(keep), 'arr', ARGV[2])
 end
 -- One call's budget: at most `maxscan` steps in all (a finish read from the stream, an expired session, one let in,
 -- skipped, turned away or ended, an empty pre-queue bucket passed), so no call's work grows with the line, the
