@@ -138,6 +138,11 @@ pub struct Report {
     pub position_over_actual_median: f64,
     /// 90th percentile of the same ratio.
     pub position_over_actual_p90: f64,
+    /// The longest store call the room made, in milliseconds of real time (from the call to the answer: on Redis a
+    /// round trip and any wait for it included), whatever the simulated clock did meanwhile.
+    pub longest_store_call_ms: f64,
+    /// Store calls over 5 ms.
+    pub store_calls_over_5ms: u64,
 }
 
 impl Simulation<'_> {
@@ -197,7 +202,10 @@ impl Simulation<'_> {
                 Some(position as f64 / actual as f64)
             })
             .collect();
+        let (longest, over_5ms) = self.room.longest_store_call();
         Report {
+            longest_store_call_ms: longest.as_secs_f64() * 1e3,
+            store_calls_over_5ms: over_5ms,
             one_shot_visitors: self.one_shots_sent(),
             positions_checked: position_ratios.len() as u64,
             position_over_actual_median: percentile(&mut position_ratios, 0.5),
@@ -406,6 +414,7 @@ impl Report {
         let mut line = |text: String| {
             let _ = writeln!(s, "- {text}");
         };
+
         line(format!(
             "{} of the crowd got tickets: {} of the {} people who joined bought {} of the {} seats ({:.1} an \
              order).",
@@ -558,6 +567,11 @@ impl Report {
                 grouped(self.returned_late)
             ));
         }
+        line(format!(
+            "The room's longest store call took {:.1} ms of real time; {} took over 5 ms.",
+            self.longest_store_call_ms,
+            grouped(self.store_calls_over_5ms)
+        ));
         s
     }
 

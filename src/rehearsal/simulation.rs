@@ -97,7 +97,7 @@ pub(super) struct Table {
 /// A rehearsal under way: the room, the crowd, and what the run has counted so far.
 pub(super) struct Simulation<'p> {
     pub p: &'p Params,
-    room: WaitingRoom,
+    pub(super) room: WaitingRoom,
     clock: ManualClock,
     /// The capacity in force (after `scale`).
     pub capacity: u64,

@@ -192,6 +192,8 @@ struct Counting {
     calls: AtomicU64,
     /// Liveness marks of waiting sessions received (numbered, unnumbered).
     marks: (AtomicU64, AtomicU64),
+    /// Each tick takes this many ms more (a store that is slow to answer).
+    tick_delay_ms: AtomicU64,
 }
 
 impl Counting {
@@ -257,6 +259,10 @@ impl Store for Counting {
     }
     async fn tick(&self, e: &str, t: &Tick) -> Result<TickReport, StoreError> {
         self.bump();
+        let delay = self.tick_delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+        }
         self.inner.tick(e, t).await
     }
     async fn finish(&self, e: &str, s: &str, seats: u32, n: u64) -> Result<bool, StoreError> {
@@ -309,6 +315,26 @@ async fn counted_line(event: &str, n: u32) -> (Arc<Counting>, WaitingRoom, Vec<P
         );
     }
     (store, room, line)
+}
+
+/// The room keeps the longest store call it made and counts those over 5 ms (what the rehearsal reports): a store
+/// whose tick answers after 8 ms shows as a call of at least 8 ms, and one more over 5 ms.
+#[tokio::test]
+async fn the_room_keeps_its_longest_store_call_and_counts_those_over_five_ms() {
+    let (store, room, _) = counted_line("slowcall", 3).await;
+    room.tick_now().await.unwrap();
+    let (_, over_before) = room.longest_store_call();
+    store.tick_delay_ms.store(8, Ordering::SeqCst);
+    room.tick_now().await.unwrap();
+    let (longest, over) = room.longest_store_call();
+    assert!(
+        longest >= std::time::Duration::from_millis(8),
+        "the slow tick is the longest call: {longest:?}"
+    );
+    assert!(
+        over > over_before,
+        "counted over 5 ms: {over_before} -> {over}"
+    );
 }
 
 /// Polls of waiting sessions are answered from local memory: 19,980 polls, zero store calls; liveness reaches the

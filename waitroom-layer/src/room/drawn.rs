@@ -119,10 +119,11 @@ async fn load(room: Weak<Inner>, generation: u64) {
             return;
         }
         let from = d.cursor.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let page = inner
-            .store
-            .drawn_numbers(&inner.config.event, &from, PAGE)
-            .await;
+        let page = super::outage::timed(
+            &inner.metrics,
+            inner.store.drawn_numbers(&inner.config.event, &from, PAGE),
+        )
+        .await;
         if d.generation.load(Ordering::Acquire) != generation {
             return;
         }

@@ -59,6 +59,10 @@ pub(crate) struct RoomMetrics {
     pub(crate) store_restores: Counter,
     /// Finishes kept because the store could not take them, waiting to be retried.
     pub(crate) finishes_pending: Gauge,
+    /// The longest store call this instance has made (µs), and how many took over 5 ms: see
+    /// `WaitingRoom::longest_store_call`.
+    pub(crate) store_call_longest_us: std::sync::atomic::AtomicU64,
+    pub(crate) store_calls_over_5ms: Counter,
     /// Finishes given up because the queue of pending ones was full.
     pub(crate) finishes_dropped: Counter,
     refusals: Family<Reason, Counter>,
@@ -85,6 +89,8 @@ impl RoomMetrics {
             store_errors: Counter::default(),
             store_restores: Counter::default(),
             finishes_pending: Gauge::default(),
+            store_call_longest_us: std::sync::atomic::AtomicU64::new(0),
+            store_calls_over_5ms: Counter::default(),
             finishes_dropped: Counter::default(),
             refusals,
         }
@@ -164,6 +170,11 @@ impl RoomMetrics {
             "draw_numbers_kept",
             "The random draw's numbers this instance keeps (read after the draw; at most 4,000,000)",
             self.draw_numbers_kept.clone(),
+        );
+        r.register(
+            "store_calls_over_5ms",
+            "Store calls of this instance that took over 5 ms from the call to the answer (the round trip and any wait included; Redis's SLOWLOG times the command alone)",
+            self.store_calls_over_5ms.clone(),
         );
         r.register(
             "token_refusals",

@@ -69,7 +69,7 @@ impl WaitingRoom {
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
-        match f().await {
+        match timed(&self.inner.metrics, f()).await {
             Err(e) if e.is_forgotten() => {
                 if let Err(e) = self.restore_store().await {
                     return self.observe(Err(e));
@@ -78,6 +78,20 @@ impl WaitingRoom {
             }
             r => self.observe(r),
         }
+    }
+
+    /// The longest store call this instance has made since it started, from the call to the answer (a round trip
+    /// to Redis and any wait for it included, the system clock's time whatever the room's clock), and how many
+    /// took over 5 ms: what the rehearsal reports, and `waitroom_store_calls_over_5ms_total`.
+    pub fn longest_store_call(&self) -> (std::time::Duration, u64) {
+        let m = &self.inner.metrics;
+        (
+            std::time::Duration::from_micros(
+                m.store_call_longest_us
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
+            m.store_calls_over_5ms.get(),
+        )
     }
 
     /// Gives the on-sale back to a store that forgot it: its settings as last in force, the line's numbers from
@@ -162,4 +176,18 @@ impl WaitingRoom {
         self.note_store(r.as_ref().map(|_| ()));
         r
     }
+}
+
+/// Awaits a store call, keeping the longest this instance has seen and counting those over 5 ms (see
+/// [`WaitingRoom::longest_store_call`]).
+pub(super) async fn timed<T>(m: &super::metrics::RoomMetrics, call: impl Future<Output = T>) -> T {
+    let started = std::time::Instant::now();
+    let out = call.await;
+    let us = started.elapsed().as_micros() as u64;
+    m.store_call_longest_us
+        .fetch_max(us, std::sync::atomic::Ordering::Relaxed);
+    if us > 5_000 {
+        m.store_calls_over_5ms.inc();
+    }
+    out
 }

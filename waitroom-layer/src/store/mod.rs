@@ -95,7 +95,9 @@ use serde::{Deserialize, Serialize};
 
 pub use memory::{COMMIT_INTERVAL, DATA_FILE, MemoryStore};
 #[cfg(feature = "redis")]
-pub use redis::{RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TICKET_BATCH, TOUCH_CHUNK};
+pub use redis::{
+    MARK_CHUNK, RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TICKET_BATCH, TOUCH_CHUNK,
+};
 
 use crate::error::StoreError;
 
@@ -591,7 +593,7 @@ pub struct Snapshot {
 
 /// Most sessions a snapshot names as let in since the previous one ([`Snapshot::admitted_lately`]); the rest come
 /// with the next snapshots.
-pub const ADMITTED_PER_SNAPSHOT: usize = 1_000;
+pub const ADMITTED_PER_SNAPSHOT: usize = 500;
 
 /// Most sessions moved to the front whose old number the head has not passed yet ([`Store::move_to_front`]
 /// refuses more): every instance reads them with each snapshot.

@@ -35,6 +35,11 @@ use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, con
 /// 5,000 fields an `HSET` took 3.5 to 5.3 ms, 256 about 0.9 ms (the opening's figures in BENCHMARKS.md).
 pub const TOUCH_CHUNK: usize = 256;
 
+/// Most numbered liveness marks in one `BITFIELD … SET u1` command: a bit each, far less work than a hash field,
+/// so four times [`TOUCH_CHUNK`] (after an opening these are most of the Redis commands the polls cause: one a
+/// second per 1,024 people polling an instance).
+pub const MARK_CHUNK: usize = 1_024;
+
 /// About how many finishes the `finished` stream keeps (`XADD … MAXLEN ~`): minutes of finishes at the seed's pace,
 /// far more than a reader a second behind needs.
 const FINISHED_CAP: u64 = 100_000;
@@ -196,7 +201,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// A waiting session is skipped at the head when it has not polled for the abandon grace. Its polls reach Redis
 /// in each instance's batch once a second, and they are the one thing that grows with the crowd (300,000 a second
 /// at ten times the seed's crowd), so a mark costs no script and no record rewrite: a session with a line number
-/// sets its bit in the current 10-second slot's bitmap (`BITFIELD … SET u1 <n> 1`, [`TOUCH_CHUNK`] per command), a
+/// sets its bit in the current 10-second slot's bitmap (`BITFIELD … SET u1 <n> 1`, [`MARK_CHUNK`] per command), a
 /// pre-queued one writes its time into `pseen` (`HSET`, [`TOUCH_CHUNK`] fields per command, the commands of a batch
 /// in one pipeline). When the head reaches
 /// number `n` with a join time older than the grace, the tick reads bit `n` of the slots covering the grace (at

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{
-    FINISHED_BATCH, FINISHED_CAP, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, live, seen_keep_ms,
-    store_error,
+    FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, live,
+    seen_keep_ms, store_error,
 };
 use crate::error::StoreError;
 use crate::store::{
@@ -201,7 +201,7 @@ impl Store for RedisStore {
 
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
         // Liveness marks are not scripted: a numbered waiting session sets one bit in this slot's `seen` bitmap
-        // (`BITFIELD`, up to TOUCH_CHUNK bits per command), a pre-queued one writes its time into `pseen` (`HSET`,
+        // (`BITFIELD`, up to MARK_CHUNK bits per command), a pre-queued one writes its time into `pseen` (`HSET`,
         // up to TOUCH_CHUNK fields per command); each key then gets its expiry; the active sessions' touches are
         // script calls of up to TOUCH_CHUNK sessions. One pipeline, one round trip, no session record rewritten:
         // many short commands, so Redis serves others in between.
@@ -217,7 +217,7 @@ impl Store for RedisStore {
         let mut pipe = ::redis::pipe();
         if !numbers.is_empty() {
             let key = format!("{}:{}", keys[9], touches.now_ms / SEEN_SLOT_MS);
-            for chunk in numbers.chunks(TOUCH_CHUNK) {
+            for chunk in numbers.chunks(MARK_CHUNK) {
                 let cmd = pipe.cmd("BITFIELD").arg(&key);
                 for n in chunk {
                     cmd.arg("SET").arg("u1").arg(*n).arg(1);

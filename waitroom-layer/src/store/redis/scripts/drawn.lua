@@ -4,8 +4,9 @@
 -- bucket's start in `drawidx`, the members already let in from its front, the rank). Reply: {next bucket, next
 -- score, next member, session, number, session, number, ...}; a next bucket of -1: no more pages. {-2}: not
 -- drawn. The work is bounded: at most ARGV[4] members read, and at most 2^dbits empty buckets passed.
--- A bucket costs one ZRANGE: read to its end, its size is what was read; only a bucket the page ends in is
--- counted (ZCARD), and only a page that starts inside a bucket finds its place there (two ZCOUNTs). The buckets'
+-- A bucket costs one ZRANGE: read to its end, its size is what was read. A page holds whole buckets: one that does
+-- not fit in what is left of the page is left for the next page (which starts at its front), so no bucket is
+-- counted (ZCARD) or searched for a cursor (ZCOUNT), but for one bucket alone larger than a page. The buckets'
 -- starts come from `drawidx` SPAN buckets to a GETRANGE.
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
@@ -45,6 +46,11 @@ while b < nb do
   local want = most - got + ties
   local z = redis.call('ZRANGE', key, first, first + want - 1, 'WITHSCORES')
   local whole = #z / 2 < want
+  -- Does not fit after what the page holds: the next page takes it whole.
+  if not whole and got > 0 and after == '' then
+    out[1], out[2], out[3] = b, '', ''
+    return out
+  end
   local card = whole and first + #z / 2 or redis.call('ZCARD', key)
   local last_sid, last_score = nil, nil
   for i = 1, #z, 2 do
