@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{
-    FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK, live,
-    seen_keep_ms, store_error,
+    ACTIVE_CHUNK, FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK,
+    live, seen_keep_ms, store_error,
 };
 use crate::error::StoreError;
 use crate::store::{
@@ -203,7 +203,7 @@ impl Store for RedisStore {
         // Liveness marks are not scripted: a numbered waiting session sets one bit in this slot's `seen` bitmap
         // (`BITFIELD`, up to MARK_CHUNK bits per command), a pre-queued one writes its time into `pseen` (`HSET`,
         // up to TOUCH_CHUNK fields per command); each key then gets its expiry; the active sessions' touches are
-        // script calls of up to TOUCH_CHUNK sessions. One pipeline, one round trip, no session record rewritten:
+        // script calls of up to ACTIVE_CHUNK sessions. One pipeline, one round trip, no session record rewritten:
         // many short commands, so Redis serves others in between.
         let keys = self.keys(event)?;
         let keep_ms = seen_keep_ms(touches.abandon_after_ms);
@@ -236,7 +236,7 @@ impl Store for RedisStore {
             }
             pipe.cmd("PEXPIRE").arg(&keys[10]).arg(keep_ms).ignore();
         }
-        for chunk in touches.active.chunks(TOUCH_CHUNK) {
+        for chunk in touches.active.chunks(ACTIVE_CHUNK) {
             let mut cmd = self.evalsha(&self.scripts.touch, event)?;
             cmd.arg(touches.now_ms).arg(touches.idle_timeout_ms);
             for s in chunk {
