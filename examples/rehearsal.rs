@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+#[path = "support/store_calls.rs"]
+mod store_calls;
+
 use clap::Parser;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -97,6 +100,10 @@ struct Args {
     /// Redis URL for `--store redis`.
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     redis: String,
+    /// Count and time the room's store calls, per kind, and print them after the run (where a Redis run's time
+    /// goes: each call is a round trip).
+    #[arg(long)]
+    count_store_calls: bool,
     /// Where to write the chart (`rehearsal.svg`); the default is the directory the demo's examples write into,
     /// which the repository ignores.
     #[arg(long, default_value = ".waitroom")]
@@ -330,8 +337,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         p.visit_minutes,
         a.store
     );
+    let calls = a
+        .count_store_calls
+        .then(|| Arc::new(store_calls::StoreCalls::new(store.clone())));
+    let store: Arc<dyn Store> = match &calls {
+        Some(c) => c.clone(),
+        None => store,
+    };
     let started = Instant::now();
     let r = run_on(&p, store, &event).await;
+    if let Some(c) = &calls {
+        println!("{}", c.report());
+    }
     let wall = started.elapsed();
     if a.store == "redis" {
         // The rehearsal's on-sale is a throwaway: leave nothing behind in that Redis, whatever happened.

@@ -337,13 +337,15 @@ impl<'p> Simulation<'p> {
         let served = self.room.snapshot().served;
         let poll = self.poll;
         if !self.drawn && t + 3 * poll >= self.open_s {
+            // Everyone who joined before the draw is in the pre-queue: their pages poll with the pre-queue mark
+            // their cookie carries, as a browser's do.
             for q in self
                 .people
                 .iter()
                 .filter(|q| q.arrive_s <= t && q.number == 0)
             {
                 if (t - q.arrive_s).is_multiple_of(poll) {
-                    self.room.locate(&q.sid, None).await?;
+                    self.room.locate_marked(&q.sid, None, true).await?;
                 }
             }
         }
@@ -573,13 +575,20 @@ impl<'p> Simulation<'p> {
         self.admit(t, report).await
     }
 
-    /// Everyone in the pre-queue has a number once the draw ran: learn them once.
+    /// Everyone in the pre-queue has a number once the draw ran: learn them once. Asked with the pre-queue mark, as
+    /// a browser's first poll after the draw asks: the room answers from its copy of the draw's numbers, read while
+    /// this runs; one it has not read yet (no number in the answer) is asked of the store.
     async fn learn_numbers(&mut self, t: u64) -> Result<(), StoreError> {
         for i in 0..self.people.len() {
             let q = &self.people[i];
-            if q.arrive_s <= t
-                && q.number == 0
-                && let Some(pl) = self.room.locate(&q.sid, None).await?
+            if q.arrive_s > t || q.number != 0 {
+                continue;
+            }
+            let mut pl = self.room.locate_marked(&q.sid, None, true).await?;
+            if pl.as_ref().is_some_and(|p| p.number.is_none()) {
+                pl = self.room.locate(&q.sid, None).await?;
+            }
+            if let Some(pl) = pl
                 && let Some(n) = pl.number
             {
                 self.numbered(i, n);

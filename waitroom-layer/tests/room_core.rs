@@ -447,6 +447,67 @@ async fn polls_of_a_person_whose_turn_passed_need_no_store_call_after_the_first(
     polls(d.clone(), None, SessionState::TurnedAway).await;
 }
 
+/// A caller that keeps its people's pre-queue mark itself (the rehearsal; the HTTP layer has it in the signed
+/// cookie) polls them before the draw with no store call, and the polls still reach the store as liveness marks
+/// near the opening; without the mark, each one's first poll is a store call.
+#[tokio::test]
+async fn a_prequeue_poll_with_the_mark_needs_no_store_call() {
+    let store = Arc::new(Counting::default());
+    let c = clock();
+    let opens = T0 + 3_600_000;
+    let room = WaitingRoom::builder("marked")
+        .capacity(1)
+        .poll_interval(Duration::from_secs(20))
+        .abandon_after(Duration::from_secs(60))
+        .fairness(Fairness::RandomAtOpen {
+            opens_at: UNIX_EPOCH + Duration::from_millis(opens),
+        })
+        .clock(Arc::new(c.clone()))
+        .shared_store(store.clone())
+        .background(false)
+        .build()
+        .await
+        .unwrap();
+    let ids: Vec<String> = (0..50)
+        .map(|i| format!("marked-{i:03}-pppppppppppp"))
+        .collect();
+    for id in &ids {
+        assert_eq!(
+            room.join(id, None).await.unwrap().state,
+            SessionState::PreQueue
+        );
+    }
+    // Within the abandon grace of the opening, where pre-queue polls count as liveness marks.
+    c.set_ms(opens - 30_000);
+    let calls = store.calls.load(Ordering::SeqCst);
+    for id in &ids {
+        let p = room.locate_marked(id, None, true).await.unwrap().unwrap();
+        assert_eq!((p.state, p.number), (SessionState::PreQueue, None));
+    }
+    assert_eq!(
+        store.calls.load(Ordering::SeqCst),
+        calls,
+        "no store call with the mark"
+    );
+    let marks = store.marks.1.load(Ordering::SeqCst);
+    room.tick_now().await.unwrap();
+    assert_eq!(
+        store.marks.1.load(Ordering::SeqCst),
+        marks + ids.len() as u64,
+        "each poll reached the store as a mark"
+    );
+    let calls = store.calls.load(Ordering::SeqCst);
+    for id in &ids {
+        let p = room.locate(id, None).await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::PreQueue);
+    }
+    assert_eq!(
+        store.calls.load(Ordering::SeqCst),
+        calls + ids.len() as u64,
+        "without the mark, one store call each"
+    );
+}
+
 /// Pre-queue polls are marked only in the last stretch before the scheduled opening (abandon grace + one poll
 /// interval + two flushes): earlier marks would be overwritten before the draw reads them. After the draw, every
 /// poll is marked with its line number.

@@ -237,8 +237,18 @@ impl WaitingRoom {
         self.locate_marked(session, number_hint, false).await
     }
 
-    /// [`locate`](Self::locate) with the session cookie's pre-queue mark.
-    pub(crate) async fn locate_marked(
+    /// [`locate`](Self::locate) for a session known to have joined the pre-queue (`prequeue_hint`: the pre-queue
+    /// mark the HTTP layer's signed cookie carries; a caller that keeps its people's places itself, as the
+    /// rehearsal does, passes what its join answered). Before the draw such a session is answered from local
+    /// memory, in the pre-queue, with no store call; after it, from this instance's copy of the draw's numbers
+    /// once read (see [`Store::drawn_numbers`](crate::store::Store::drawn_numbers)), or in the pre-queue with its
+    /// number to come while that read is under way and past the head (ask again later for the number). Without
+    /// the mark, every pre-queued session's first poll before the draw and again after it is a store call. Trust
+    /// the mark as the number hint is trusted: from a signed cookie or the caller's own records.
+    ///
+    /// # Errors
+    /// When the store must be asked and cannot be reached.
+    pub async fn locate_marked(
         &self,
         session: &str,
         number_hint: Option<u64>,
