@@ -1074,36 +1074,17 @@ async fn drawn_site(
     (store, room, url)
 }
 
-/// This instance's drawn numbers kept so far (`waitroom_draw_numbers_kept`).
-fn draw_numbers_kept(room: &WaitingRoom) -> u64 {
-    room.metrics_text()
-        .lines()
-        .find_map(|l| l.strip_prefix("waitroom_draw_numbers_kept"))
-        .and_then(|v| v.split_whitespace().last())
-        .and_then(|v| v.parse().ok())
-        .expect("the draw_numbers_kept gauge")
-}
-
-/// After the draw, each instance reads the draw's numbers (five pages of 250 here) and answers a drawn person's
-/// first poll from them, with no Redis command: the number the store gives (a lookup), whichever instance the
-/// person polls, and sealed into their cookie as a number from the store would be.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stores_number() {
-    let server = RedisServer::from_env_or_start();
-    let ev = event("drawkept");
-    let clock = ManualClock::starting_now();
-    let opens_ms = clock.now_ms() + 60_000;
-    let (store_a, a, url_a) = drawn_site(&server, &ev, &clock, opens_ms).await;
-    let (store_b, b, url_b) = drawn_site(&server, &ev, &clock, opens_ms).await;
-    // 1,200 people join the pre-queue (a request, as a browser makes it); each keeps its cookie.
+/// `n` people join the pre-queue at `url` (a protected page, as a browser asks for it): a client that follows no
+/// redirect, and each one's session cookie (`name=value`), checked to carry the pre-queue mark.
+async fn join_prequeue(url: &str, n: usize) -> (reqwest::Client, Vec<String>) {
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
     let mut people = Vec::new();
-    for _ in 0..1_200 {
+    for _ in 0..n {
         let res = client
-            .get(format!("{url_a}/checkout"))
+            .get(format!("{url}/checkout"))
             .header("accept", "text/html")
             .send()
             .await
@@ -1119,6 +1100,32 @@ async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stor
         assert!(cookie.contains(".p."), "a pre-queue cookie: {cookie}");
         people.push(cookie);
     }
+    (client, people)
+}
+
+/// This instance's drawn numbers kept so far (`waitroom_draw_numbers_kept`).
+fn draw_numbers_kept(room: &WaitingRoom) -> u64 {
+    room.metrics_text()
+        .lines()
+        .find_map(|l| l.strip_prefix("waitroom_draw_numbers_kept"))
+        .and_then(|v| v.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .expect("the draw_numbers_kept gauge")
+}
+
+/// After the draw, each instance reads the draw's numbers (two pages of up to 1,000 here) and answers a drawn person's
+/// first poll from them, with no Redis command: the number the store gives (a lookup), whichever instance the
+/// person polls, and sealed into their cookie as a number from the store would be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stores_number() {
+    let server = RedisServer::from_env_or_start();
+    let ev = event("drawkept");
+    let clock = ManualClock::starting_now();
+    let opens_ms = clock.now_ms() + 60_000;
+    let (store_a, a, url_a) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    let (store_b, b, url_b) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    // 1,200 people join the pre-queue (a request, as a browser makes it); each keeps its cookie.
+    let (client, people) = join_prequeue(&url_a, 1_200).await;
     // The door opens, paused so nobody is let in: the draw runs at the tick.
     clock.set_ms(opens_ms + 1);
     a.pause().await.unwrap();
@@ -1300,27 +1307,7 @@ async fn the_people_let_in_at_a_draw_get_their_pass_at_their_first_poll_with_no_
     let opens_ms = clock.now_ms() + 60_000;
     let (store_a, a, url_a) = drawn_site(&server, &ev, &clock, opens_ms).await;
     let (store_b, b, url_b) = drawn_site(&server, &ev, &clock, opens_ms).await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let mut people = Vec::new();
-    for _ in 0..30 {
-        let res = client
-            .get(format!("{url_a}/checkout"))
-            .header("accept", "text/html")
-            .send()
-            .await
-            .unwrap();
-        let cookie = res
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
-            .find(|c| c.starts_with("waitroom_session="))
-            .expect("a session cookie");
-        people.push(cookie);
-    }
+    let (client, people) = join_prequeue(&url_a, 30).await;
     // The opening: the draw, and the capacity of 10 let in by instance a's tick.
     clock.set_ms(opens_ms + 1);
     assert_eq!(a.tick_now().await.unwrap().admitted.len(), 10);
