@@ -9,10 +9,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use waitroom_layer::Clock;
-use waitroom_layer::store::{Join, Store};
+use waitroom_layer::store::{
+    DrawCursor, DrawnPage, Join, Reclaim, Redeem, Restore, Return, Settings, SettingsChange,
+    Snapshot, Store, Tick, TickReport, Ticket, Touches,
+};
 use waitroom_layer::{
-    Inventory, ManualClock, MemoryStore, Placement, RedisStore, SessionState, ViewState,
-    WaitingRoom,
+    Inventory, ManualClock, MemoryStore, Placement, RedisStore, SessionState, StoreError,
+    ViewState, WaitingRoom,
 };
 use waitroom_testkit::redis::RedisServer;
 
@@ -1041,6 +1044,117 @@ async fn drawn_site(
     clock: &ManualClock,
     opens_ms: u64,
 ) -> (RedisStore, WaitingRoom, String) {
+    drawn_site_over(server, ev, clock, opens_ms, None).await
+}
+
+/// The Redis store, each page of the draw's read waiting for a permit of `pages`: a test holds the read between
+/// pages to poll while it is under way (else a fast read can finish before the first poll). Everything else goes
+/// straight to Redis.
+#[derive(Debug)]
+struct HeldDraw {
+    inner: RedisStore,
+    pages: Arc<tokio::sync::Semaphore>,
+}
+
+#[async_trait::async_trait]
+impl Store for HeldDraw {
+    async fn init(&self, e: &str, d: &Settings) -> Result<Settings, StoreError> {
+        self.inner.init(e, d).await
+    }
+    async fn join(&self, e: &str, j: &Join) -> Result<Placement, StoreError> {
+        self.inner.join(e, j).await
+    }
+    async fn ticket(&self, e: &str, now_ms: u64) -> Result<Ticket, StoreError> {
+        self.inner.ticket(e, now_ms).await
+    }
+    async fn tickets(&self, e: &str, n: usize, now_ms: u64) -> Result<Vec<Ticket>, StoreError> {
+        self.inner.tickets(e, n, now_ms).await
+    }
+    fn ticket_batch(&self) -> usize {
+        self.inner.ticket_batch()
+    }
+    fn claims_in_touches(&self) -> bool {
+        self.inner.claims_in_touches()
+    }
+    async fn redeem(&self, e: &str, r: &Redeem) -> Result<Option<Placement>, StoreError> {
+        self.inner.redeem(e, r).await
+    }
+    async fn lookup(&self, e: &str, s: &str) -> Result<Option<Placement>, StoreError> {
+        self.inner.lookup(e, s).await
+    }
+    async fn come_back(
+        &self,
+        e: &str,
+        s: &str,
+        n: u64,
+        w: u64,
+    ) -> Result<(Option<Placement>, Option<Return>), StoreError> {
+        self.inner.come_back(e, s, n, w).await
+    }
+    async fn drawn_numbers(
+        &self,
+        e: &str,
+        from: &DrawCursor,
+        most: usize,
+    ) -> Result<Option<DrawnPage>, StoreError> {
+        self.pages
+            .acquire()
+            .await
+            .expect("the gate stays open")
+            .forget();
+        self.inner.drawn_numbers(e, from, most).await
+    }
+    async fn claim(
+        &self,
+        e: &str,
+        s: &str,
+        n: u64,
+        i: u64,
+    ) -> Result<Option<Placement>, StoreError> {
+        self.inner.claim(e, s, n, i).await
+    }
+    async fn touch(&self, e: &str, t: &Touches) -> Result<(), StoreError> {
+        self.inner.touch(e, t).await
+    }
+    async fn tick(&self, e: &str, t: &Tick) -> Result<TickReport, StoreError> {
+        self.inner.tick(e, t).await
+    }
+    async fn finish(&self, e: &str, s: &str, seats: u32, n: u64) -> Result<bool, StoreError> {
+        self.inner.finish(e, s, seats, n).await
+    }
+    async fn finished_since(
+        &self,
+        e: &str,
+        cursor: &str,
+        now_ms: u64,
+        lookback_ms: u64,
+    ) -> Result<(Vec<String>, String), StoreError> {
+        self.inner
+            .finished_since(e, cursor, now_ms, lookback_ms)
+            .await
+    }
+    async fn snapshot(&self, e: &str) -> Result<Snapshot, StoreError> {
+        self.inner.snapshot(e).await
+    }
+    async fn update(&self, e: &str, c: &SettingsChange) -> Result<Settings, StoreError> {
+        self.inner.update(e, c).await
+    }
+    async fn restore(&self, e: &str, r: &Restore) -> Result<Settings, StoreError> {
+        self.inner.restore(e, r).await
+    }
+    async fn reclaim(&self, e: &str, r: &Reclaim) -> Result<Option<Placement>, StoreError> {
+        self.inner.reclaim(e, r).await
+    }
+}
+
+/// [`drawn_site`], its read of the draw held between pages by `pages` when given (see [`HeldDraw`]).
+async fn drawn_site_over(
+    server: &RedisServer,
+    ev: &str,
+    clock: &ManualClock,
+    opens_ms: u64,
+    pages: Option<Arc<tokio::sync::Semaphore>>,
+) -> (RedisStore, WaitingRoom, String) {
     let store = RedisStore::builder(server.url())
         .draw_buckets_log2(3)
         .connect()
@@ -1055,11 +1169,17 @@ async fn drawn_site(
         .cookie_secret(*b"a-cookie-secret-shared-by-both!!")
         .secure_cookies(false)
         .background(false)
-        .straight_in(false)
-        .store(store.clone())
-        .build()
-        .await
-        .unwrap();
+        .straight_in(false);
+    let room = match pages {
+        Some(pages) => room.store(HeldDraw {
+            inner: store.clone(),
+            pages,
+        }),
+        None => room.store(store.clone()),
+    }
+    .build()
+    .await
+    .unwrap();
     let app = axum::Router::new()
         .route("/checkout", axum::routing::get(|| async { "seat map" }))
         .layer(
@@ -1200,10 +1320,13 @@ async fn a_drawn_person_not_read_yet_is_answered_in_line_without_a_store_call() 
     let ev = event("drawunread");
     let clock = ManualClock::starting_now();
     let opens_ms = clock.now_ms() + 60_000;
-    let (store, room, url) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    // The read goes one page at a time as the test lets it: the first at once, the rest after the polls.
+    let gate = Arc::new(tokio::sync::Semaphore::new(1));
+    let (store, room, url) =
+        drawn_site_over(&server, &ev, &clock, opens_ms, Some(gate.clone())).await;
     let client = reqwest::Client::new();
     let mut people = Vec::new();
-    // Twelve pages of the read.
+    // Four pages of the read (eight buckets of about 375, two to a page).
     for _ in 0..3_000 {
         let res = client
             .get(format!("{url}/checkout"))
@@ -1276,7 +1399,12 @@ async fn a_drawn_person_not_read_yet_is_answered_in_line_without_a_store_call() 
         !to_come.is_empty(),
         "some people polled before their number was read (else this shows nothing): {numbered} numbered"
     );
+    assert!(
+        numbered > 0,
+        "the first page's people are answered with their number"
+    );
     // Once the read is done, they poll again and get the store's number.
+    gate.add_permits(1_000);
     let done = tokio::time::timeout(Duration::from_secs(30), async {
         while draw_numbers_kept(&room) < 3_000 {
             tokio::time::sleep(Duration::from_millis(5)).await;
