@@ -1046,3 +1046,58 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         Ok(Vec::new())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::LiveLine;
+
+    /// The words of `held` (ascending), as the stores build them.
+    fn line_of(held: &[u64]) -> LiveLine {
+        let mut words: Vec<(u64, u64, u64)> = Vec::new();
+        for &n in held {
+            match words.last_mut() {
+                Some(e) if e.0 == n / 64 => e.1 |= 1 << (n % 64),
+                _ => {
+                    let before = words
+                        .last()
+                        .map_or(0, |e| e.2 + u64::from(e.1.count_ones()));
+                    words.push((n / 64, 1 << (n % 64), before));
+                }
+            }
+        }
+        LiveLine {
+            total: held.len() as u64,
+            words,
+        }
+    }
+
+    #[test]
+    fn a_live_line_counts_who_is_ahead_alike_whether_every_word_is_there_or_some_are_missing() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // Dense (someone in every 64 numbers), with gaps of whole words, and a few far apart.
+        for (start, span, keep_one_in) in [
+            (8_001, 20_000, 2),
+            (100, 50_000, 200),
+            (5, 10_000_000, 50_000),
+        ] {
+            let held: Vec<u64> = (start..start + span)
+                .filter(|_| next() % keep_one_in == 0)
+                .collect();
+            let live = line_of(&held);
+            for _ in 0..2_000 {
+                let n = start.saturating_sub(200) + next() % (span + 400);
+                let expected = held.partition_point(|&h| h < n) as u64;
+                assert_eq!(live.ahead_of(n), expected, "ahead of {n}");
+            }
+            assert_eq!(live.ahead_of(0), 0);
+            assert_eq!(live.ahead_of(u64::MAX), held.len() as u64);
+        }
+        assert_eq!(LiveLine::default().ahead_of(7), 0, "an empty line");
+    }
+}
