@@ -1200,3 +1200,206 @@ async fn on_redis_a_ticket_presented_again_is_redeemed_once() {
         a_ticket_presented_again(&s, want).await;
     }
 }
+
+/// Figures for BENCHMARKS.md, not a check: the door crossing people who joined as browsers do (a ticket, redeemed
+/// at the page's first poll) and went quiet, on Redis, through the room (its ticks in chunks of `admit_chunk`).
+/// One person inside (capacity 1); `WAITROOM_ABSENT` (900,000) people redeem their tickets and never poll again;
+/// behind them 1,000 people who poll every 20 s. A minute later the one inside finishes and the door crosses the
+/// absent (each skipped as away, its return window kept) to let in the first person present. Meanwhile a task
+/// joins new people one after the other (one store call each) and times them. Printed: the longest Redis command
+/// from the finish on (`SLOWLOG`, commands over 500 µs, those inside scripts included) and how many took over 5 ms,
+/// the joins' p50 / p99 / worst, the ticks the crossing took, and the Redis commands the 1,000 people's polls sent
+/// (between ticks: none is expected, they are answered from the room's memory) against the ticks' own.
+/// `cargo test -p waitroom-layer --release --features redis --test one_shot measure_crossing -- --ignored --nocapture`
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement for BENCHMARKS.md"]
+async fn measure_crossing_absent_people_on_redis() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
+    use waitroom_layer::RedisStore;
+    use waitroom_layer::store::{Redeem, Ticket};
+    let absent: u64 = std::env::var("WAITROOM_ABSENT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(900_000);
+    const PRESENT: u64 = 1_000;
+    const TASKS: u64 = 16;
+    let clock = ManualClock::new(1_800_000_000_000);
+    let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let event = format!("crossing-{}", std::process::id());
+    let room = WaitingRoom::builder(&event)
+        .capacity(1)
+        .poll_interval(Duration::from_secs(20))
+        .abandon_after(Duration::from_secs(60))
+        .arrival_window(Duration::from_secs(30))
+        .idle_timeout(Duration::from_secs(300))
+        .straight_in(false)
+        .cookie_secret(*b"a-cookie-secret-for-one-shot-tst")
+        .clock(Arc::new(clock.clone()))
+        .background(false)
+        .store(store.clone())
+        .build()
+        .await
+        .unwrap();
+    room.join("inside-aaaaaaaaaaaaaaaa", None).await.unwrap();
+    room.tick_now().await.unwrap();
+    room.claim("inside-aaaaaaaaaaaaaaaa").await.unwrap();
+    // People who redeem a ticket (numbered in the order they were given out), from TASKS tasks at once.
+    let redeemed = |prefix: &'static str, n: u64| {
+        let (store, event, t0) = (store.clone(), event.clone(), clock.now_ms());
+        async move {
+            let mut tasks = Vec::new();
+            for t in 0..TASKS {
+                let (store, event) = (store.clone(), event.clone());
+                tasks.push(tokio::spawn(async move {
+                    let mut out = Vec::new();
+                    let mut i = t;
+                    while i < n {
+                        let Ticket::Number(number) = store.ticket(&event, t0).await.unwrap() else {
+                            panic!("a numbered ticket");
+                        };
+                        let r = Redeem {
+                            session: format!("{prefix}{i:018}"),
+                            number: Some(number),
+                            issued_ms: t0,
+                            now_ms: t0,
+                            grace_ms: 60_000,
+                            draw_key: 0,
+                        };
+                        store.redeem(&event, &r).await.unwrap().expect("a place");
+                        out.push((r.session, number));
+                        i += TASKS;
+                    }
+                    out
+                }));
+            }
+            let mut all = Vec::new();
+            for t in tasks {
+                all.extend(t.await.unwrap());
+            }
+            all.sort_by_key(|p| p.1);
+            all
+        }
+    };
+    let started = Instant::now();
+    redeemed("away", absent).await;
+    let present = redeemed("here", PRESENT).await;
+    println!(
+        "{absent} absent and {PRESENT} present people in line in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let poll_all = |room: &WaitingRoom| {
+        let (room, present) = (room.clone(), present.clone());
+        async move {
+            for (s, n) in &present {
+                room.locate(s, Some(*n)).await.unwrap();
+            }
+        }
+    };
+    // A minute on: the absent are past their abandon grace; the people present have polled.
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(20));
+        poll_all(&room).await;
+        room.tick_now().await.unwrap();
+    }
+    server.command(&["CONFIG", "SET", "slowlog-log-slower-than", "500"]);
+    server.command(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
+    server.command(&["SLOWLOG", "RESET"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let joiner = {
+        let (room, stop) = (room.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut times = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let at = Instant::now();
+                room.join(&format!("late{:018}", times.len()), None)
+                    .await
+                    .unwrap();
+                times.push(at.elapsed().as_secs_f64() * 1e3);
+            }
+            times
+        })
+    };
+    assert!(room.finish("inside-aaaaaaaaaaaaaaaa", 0).await.unwrap());
+    let first = &present[0].0;
+    let (mut ticks, mut poll_commands, mut tick_commands) = (0u64, 0u64, 0u64);
+    let crossing = Instant::now();
+    loop {
+        clock.advance(Duration::from_millis(250));
+        let c0 = store.commands_sent();
+        room.tick_now().await.unwrap();
+        let c1 = store.commands_sent();
+        ticks += 1;
+        if ticks % 80 == 0 {
+            poll_all(&room).await;
+        }
+        poll_commands += store.commands_sent() - c1;
+        tick_commands += c1 - c0;
+        let p = room.locate(first, Some(present[0].1)).await.unwrap();
+        if p.is_some_and(|p| p.state == SessionState::Admitted) {
+            break;
+        }
+        assert!(ticks < 10_000, "the first person present was not let in");
+    }
+    let crossing_s = crossing.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let mut joins = joiner.await.unwrap();
+    joins.sort_by(f64::total_cmp);
+    let q = |p: f64| joins[((joins.len() as f64 * p) as usize).min(joins.len() - 1)];
+    let client = ::redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let entries: Vec<::redis::Value> = ::redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(100_000)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    // (µs, the command and its first argument) of each entry: a script's own commands are logged by name too.
+    let mut logged: Vec<(i64, String)> = entries
+        .iter()
+        .filter_map(|e| match e {
+            ::redis::Value::Array(e) => match (e.get(2), e.get(3)) {
+                (Some(::redis::Value::Int(us)), Some(::redis::Value::Array(args))) => {
+                    let words: Vec<String> = args
+                        .iter()
+                        .take(2)
+                        .map(|a| match a {
+                            ::redis::Value::BulkString(b) => {
+                                String::from_utf8_lossy(&b[..b.len().min(24)]).into_owned()
+                            }
+                            other => format!("{other:?}"),
+                        })
+                        .collect();
+                    Some((*us, words.join(" ")))
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    logged.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut over_5ms: std::collections::BTreeMap<String, usize> = Default::default();
+    for (_, what) in logged.iter().filter(|e| e.0 > 5_000) {
+        let name = what.split(' ').next().unwrap_or("").to_uppercase();
+        *over_5ms.entry(name).or_default() += 1;
+    }
+    println!(
+        "the longest: {:?}; over 5 ms by command: {over_5ms:?}",
+        &logged[..logged.len().min(6)]
+    );
+    let us: Vec<i64> = logged.iter().map(|e| e.0).collect();
+    println!(
+        "crossing {absent} absent: {ticks} ticks ({crossing_s:.1} s of wall time); longest Redis command {} µs, {} \
+         over 500 µs, {} over 5 ms; {} joins meanwhile, p50 {:.2} ms, p99 {:.2} ms, worst {:.2} ms; the polls of \
+         {PRESENT} people every 80 ticks sent {poll_commands} Redis commands, the ticks {tick_commands}",
+        us.iter().max().copied().unwrap_or(0),
+        us.len(),
+        us.iter().filter(|&&u| u > 5_000).count(),
+        joins.len(),
+        q(0.5),
+        q(0.99),
+        joins.last().copied().unwrap_or(0.0)
+    );
+}
