@@ -1379,7 +1379,7 @@ async fn measure_crossing_absent_people_on_redis() {
             _ => None,
         })
         .collect();
-    logged.sort_by(|a, b| b.0.cmp(&a.0));
+    logged.sort_by_key(|b| std::cmp::Reverse(b.0));
     let mut over_5ms: std::collections::BTreeMap<String, usize> = Default::default();
     for (_, what) in logged.iter().filter(|e| e.0 > 5_000) {
         let name = what.split(' ').next().unwrap_or("").to_uppercase();
