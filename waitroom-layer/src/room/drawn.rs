@@ -22,7 +22,7 @@ use crate::store::DrawCursor;
 
 /// Sessions read per store call while loading: one short script each (a `ZRANGE` of at most this many members of
 /// one or a few pre-queue buckets).
-pub(crate) const PAGE: usize = 1_000;
+pub(crate) const PAGE: usize = 500;
 
 /// The most drawn numbers one instance keeps.
 pub(crate) const MOST: usize = 4_000_000;
