@@ -483,6 +483,66 @@ async fn measure_memory_per_one_shot_request_on_the_embedded_store() {
     );
 }
 
+/// `n` calls of `what(store, event, i)` from 16 tasks at once (task `t` makes calls `t`, `t + 16`, ...), and what
+/// they answered.
+#[cfg(feature = "redis")]
+async fn spread<F, Fut, T>(
+    store: &waitroom_layer::RedisStore,
+    event: &str,
+    n: u64,
+    what: F,
+) -> Vec<T>
+where
+    F: Fn(waitroom_layer::RedisStore, String, u64) -> Fut + Send + Sync + Clone + 'static,
+    Fut: std::future::Future<Output = T> + Send,
+    T: Send + 'static,
+{
+    const TASKS: u64 = 16;
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let (store, event, what) = (store.clone(), event.to_owned(), what.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            let mut i = t;
+            while i < n {
+                out.push(what(store.clone(), event.clone(), i).await);
+                i += TASKS;
+            }
+            out
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all
+}
+
+/// The server's `SLOWLOG` (at most `most` entries, newest first): each command's time in µs and its arguments (the
+/// commands a script runs are logged too, by their own names).
+#[cfg(feature = "redis")]
+async fn slowlog(url: &str, most: usize) -> Vec<(i64, Vec<::redis::Value>)> {
+    let client = ::redis::Client::open(url).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let entries: Vec<::redis::Value> = ::redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(most)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    // Each entry: [id, time, µs, [args], ...].
+    entries
+        .into_iter()
+        .filter_map(|e| match e {
+            ::redis::Value::Array(mut e) if e.len() > 3 => match (e.swap_remove(3), &e[2]) {
+                (::redis::Value::Array(args), ::redis::Value::Int(us)) => Some((*us, args)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
 /// Figures for BENCHMARKS.md, not a check, on a Redis server of its own: `used_memory` per waiting person (a ticket
 /// redeemed at once) against a join in the same run; per one-shot request (a ticket never redeemed), before and
 /// after a person redeems the next ticket behind them; and the longest Redis command (`SLOWLOG`, every command
@@ -500,7 +560,6 @@ async fn measure_on_redis_memory_per_person_and_the_door_across_a_flood() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(900_000);
     const PEOPLE: u64 = 100_000;
-    const TASKS: u64 = 16;
     let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
     let store = RedisStore::connect(server.url()).await.unwrap();
     let used = || -> i64 {
@@ -513,27 +572,6 @@ async fn measure_on_redis_memory_per_person_and_the_door_across_a_flood() {
     let settings = open_settings();
     let t0 = 1_800_000_000_000u64;
     let tag = std::process::id();
-    // `n` calls of `what(store, event, i)` from TASKS tasks at once.
-    async fn spread<F, Fut>(store: &RedisStore, event: &str, n: u64, what: F)
-    where
-        F: Fn(RedisStore, String, u64) -> Fut + Send + Sync + Clone + 'static,
-        Fut: std::future::Future<Output = ()> + Send,
-    {
-        let mut tasks = Vec::new();
-        for t in 0..TASKS {
-            let (store, event, what) = (store.clone(), event.to_owned(), what.clone());
-            tasks.push(tokio::spawn(async move {
-                let mut i = t;
-                while i < n {
-                    what(store.clone(), event.clone(), i).await;
-                    i += TASKS;
-                }
-            }));
-        }
-        for t in tasks {
-            t.await.unwrap();
-        }
-    }
     let redeem = |session: String, n: u64| Redeem {
         session,
         number: Some(n),
@@ -666,25 +704,9 @@ async fn measure_on_redis_memory_per_person_and_the_door_across_a_flood() {
         store.snapshot(&ev).await.unwrap();
         // Every command since the reset: [id, time, µs, [args], ...]; the longest, and what it was.
         let log = server.command(&["SLOWLOG", "LEN"]);
-        let client = ::redis::Client::open(server.url()).unwrap();
-        let mut con = client.get_multiplexed_async_connection().await.unwrap();
-        let entries: Vec<::redis::Value> = ::redis::cmd("SLOWLOG")
-            .arg("GET")
-            .arg(10_000)
-            .query_async(&mut con)
-            .await
-            .unwrap();
         let mut worst = (0i64, String::new());
         let mut tick_us = 0i64;
-        for e in entries {
-            let ::redis::Value::Array(e) = e else {
-                continue;
-            };
-            let (Some(::redis::Value::Int(us)), Some(::redis::Value::Array(args))) =
-                (e.get(2), e.get(3))
-            else {
-                continue;
-            };
+        for (us, args) in &slowlog(server.url(), 10_000).await {
             // The tick's arguments: now, arrival window, abandon after, max scan, the seen slot (10 s), ...
             if matches!(args.get(25), Some(::redis::Value::BulkString(b)) if b == b"10000") {
                 tick_us = tick_us.max(*us);
@@ -1224,7 +1246,6 @@ async fn measure_crossing_absent_people_on_redis() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(900_000);
     const PRESENT: u64 = 1_000;
-    const TASKS: u64 = 16;
     let clock = ManualClock::new(1_800_000_000_000);
     let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
     let store = RedisStore::connect(server.url()).await.unwrap();
@@ -1247,38 +1268,26 @@ async fn measure_crossing_absent_people_on_redis() {
     room.tick_now().await.unwrap();
     room.claim("inside-aaaaaaaaaaaaaaaa").await.unwrap();
     // People who redeem a ticket (numbered in the order they were given out), from TASKS tasks at once.
+    // People who redeem a ticket (numbered in the order they were given out), in number order.
     let redeemed = |prefix: &'static str, n: u64| {
         let (store, event, t0) = (store.clone(), event.clone(), clock.now_ms());
         async move {
-            let mut tasks = Vec::new();
-            for t in 0..TASKS {
-                let (store, event) = (store.clone(), event.clone());
-                tasks.push(tokio::spawn(async move {
-                    let mut out = Vec::new();
-                    let mut i = t;
-                    while i < n {
-                        let Ticket::Number(number) = store.ticket(&event, t0).await.unwrap() else {
-                            panic!("a numbered ticket");
-                        };
-                        let r = Redeem {
-                            session: format!("{prefix}{i:018}"),
-                            number: Some(number),
-                            issued_ms: t0,
-                            now_ms: t0,
-                            grace_ms: 60_000,
-                            draw_key: 0,
-                        };
-                        store.redeem(&event, &r).await.unwrap().expect("a place");
-                        out.push((r.session, number));
-                        i += TASKS;
-                    }
-                    out
-                }));
-            }
-            let mut all = Vec::new();
-            for t in tasks {
-                all.extend(t.await.unwrap());
-            }
+            let mut all = spread(&store, &event, n, move |store, event, i| async move {
+                let Ticket::Number(number) = store.ticket(&event, t0).await.unwrap() else {
+                    panic!("a numbered ticket");
+                };
+                let r = Redeem {
+                    session: format!("{prefix}{i:018}"),
+                    number: Some(number),
+                    issued_ms: t0,
+                    now_ms: t0,
+                    grace_ms: 60_000,
+                    draw_key: 0,
+                };
+                store.redeem(&event, &r).await.unwrap().expect("a place");
+                (r.session, number)
+            })
+            .await;
             all.sort_by_key(|p| p.1);
             all
         }
@@ -1348,35 +1357,22 @@ async fn measure_crossing_absent_people_on_redis() {
     let mut joins = joiner.await.unwrap();
     joins.sort_by(f64::total_cmp);
     let q = |p: f64| joins[((joins.len() as f64 * p) as usize).min(joins.len() - 1)];
-    let client = ::redis::Client::open(server.url()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
-    let entries: Vec<::redis::Value> = ::redis::cmd("SLOWLOG")
-        .arg("GET")
-        .arg(100_000)
-        .query_async(&mut con)
+    // (µs, the command and its first argument) of each entry.
+    let mut logged: Vec<(i64, String)> = slowlog(server.url(), 100_000)
         .await
-        .unwrap();
-    // (µs, the command and its first argument) of each entry: a script's own commands are logged by name too.
-    let mut logged: Vec<(i64, String)> = entries
-        .iter()
-        .filter_map(|e| match e {
-            ::redis::Value::Array(e) => match (e.get(2), e.get(3)) {
-                (Some(::redis::Value::Int(us)), Some(::redis::Value::Array(args))) => {
-                    let words: Vec<String> = args
-                        .iter()
-                        .take(2)
-                        .map(|a| match a {
-                            ::redis::Value::BulkString(b) => {
-                                String::from_utf8_lossy(&b[..b.len().min(24)]).into_owned()
-                            }
-                            other => format!("{other:?}"),
-                        })
-                        .collect();
-                    Some((*us, words.join(" ")))
-                }
-                _ => None,
-            },
-            _ => None,
+        .into_iter()
+        .map(|(us, args)| {
+            let words: Vec<String> = args
+                .iter()
+                .take(2)
+                .map(|a| match a {
+                    ::redis::Value::BulkString(b) => {
+                        String::from_utf8_lossy(&b[..b.len().min(24)]).into_owned()
+                    }
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            (us, words.join(" "))
         })
         .collect();
     logged.sort_by_key(|b| std::cmp::Reverse(b.0));

@@ -1326,7 +1326,7 @@ async fn a_drawn_person_not_read_yet_is_answered_in_line_without_a_store_call() 
         drawn_site_over(&server, &ev, &clock, opens_ms, Some(gate.clone())).await;
     let client = reqwest::Client::new();
     let mut people = Vec::new();
-    // Four pages of the read (eight buckets of about 375, two to a page).
+    // Eight pages of the read (eight buckets of about 375: a page holds whole buckets, up to 500 sessions).
     for _ in 0..3_000 {
         let res = client
             .get(format!("{url}/checkout"))

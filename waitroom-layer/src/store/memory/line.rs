@@ -168,4 +168,38 @@ mod tests {
         assert!(line.remove(64).is_none(), "a free number frees nothing");
         assert!(line.get(999_999).is_none() && line.get(1_000_000).is_some());
     }
+
+    #[test]
+    fn a_live_line_counts_who_is_ahead_alike_whether_every_word_is_there_or_some_are_missing() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // Dense (someone in every 64 numbers), with gaps of whole words, and a few far apart.
+        for (start, span, keep_one_in) in [
+            (8_001, 20_000, 2),
+            (100, 50_000, 200),
+            (5, 10_000_000, 50_000),
+        ] {
+            let held: Vec<u64> = (start..start + span)
+                .filter(|_| next() % keep_one_in == 0)
+                .collect();
+            let mut line = Line::default();
+            for &n in &held {
+                assert!(line.insert(n, Sid::from("s")));
+            }
+            let live = line.live();
+            for _ in 0..2_000 {
+                let n = start.saturating_sub(200) + next() % (span + 400);
+                let expected = held.partition_point(|&h| h < n) as u64;
+                assert_eq!(live.ahead_of(n), expected, "ahead of {n}");
+            }
+            assert_eq!(live.ahead_of(0), 0);
+            assert_eq!(live.ahead_of(u64::MAX), held.len() as u64);
+        }
+        assert_eq!(Line::default().live().ahead_of(7), 0, "an empty line");
+    }
 }

@@ -376,13 +376,13 @@ pub const TICKET_BATCH: usize = 1_024;
 /// call, inside the first call after the opening (a tick, a join or a first contact's ticket): it reads the
 /// buckets' sizes kept in `draw:n` and writes their running totals, 256 buckets to a `struct` call: **about 3 ms**
 /// for 16,384 buckets, half that for the default 8,192 (8.7 to 9.9 ms for 16,384 with a call a bucket, 36 to 85 ms
-/// with a `ZCARD` a bucket). **A page of the draw's numbers** (`drawn_numbers`: whole buckets, at most 1,000
-/// sessions) is the longest call after the opening: over the seed's whole on-sale over HTTP (600,000 people, two
-/// instances, `scripts/soak_redis.py`, BENCHMARKS.md "Today's figures on a quiet machine") no command took over
-/// 5 ms, the longest **4,991 µs** (such a page), the longest tick chunk under 3 ms. **Crossing 900,000 absent
-/// people** (each written `missed`, keeping the turn for the return window) is some 14,000 chunks; the longest
-/// command meanwhile was **16.1 ms** (a chunk while Redis grew its `missed` set by 900,000; 3.3 ms when crossing
-/// 20,000), and the room's other calls kept going between them (joins' p99 4.0 ms).
+/// with a `ZCARD` a bucket). **A page of the draw's numbers** (`drawn_numbers`: whole buckets, at most 500
+/// sessions as the room asks) is the longest call after the opening: over the seed's whole on-sale over HTTP
+/// (600,000 people, two instances, `scripts/soak_redis.py`, BENCHMARKS.md "The draw's pages of 500") nothing from
+/// the draw on took over 5 ms, the longest **3.6 and 4.3 ms** in two runs (pages of 1,000: 4,991 and 5,050 µs).
+/// **Crossing 900,000 absent people** (each written `missed`, keeping the turn for the return window) is some
+/// 14,000 chunks; the longest command meanwhile was **16.1 ms** (a chunk while Redis grew its `missed` set by
+/// 900,000; 3.3 ms when crossing 20,000), and the room's other calls kept going between them (joins' p99 4.0 ms).
 ///
 /// # Failures
 ///
