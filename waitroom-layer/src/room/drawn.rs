@@ -14,6 +14,8 @@
 //! it, people are asked of the store. A failed page is read again at a later refresh, from where the load stopped.
 
 use std::collections::HashMap;
+
+use compact_str::CompactString;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, Weak};
 
@@ -39,7 +41,11 @@ pub(crate) struct DrawIndex {
     generation: AtomicU64,
     /// Where the load goes on from after a failed page.
     cursor: Mutex<DrawCursor>,
-    numbers: RwLock<HashMap<Box<str>, u64>>,
+    /// Keyed by the session id inline (the room's 22-character ids fit a `CompactString` without a heap
+    /// allocation, so a lookup reads one entry, not an entry and then its key) and hashed with foldhash (the ids
+    /// are the room's random ones, from a signed cookie: nobody picks them to collide). Sized at the first page for
+    /// everyone in line, so it never rehashes while polls read it.
+    numbers: RwLock<HashMap<CompactString, u64, foldhash::fast::RandomState>>,
     /// The highest number read so far: the pages go in number order, so everyone not read yet holds a higher one.
     frontier: AtomicU64,
 }
@@ -55,14 +61,17 @@ impl DrawIndex {
     }
 
     /// Keeps a page's numbers (at most [`MOST`] in all); returns how many are kept.
-    fn keep(&self, page: Vec<(String, u64)>) -> usize {
+    fn keep(&self, page: Vec<(String, u64)>, expect: usize) -> usize {
         let mut numbers = self.numbers.write().unwrap_or_else(|e| e.into_inner());
+        if numbers.is_empty() {
+            numbers.reserve(expect.clamp(page.len(), MOST));
+        }
         for (session, n) in page {
             if numbers.len() >= MOST {
                 break;
             }
             self.frontier.fetch_max(n, Ordering::AcqRel);
-            numbers.insert(session.into_boxed_str(), n);
+            numbers.insert(CompactString::from(session), n);
         }
         numbers.len()
     }
@@ -140,7 +149,11 @@ async fn load(room: Weak<Inner>, generation: u64) {
                 return;
             }
         };
-        let kept = d.keep(page.numbers);
+        // Everyone in line may be in the draw: the index is sized for them at once.
+        let snap = inner.snap.load();
+        let expect = usize::try_from(snap.last_number.saturating_sub(snap.served)).unwrap_or(MOST);
+        drop(snap);
+        let kept = d.keep(page.numbers, expect);
         let full = kept >= MOST;
         inner.metrics.draw_numbers_kept.set(kept as i64);
         inner.metrics.draw_pages.inc();
@@ -168,11 +181,11 @@ mod tests {
         assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
         d.state.store(LOADING, Ordering::Release);
         assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
-        d.keep(vec![("a".into(), 11), ("b".into(), 12)]);
+        d.keep(vec![("a".into(), 11), ("b".into(), 12)], 3);
         assert!(d.unread_are_behind(10));
         assert!(d.unread_are_behind(11), "everyone unread holds 13 or more");
         assert!(!d.unread_are_behind(12), "the head reached what was read");
-        d.keep(vec![("c".into(), 13)]);
+        d.keep(vec![("c".into(), 13)], 3);
         assert!(d.unread_are_behind(12), "the read moved on");
         assert_eq!(d.get("c"), Some(13));
         d.state.store(DONE, Ordering::Release);

@@ -44,27 +44,39 @@ while b < nb do
     ties = redis.call('ZCOUNT', key, after, after)
   end
   local want = most - got + ties
-  local z = redis.call('ZRANGE', key, first, first + want - 1, 'WITHSCORES')
-  local whole = #z / 2 < want
+  local z, step
+  if after == '' then
+    -- From a bucket's front (nearly always: a page holds whole buckets) only the members are read; the scores,
+    -- which Redis would format as text one by one, are needed only for the cursor of a bucket larger than a page.
+    z, step = redis.call('ZRANGE', key, first, first + want - 1), 1
+  else
+    z, step = redis.call('ZRANGE', key, first, first + want - 1, 'WITHSCORES'), 2
+  end
+  local whole = #z / step < want
   -- Does not fit after what the page holds: the next page takes it whole.
   if not whole and got > 0 and after == '' then
     out[1], out[2], out[3] = b, '', ''
     return out
   end
-  local card = whole and first + #z / 2 or redis.call('ZCARD', key)
+  local card = whole and first + #z / step or redis.call('ZCARD', key)
   local last_sid, last_score = nil, nil
-  for i = 1, #z, 2 do
-    local sid, score = z[i], z[i + 1]
-    local rank = first + (i - 1) / 2
+  local base = dbase + lo + (hi - lo - card) + first + 1
+  for i = 1, #z, step do
+    local sid = z[i]
+    local score = step == 2 and z[i + 1] or nil
     if not (score == after and sid <= member) then
       last_sid, last_score = sid, score
       -- An empty-prefixed member keeps the number of someone an operator moved to the front.
       if string.byte(sid, 1) ~= 0 then
         out[#out + 1] = sid
-        out[#out + 1] = dbase + lo + (hi - lo - card) + rank + 1
+        out[#out + 1] = base + (i - 1) / step
         got = got + 1
       end
     end
+  end
+  -- A bucket larger than a page read from its front: the cursor needs its last member's score.
+  if last_sid and not last_score and not whole then
+    last_score = redis.call('ZSCORE', key, last_sid)
   end
   if whole or first + want >= card then
     b, after, member = b + 1, '', ''
