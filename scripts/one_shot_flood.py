@@ -7,10 +7,11 @@ memory, `--store redis`: a redis-server of its own on a free port), then:
 1. One person takes the only place (a protected page, then polls until let in: their pass holds the place).
 2. Reads the demo's resident memory (`/proc/PID/statm`) or Redis's `used_memory`.
 3. Floods `GET /seats` without a cookie (`Accept: application/json`, what a bot, a crawler or a link preview
-   sends) with wrk for `--seconds`, `--connections` connections, until at least `--requests` were sent (wrk runs
-   again for the rest if one run fell short).
-4. Reads the memory again: bytes per one-shot request.
-5. A person who comes next (a protected page as a browser, then the holding page's polls with the cookie) polls
+   sends) with wrk runs of `--seconds` each, `--connections` connections, until at least `--requests` were sent
+   (at most 5 runs; the total sent is printed).
+4. A person who comes next takes a ticket and redeems it (their first poll): the redeem is what grows Redis's
+   bitmap of held numbers up to theirs. Reads the memory again: bytes per one-shot request.
+5. That person (a protected page as a browser, then the holding page's polls with the cookie) polls
    every 10 s for `--watch` seconds: their position, `in_line` and estimate each time.
 
 Usage: scripts/one_shot_flood.py [--store memory|redis] [--requests 3000000] [--seconds 60] [--connections 32]
@@ -81,20 +82,24 @@ def main():
             sent += r["requests"]
             runs += 1
         took = time.time() - t0
-        grew = memory() - before
-        print(f"store {args.store}: {sent:,} one-shot requests in {took:.0f} s ({sent / took:,.0f}/s)")
-        print(f"memory: {'used_memory' if redis else 'RSS'} +{grew:,} B = {grew / sent:.2f} B a one-shot request")
         person = {}
         st, _ = get(port, "/seats", person, accept="text/html")
         assert st < 500
         t1 = time.time()
+        first = status(port, person)
+        grew = memory() - before
+        print(f"store {args.store}: {sent:,} one-shot requests in {took:.0f} s ({sent / took:,.0f}/s)")
+        print(f"memory: {'used_memory' if redis else 'RSS'} {grew:+,} B = {grew / sent:.2f} B a one-shot request "
+              "(the next person's redeem included)")
         for k in range(args.watch // 10 + 1):
             while time.time() < t1 + 10 * k:
                 time.sleep(0.2)
-            s = status(port, person)
+            s = first if k == 0 else status(port, person)
             print(f"the person who came next, +{10 * k} s: state {s['state']}, position {s['position']}, "
                   f"in_line {s['in_line']}, eta {s['eta_seconds']} s")
     finally:
+        if os.path.exists(lua):
+            os.remove(lua)
         for p in (demo, redis):
             if p:
                 p.terminate()

@@ -44,7 +44,7 @@ pub(crate) struct DrawIndex {
     /// Keyed by the session id inline (the room's 22-character ids fit a `CompactString` without a heap
     /// allocation, so a lookup reads one entry, not an entry and then its key) and hashed with foldhash (the ids
     /// are the room's random ones, from a signed cookie: nobody picks them to collide). Sized at the first page for
-    /// everyone in line, so it never rehashes while polls read it.
+    /// the people in line (at most [`MOST`]), so it does not rehash while polls read it.
     numbers: RwLock<HashMap<CompactString, u64, foldhash::fast::RandomState>>,
     /// The highest number read so far: the pages go in number order, so everyone not read yet holds a higher one.
     frontier: AtomicU64,
@@ -64,7 +64,7 @@ impl DrawIndex {
     fn keep(&self, page: Vec<(String, u64)>, expect: usize) -> usize {
         let mut numbers = self.numbers.write().unwrap_or_else(|e| e.into_inner());
         if numbers.is_empty() {
-            numbers.reserve(expect.clamp(page.len(), MOST));
+            numbers.reserve(expect.min(MOST).max(page.len()));
         }
         for (session, n) in page {
             if numbers.len() >= MOST {
@@ -93,10 +93,8 @@ impl DrawIndex {
         self.generation.fetch_add(1, Ordering::AcqRel);
         *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
         self.frontier.store(0, Ordering::Release);
-        self.numbers
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        // A new map: the old one's room (sized for the draw read before) is given back.
+        *self.numbers.write().unwrap_or_else(|e| e.into_inner()) = HashMap::default();
         self.state.store(IDLE, Ordering::Release);
     }
 }
@@ -149,9 +147,10 @@ async fn load(room: Weak<Inner>, generation: u64) {
                 return;
             }
         };
-        // Everyone in line may be in the draw: the index is sized for them at once.
+        // Everyone in line may be in the draw: the index is sized for the people in line at once (the live line's
+        // count; numbers nobody holds, a flood's tickets, take no room).
         let snap = inner.snap.load();
-        let expect = usize::try_from(snap.last_number.saturating_sub(snap.served)).unwrap_or(MOST);
+        let expect = usize::try_from(snap.waiting()).unwrap_or(MOST);
         drop(snap);
         let kept = d.keep(page.numbers, expect);
         let full = kept >= MOST;

@@ -612,28 +612,6 @@ impl Snapshot {
         line + self.prequeue + self.returning
     }
 
-    /// The people among the numbers after `last_number` and before `n` (given out after this snapshot): as many
-    /// as the share of people among the [`RECENT_NUMBERS`] numbers up to `last_number` (after the head) says,
-    /// rounded up; all of them when no number after the head is known (the share is unknown).
-    fn unread_people(&self, live: &LiveLine, n: u64) -> u64 {
-        let unread = n.saturating_sub(self.last_number.saturating_add(1));
-        let from = self
-            .served
-            .max(self.last_number.saturating_sub(RECENT_NUMBERS))
-            + 1;
-        let Some(known) = self
-            .last_number
-            .saturating_add(1)
-            .checked_sub(from)
-            .filter(|k| *k > 0)
-        else {
-            return unread;
-        };
-        let held = live.ahead_of(self.last_number.saturating_add(1)) - live.ahead_of(from);
-        u64::try_from((u128::from(unread) * u128::from(held)).div_ceil(u128::from(known)))
-            .unwrap_or(unread)
-    }
-
     /// After a restore: the numbers below `n` kept for owners not back yet (up to
     /// [`reclaim_upto`](Self::reclaim_upto), after the head, held by nobody in `live`).
     fn kept_below(&self, live: &LiveLine, n: u64) -> u64 {
@@ -647,19 +625,19 @@ impl Snapshot {
     }
 
     /// The position of line number `n` (1 = next): the people in line holding a number before it, plus one; without
-    /// [`live`](Self::live) counts, `n - served`. The numbers given out after this snapshot was read (after
-    /// `last_number`, until the next snapshot says which are people) count in the proportion of the
-    /// [`RECENT_NUMBERS`] numbers before `last_number` that people hold, rounded up: all of them in a line of people
-    /// (nobody's position starts low there), next to none after a flood of one-shot requests (where counting every
-    /// ticket of the last refresh interval would show a person who comes next tens of thousands ahead of them at
-    /// their first answer).
+    /// [`live`](Self::live) counts, `n - served`. A number given out after this snapshot was read (after
+    /// `last_number`) counts as a person until the next snapshot says whether it is one, so a person's position
+    /// never starts too low (it may start high by the tickets given out in one refresh interval).
     ///
     /// After a restore, the numbers kept for their owners (up to [`reclaim_upto`](Self::reclaim_upto)) count as
     /// people whether or not their owners are back yet: they were people when the store lost them.
     pub fn position_of(&self, n: u64) -> u64 {
         match &self.live {
             Some(live) => {
-                live.ahead_of(n) + self.kept_below(live, n) + self.unread_people(live, n) + 1
+                live.ahead_of(n)
+                    + self.kept_below(live, n)
+                    + n.saturating_sub(self.last_number.saturating_add(1))
+                    + 1
             }
             None => n.saturating_sub(self.served).max(1),
         }
@@ -672,10 +650,6 @@ impl Snapshot {
         c.missed.saturating_sub(c.returned + c.abandoned)
     }
 }
-
-/// How many of the numbers given out last (up to a snapshot's `last_number`) tell what share of the numbers given
-/// out since are people ([`Snapshot::position_of`]).
-pub const RECENT_NUMBERS: u64 = 4_096;
 
 /// The numbers held by sessions waiting in line after the head, as a sparse bitmap with running counts: what a
 /// room computes positions from, with no store call ([`Snapshot::position_of`]). Numbers nobody holds (tickets not

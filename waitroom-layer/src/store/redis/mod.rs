@@ -192,11 +192,12 @@ pub const TICKET_BATCH: usize = 1_024;
 /// **Drawn numbers reach people without a call each.** A drawn person's cookie holds no number until their first
 /// poll after the draw, and working the number out takes a script (`ZRANK`, `GETRANGE`, `ZCARD`). So after the draw
 /// each room instance reads every drawn number once, a page at a time (the `DRAWN` script,
-/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 1,000 members of a few buckets a call, one
-/// `ZRANGE … WITHSCORES` a bucket from a cursor of bucket, score and member, the buckets' starts read 64 to a
+/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 500 members of a few buckets a call, one
+/// `ZRANGE` a bucket (its members only from a bucket's front; `WITHSCORES` from a cursor of bucket, score and
+/// member, and one `ZSCORE` for the cursor of a bucket larger than a page), the buckets' starts read 64 to a
 /// `GETRANGE`; the same arithmetic, so each page is exact when read and stays exact while its people wait, as the
 /// head only pops bucket fronts), and answers a drawn person's first poll from memory; that poll seals the number
-/// into their cookie. 600,000 drawn people are 600 calls per instance and one `ZRANGE` a bucket inside them, where
+/// into their cookie. 600,000 drawn people are about 1,300 calls per instance and one `ZRANGE` a bucket inside them, where
 /// one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on
 /// two instances send no Redis command once the numbers are kept; without them each is one `COME_BACK` call). Until an instance has read a
 /// person's page (a few seconds after the draw at 600,000), that person is asked of the store as before.
@@ -377,9 +378,11 @@ pub const TICKET_BATCH: usize = 1_024;
 /// buckets' sizes kept in `draw:n` and writes their running totals, 256 buckets to a `struct` call: **about 3 ms**
 /// for 16,384 buckets, half that for the default 8,192 (8.7 to 9.9 ms for 16,384 with a call a bucket, 36 to 85 ms
 /// with a `ZCARD` a bucket). **A page of the draw's numbers** (`drawn_numbers`: whole buckets, at most 500
-/// sessions as the room asks) is the longest call after the opening: over the seed's whole on-sale over HTTP
-/// (600,000 people, two instances, `scripts/soak_redis.py`, BENCHMARKS.md "The draw's pages of 500") nothing from
-/// the draw on took over 5 ms, the longest **3.6 and 4.3 ms** in two runs (pages of 1,000: 4,991 and 5,050 µs).
+/// sessions as the room asks) was the longest call after the opening: over the seed's whole on-sale over HTTP
+/// (600,000 people, two instances, `scripts/soak_redis.py`, BENCHMARKS.md "The opening on Redis, a one-shot
+/// flood over HTTP") nothing from the draw on took over 5 ms; since the pages read members without their scores,
+/// no page is among the ten longest calls and the longest call from the draw on is a snapshot, **2.0 to 2.5 ms**
+/// in three runs (pages with scores: up to 3.6 ms; pages of 1,000 with scores: 4,991 and 5,050 µs).
 /// **Crossing 900,000 absent people** (each written `missed`, keeping the turn for the return window) is some
 /// 14,000 chunks; the longest command meanwhile was **16.1 ms** (a chunk while Redis grew its `missed` set by
 /// 900,000; 3.3 ms when crossing 20,000), and the room's other calls kept going between them (joins' p99 4.0 ms).

@@ -74,14 +74,11 @@ while b < nb do
       end
     end
   end
-  -- A bucket larger than a page read from its front: the cursor needs its last member's score.
-  if last_sid and not last_score and not whole then
-    last_score = redis.call('ZSCORE', key, last_sid)
-  end
   if whole or first + want >= card then
     b, after, member = b + 1, '', ''
   elseif last_sid then
-    after, member = last_score, last_sid
+    -- A bucket larger than a page, read from its front: the cursor needs its last member's score.
+    after, member = last_score or redis.call('ZSCORE', key, last_sid), last_sid
   else
     b, after, member = b + 1, '', ''
   end
