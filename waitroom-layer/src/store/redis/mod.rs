@@ -384,8 +384,10 @@ pub const TICKET_BATCH: usize = 1_024;
 /// no page is among the ten longest calls and the longest call from the draw on is a snapshot, **2.0 to 2.5 ms**
 /// in three runs (pages with scores: up to 3.6 ms; pages of 1,000 with scores: 4,991 and 5,050 µs).
 /// **Crossing 900,000 absent people** (each written `missed`, keeping the turn for the return window) is some
-/// 14,000 chunks; the longest command meanwhile was **16.1 ms** (a chunk while Redis grew its `missed` set by
-/// 900,000; 3.3 ms when crossing 20,000), and the room's other calls kept going between them (joins' p99 4.0 ms).
+/// 14,000 chunks; the head in `line` goes a run of up to 128 numbers of one block at a time (a few commands a run,
+/// not a dozen a person). The longest command meanwhile was **2.7 and 5.1 ms** in two runs (a chunk while Redis grew
+/// its `missed` set by 900,000; 3.9 and 5.4 ms one number at a time), and the room's other calls kept going between
+/// them (joins' p99 1.4 ms).
 ///
 /// # Failures
 ///

@@ -311,6 +311,106 @@ local function drawn_run()
   end
   return true
 end
+-- The head in `line` (outside the drawn segment), a run at a time, as `take` would go one number at a time: from
+-- the next held number (one BITPOS), the numbers of its block of LINE_BLOCK up to what the budget and RUN allow
+-- (stopping at the admission that fills the room: people away take no place), their held bits read in one GETRANGE, their sessions in one ZRANGEBYSCORE, their records in one HMGET and
+-- their marks as drawn_run reads them, and the writes (one ZREM, one BITFIELD of the bits cleared, one version of
+-- their block of the live line): a few commands a run instead of a dozen a session, so the door crosses people
+-- who went quiet several times faster. Returns false when the head is not there (the caller goes one at a time).
+local function fifo_run()
+  local n0 = served + 1
+  if served >= last or (drawn and n0 > dlo and n0 <= dhi) then return false end
+  local upto = last
+  if drawn and n0 <= dlo and dhi > dlo then upto = dlo end
+  local h = redis.call('BITPOS', KHELD, 1, fmt(n0), fmt(upto), 'BIT')
+  if h < 0 then return false end
+  local base = h - h % LINE_BLOCK
+  local hi = math.min(base + LINE_BLOCK - 1, upto)
+  -- Up to the budget: people away take no place, so the run stops at the admission that fills the room instead.
+  local k = math.min(left - scanned, RUN)
+  if k < 1 or nadm >= room then return false end
+  -- The held bits of h..hi (whole bytes), and the sessions at those numbers.
+  local b0 = math.floor(h / 8)
+  local bits = redis.call('GETRANGE', KHELD, fmt(b0), fmt(math.floor(hi / 8)))
+  local function is_held(n)
+    local byte = string.byte(bits, math.floor(n / 8) - b0 + 1) or 0
+    return math.floor(byte / 2 ^ (7 - n % 8)) % 2 == 1
+  end
+  local z = redis.call('ZRANGEBYSCORE', line_set(h), fmt(h % LINE_BLOCK), fmt(hi % LINE_BLOCK), 'WITHSCORES')
+  local at = {}
+  for i = 1, #z, 2 do
+    local n = base + tonumber(z[i + 1])
+    if at[n] == nil then at[n] = z[i] end
+  end
+  -- The held numbers in order, at most k: each one's session (`''`: held with no entry, passed as `take` passes it).
+  local ns, sids = {}, {}
+  local n = h
+  while n <= hi and #ns < k do
+    if is_held(n) then
+      ns[#ns + 1] = n
+      sids[#sids + 1] = at[n] or ''
+    end
+    n = n + 1
+  end
+  local named = {}
+  for i, sid in ipairs(sids) do if sid ~= '' then named[#named + 1] = sid end end
+  local got = #named > 0 and redis.call('HMGET', KS, unpack(named)) or {}
+  local st, ts, stale = {}, {}, {}
+  local j = 0
+  for i, sid in ipairs(sids) do
+    if sid ~= '' then
+      j = j + 1
+      local s, _, t = unpacked(got[j])
+      if not s then s, _, t = rec(sid) end
+      st[i], ts[i] = s, t or 0
+      if s and ts[i] + abandon < now then stale[#stale + 1] = i end
+    end
+  end
+  local marks = {}
+  if #stale > 0 then
+    local ask = {}
+    for a, i in ipairs(stale) do ask[a] = sids[i] end
+    local q = redis.call('HMGET', KQ, unpack(ask))
+    local unseen = {}
+    for a, i in ipairs(stale) do
+      marks[i] = int(q[a]) + abandon >= now
+      if not marks[i] then unseen[#unseen + 1] = i end
+    end
+    for sl = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
+      if #unseen == 0 then break end
+      local get = {}
+      for a, i in ipairs(unseen) do
+        get[3 * a - 2], get[3 * a - 1], get[3 * a] = 'GET', 'u1', fmt(ns[i])
+      end
+      local seenbits = redis.call('BITFIELD', KN .. ':' .. fmt(sl), unpack(get))
+      local still = {}
+      for a, i in ipairs(unseen) do
+        if seenbits[a] == 1 then marks[i] = true else still[#still + 1] = i end
+      end
+      unseen = still
+    end
+  end
+  local clear, gone = {}, {}
+  for i, sid in ipairs(sids) do
+    if nadm >= room then break end
+    served = ns[i]
+    scanned = scanned + 1
+    clear[#clear + 1], clear[#clear + 2], clear[#clear + 3], clear[#clear + 4] = 'SET', 'u1', fmt(ns[i]), 0
+    if sid ~= '' then gone[#gone + 1] = sid end
+    if st[i] then decide(sid, ns[i], ts[i], marks[i]) end
+  end
+  if #gone > 0 then redis.call('ZREM', line_set(h), unpack(gone)) end
+  redis.call('BITFIELD', KHELD, unpack(clear))
+  -- Their block of the live line (a LINE_BLOCK lies within one): a new version, or gone with its last bit.
+  local lb = math.floor(h / LIVE_BLOCK)
+  local from = lb * LIVE_BLOCK / 8
+  if redis.call('BITCOUNT', KHELD, fmt(from), fmt(from + LIVE_BLOCK / 8 - 1)) == 0 then
+    redis.call('HDEL', KBLK, fmt(lb))
+  else
+    redis.call('HSET', KBLK, fmt(lb), redis.call('HINCRBY', KM, 'lver', 1))
+  end
+  return true
+end
 while nadm < room and scanned < left do
   local sid, n, t
   if nreclaimed == 0 and nback == 0 and drawn_run() then
@@ -329,6 +429,8 @@ while nadm < room and scanned < left do
       local st, bn, bt = rec(back)
       if st == 'r' then sid, n, t = back, bn, bt end
     end
+  elseif fifo_run() then
+    -- done above
   else
     if served >= last then break end
     n, sid = take(served + 1)
