@@ -312,9 +312,9 @@ local function drawn_run()
   return true
 end
 -- The head in `line` (outside the drawn segment), a run at a time, as `take` would go one number at a time: from
--- the next held number (one BITPOS), the numbers of its block of LINE_BLOCK up to what the budget and RUN allow
--- (stopping at the admission that fills the room: people away take no place), their held bits read in one GETRANGE, their sessions in one ZRANGEBYSCORE, their records in one HMGET and
--- their marks as drawn_run reads them, and the writes (one ZREM, one BITFIELD of the bits cleared, one version of
+-- the next held number (one BITPOS), the numbers of its block of LINE_BLOCK (so at most 128) up to what the budget
+-- allows (stopping at the admission that fills the room: people away take no place), their held bits in one
+-- GETRANGE, their sessions in one ZRANGEBYSCORE, their records in one HMGET and their marks as drawn_run reads them, and the writes (one ZREM, one BITFIELD of the bits cleared, one version of
 -- their block of the live line): a few commands a run instead of a dozen a session, so the door crosses people
 -- who went quiet several times faster. Returns false when the head is not there (the caller goes one at a time).
 local function fifo_run()
@@ -401,7 +401,8 @@ local function fifo_run()
   end
   if #gone > 0 then redis.call('ZREM', line_set(h), unpack(gone)) end
   redis.call('BITFIELD', KHELD, unpack(clear))
-  -- Their block of the live line (a LINE_BLOCK lies within one): a new version, or gone with its last bit.
+  -- Their block of the live line (a LINE_BLOCK lies within one): a new version, or gone with its last bit (one
+  -- version a run where `held` takes one a number: instances only compare versions, so fewer make no difference).
   local lb = math.floor(h / LIVE_BLOCK)
   local from = lb * LIVE_BLOCK / 8
   if redis.call('BITCOUNT', KHELD, fmt(from), fmt(from + LIVE_BLOCK / 8 - 1)) == 0 then
