@@ -314,9 +314,10 @@ end
 -- The head in `line` (outside the drawn segment), a run at a time, as `take` would go one number at a time: from
 -- the next held number (one BITPOS), the numbers of its block of LINE_BLOCK (so at most 128) up to what the budget
 -- allows (stopping at the admission that fills the room: people away take no place), their held bits in one
--- GETRANGE, their sessions in one ZRANGEBYSCORE, their records in one HMGET and their marks as drawn_run reads them, and the writes (one ZREM, one BITFIELD of the bits cleared, one version of
--- their block of the live line): a few commands a run instead of a dozen a session, so the door crosses people
--- who went quiet several times faster. Returns false when the head is not there (the caller goes one at a time).
+-- GETRANGE, their sessions in one ZRANGEBYSCORE, their records in one HMGET and their marks as drawn_run reads
+-- them, and the writes (one ZREM, one BITFIELD of the bits cleared, one version of their block of the live line):
+-- a few commands a run instead of a dozen a session, so the door crosses people who went quiet faster. Returns
+-- false when the head is not there (the caller goes one at a time).
 local function fifo_run()
   local n0 = served + 1
   if served >= last or (drawn and n0 > dlo and n0 <= dhi) then return false end
