@@ -14,10 +14,10 @@
 //! it, people are asked of the store. A failed page is read again at a later refresh, from where the load stopped.
 
 use std::collections::HashMap;
-
-use compact_str::CompactString;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, Weak};
+
+use compact_str::CompactString;
 
 use super::{Inner, WaitingRoom};
 use crate::store::DrawCursor;

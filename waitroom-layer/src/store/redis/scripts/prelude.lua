@@ -84,15 +84,18 @@ end
 -- bit set: a version from the one counter `meta.lver`, new at each change, so a room instance re-reads only the
 -- blocks that changed since its last snapshot. A block whose last bit clears loses its field.
 local LIVE_BLOCK = 4096
-local function held(n, v)
-  redis.call('SETBIT', KHELD, fmt(n), v)
-  local b = math.floor(n / LIVE_BLOCK)
+-- Block b's bits changed (`cleared`: some were cleared): a new version, or its field gone with its last bit.
+local function block_changed(b, cleared)
   local from = b * LIVE_BLOCK / 8
-  if v == 0 and redis.call('BITCOUNT', KHELD, fmt(from), fmt(from + LIVE_BLOCK / 8 - 1)) == 0 then
+  if cleared and redis.call('BITCOUNT', KHELD, fmt(from), fmt(from + LIVE_BLOCK / 8 - 1)) == 0 then
     redis.call('HDEL', KBLK, fmt(b))
   else
     redis.call('HSET', KBLK, fmt(b), redis.call('HINCRBY', KM, 'lver', 1))
   end
+end
+local function held(n, v)
+  redis.call('SETBIT', KHELD, fmt(n), v)
+  block_changed(math.floor(n / LIVE_BLOCK), v == 0)
 end
 -- `line` is a prefix: the sessions waiting with a number outside the drawn segment are kept in small sorted
 -- sets of LINE_BLOCK numbers each (`line:<n / LINE_BLOCK>`, member the session, score `n % LINE_BLOCK`), so a set

@@ -254,6 +254,45 @@ local function decide(sid, n, t, known)
   -- Commands of a bounded size (Lua's stack, and Redis's own work per command).
   if #recs >= 2 * RUN then write() end
 end
+-- A run of sessions at the head (`sids[i]` at number `number(i)`; `''`: a number with nobody's entry): their
+-- records in one HMGET (times no earlier than `floor`), and for those whose last sign of life is older than the
+-- grace, whether they were seen within it: their `pseen` marks in one HMGET, then, for the ones without a fresh
+-- mark, their bits in each `seen` slot covering the grace, one BITFIELD a slot (as `seen` reads them one GETBIT at
+-- a time). Returns the states, the times and the marks (nil: not read, the time is within the grace).
+local function run_states(sids, number, floor)
+  local got = redis.call('HMGET', KS, unpack(sids))
+  local st, ts, stale = {}, {}, {}
+  for i, sid in ipairs(sids) do
+    local s, _, t = unpacked(got[i])
+    if not s and sid ~= '' then s, _, t = rec(sid) end
+    st[i], ts[i] = s, math.max(t or 0, floor)
+    if s and ts[i] + abandon < now then stale[#stale + 1] = i end
+  end
+  local marks = {}
+  if #stale == 0 then return st, ts, marks end
+  local ask = {}
+  for j, i in ipairs(stale) do ask[j] = sids[i] end
+  local q = redis.call('HMGET', KQ, unpack(ask))
+  local unseen = {}
+  for j, i in ipairs(stale) do
+    marks[i] = int(q[j]) + abandon >= now
+    if not marks[i] then unseen[#unseen + 1] = i end
+  end
+  for sl = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
+    if #unseen == 0 then break end
+    local get = {}
+    for j, i in ipairs(unseen) do
+      get[3 * j - 2], get[3 * j - 1], get[3 * j] = 'GET', 'u1', fmt(number(i))
+    end
+    local bits = redis.call('BITFIELD', KN .. ':' .. fmt(sl), unpack(get))
+    local still = {}
+    for j, i in ipairs(unseen) do
+      if bits[j] == 1 then marks[i] = true else still[#still + 1] = i end
+    end
+    unseen = still
+  end
+  return st, ts, marks
+end
 -- The head in the drawn segment, a run at a time: up to what the room, the budget and the bucket allow popped in
 -- one ZPOPMIN (the bucket's front is the segment's next numbers), their records read in one HMGET and, for those
 -- whose last sign of life is older than the grace, their pre-queue marks in another: a few commands a run instead
@@ -269,41 +308,9 @@ local function drawn_run()
   if #z == 0 then return false end
   local sids = {}
   for i = 1, #z, 2 do sids[#sids + 1] = z[i] end
-  local got = redis.call('HMGET', KS, unpack(sids))
-  local st, ts, stale = {}, {}, {}
   local floor = (m.dfloor and m.dfloor ~= '') and int(m.dfloor) or 0
-  for i, sid in ipairs(sids) do
-    local s, _, t = unpacked(got[i])
-    if not s and sid ~= '' then s, _, t = rec(sid) end
-    st[i], ts[i] = s, math.max(t or 0, floor)
-    if s and ts[i] + abandon < now then stale[#stale + 1] = i end
-  end
-  -- Those: their `pseen` marks in one HMGET, then, for the ones without a fresh mark, their bits in each `seen`
-  -- slot covering the grace, one BITFIELD a slot (as `seen` reads them one GETBIT at a time).
-  local marks = {}
-  if #stale > 0 then
-    local ask = {}
-    for j, i in ipairs(stale) do ask[j] = sids[i] end
-    local q = redis.call('HMGET', KQ, unpack(ask))
-    local unseen = {}
-    for j, i in ipairs(stale) do
-      marks[i] = int(q[j]) + abandon >= now
-      if not marks[i] then unseen[#unseen + 1] = i end
-    end
-    for sl = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
-      if #unseen == 0 then break end
-      local get = {}
-      for j, i in ipairs(unseen) do
-        get[3 * j - 2], get[3 * j - 1], get[3 * j] = 'GET', 'u1', fmt(served + i)
-      end
-      local bits = redis.call('BITFIELD', KN .. ':' .. fmt(sl), unpack(get))
-      local still = {}
-      for j, i in ipairs(unseen) do
-        if bits[j] == 1 then marks[i] = true else still[#still + 1] = i end
-      end
-      unseen = still
-    end
-  end
+  local first = served
+  local st, ts, marks = run_states(sids, function(i) return first + i end, floor)
   for i, sid in ipairs(sids) do
     served = served + 1
     scanned = scanned + 1
@@ -353,44 +360,7 @@ local function fifo_run()
     end
     n = n + 1
   end
-  local named = {}
-  for i, sid in ipairs(sids) do if sid ~= '' then named[#named + 1] = sid end end
-  local got = #named > 0 and redis.call('HMGET', KS, unpack(named)) or {}
-  local st, ts, stale = {}, {}, {}
-  local j = 0
-  for i, sid in ipairs(sids) do
-    if sid ~= '' then
-      j = j + 1
-      local s, _, t = unpacked(got[j])
-      if not s then s, _, t = rec(sid) end
-      st[i], ts[i] = s, t or 0
-      if s and ts[i] + abandon < now then stale[#stale + 1] = i end
-    end
-  end
-  local marks = {}
-  if #stale > 0 then
-    local ask = {}
-    for a, i in ipairs(stale) do ask[a] = sids[i] end
-    local q = redis.call('HMGET', KQ, unpack(ask))
-    local unseen = {}
-    for a, i in ipairs(stale) do
-      marks[i] = int(q[a]) + abandon >= now
-      if not marks[i] then unseen[#unseen + 1] = i end
-    end
-    for sl = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
-      if #unseen == 0 then break end
-      local get = {}
-      for a, i in ipairs(unseen) do
-        get[3 * a - 2], get[3 * a - 1], get[3 * a] = 'GET', 'u1', fmt(ns[i])
-      end
-      local seenbits = redis.call('BITFIELD', KN .. ':' .. fmt(sl), unpack(get))
-      local still = {}
-      for a, i in ipairs(unseen) do
-        if seenbits[a] == 1 then marks[i] = true else still[#still + 1] = i end
-      end
-      unseen = still
-    end
-  end
+  local st, ts, marks = run_states(sids, function(i) return ns[i] end, 0)
   local clear, gone = {}, {}
   for i, sid in ipairs(sids) do
     if nadm >= room then break end
@@ -402,15 +372,9 @@ local function fifo_run()
   end
   if #gone > 0 then redis.call('ZREM', line_set(h), unpack(gone)) end
   redis.call('BITFIELD', KHELD, unpack(clear))
-  -- Their block of the live line (a LINE_BLOCK lies within one): a new version, or gone with its last bit (one
-  -- version a run where `held` takes one a number: instances only compare versions, so fewer make no difference).
-  local lb = math.floor(h / LIVE_BLOCK)
-  local from = lb * LIVE_BLOCK / 8
-  if redis.call('BITCOUNT', KHELD, fmt(from), fmt(from + LIVE_BLOCK / 8 - 1)) == 0 then
-    redis.call('HDEL', KBLK, fmt(lb))
-  else
-    redis.call('HSET', KBLK, fmt(lb), redis.call('HINCRBY', KM, 'lver', 1))
-  end
+  -- Their block of the live line (a LINE_BLOCK lies within one): one version a run where `held` takes one a
+  -- number (instances only compare versions, so fewer make no difference).
+  block_changed(math.floor(h / LIVE_BLOCK), true)
   return true
 end
 while nadm < room and scanned < left do
