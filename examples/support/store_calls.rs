@@ -81,6 +81,9 @@ impl Store for StoreCalls {
     async fn tickets(&self, e: &str, n: usize, now: u64) -> Result<Vec<Ticket>, StoreError> {
         timed!(self, "tickets", self.inner.tickets(e, n, now))
     }
+    async fn line_tickets(&self, e: &str, n: usize, known: u64) -> Result<Option<u64>, StoreError> {
+        timed!(self, "line_tickets", self.inner.line_tickets(e, n, known))
+    }
     fn ticket_batch(&self) -> usize {
         self.inner.ticket_batch()
     }

@@ -1027,6 +1027,83 @@ async fn on_redis_first_contacts_at_three_instances_are_numbered_in_arrival_orde
     assert_eq!(all, (1..=total).collect::<Vec<_>>(), "distinct, gap-free");
 }
 
+/// Once an instance's snapshot shows the line numbered and open, its batches of first contacts take their numbers
+/// with one Redis command each (`line_tickets`: an `HINCRBY`, no script reading the settings), still in arrival
+/// order per instance, distinct and gap-free across three instances; the store counts them when each instance
+/// next flushes.
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_first_contacts_in_an_open_line_take_one_command_a_batch_and_are_counted_at_the_next_flush()
+ {
+    use waitroom_testkit::redis::RedisServer;
+    let server = RedisServer::from_env_or_start();
+    let clock = ManualClock::starting_now();
+    let event = format!("open-line-{}-{}", std::process::id(), clock.now_ms());
+    let mut stores = Vec::new();
+    let mut rooms = Vec::new();
+    for _ in 0..3 {
+        let store = waitroom_layer::RedisStore::connect(server.url())
+            .await
+            .unwrap();
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        rooms.push(paused_room(shared, &event, &clock, None).await);
+        stores.push(store);
+    }
+    // The first round: no instance has seen a number given out yet, so each asks with the `TICKET` script.
+    let mut all = Vec::new();
+    for (i, room) in rooms.iter().enumerate() {
+        all.extend(numbers(arrivals(room, &format!("first{i}"), AT_ONCE).await));
+    }
+    for room in &rooms {
+        room.tick_now().await.unwrap();
+        assert!(room.snapshot().last_number >= AT_ONCE as u64);
+    }
+    const ROUNDS: u64 = 3;
+    for round in 0..ROUNDS {
+        let tags = [
+            format!("a{round}"),
+            format!("b{round}"),
+            format!("c{round}"),
+        ];
+        let sent: Vec<u64> = stores.iter().map(|s| s.commands_sent()).collect();
+        let (a, b, c) = tokio::join!(
+            arrivals(&rooms[0], &tags[0], AT_ONCE),
+            arrivals(&rooms[1], &tags[1], AT_ONCE),
+            arrivals(&rooms[2], &tags[2], AT_ONCE),
+        );
+        for (k, got) in [a, b, c].into_iter().enumerate() {
+            let ns = numbers(got);
+            assert!(consecutive(&ns), "one instance, one round: {ns:?}");
+            assert_eq!(
+                stores[k].commands_sent() - sent[k],
+                1,
+                "instance {k}: 30 first contacts, one Redis command"
+            );
+            all.extend(ns);
+        }
+    }
+    all.sort_unstable();
+    let total = (3 + 3 * ROUNDS) * AT_ONCE as u64;
+    assert_eq!(all, (1..=total).collect::<Vec<_>>(), "distinct, gap-free");
+    let counted = rooms[0]
+        .store()
+        .snapshot(&event)
+        .await
+        .unwrap()
+        .counters
+        .tickets;
+    assert_eq!(
+        counted,
+        3 * AT_ONCE as u64,
+        "only the scripts' tickets so far"
+    );
+    for room in &rooms {
+        room.tick_now().await.unwrap();
+    }
+    let snap = rooms[0].store().snapshot(&event).await.unwrap();
+    assert_eq!((snap.last_number, snap.counters.tickets), (total, total));
+}
+
 /// Many tasks at once on each of three instances over one Redis, on two threads: each task's numbers increase
 /// (its next first contact arrives after the last was answered), none is lost or given twice, and the store counts
 /// every ticket.

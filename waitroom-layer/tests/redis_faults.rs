@@ -150,6 +150,79 @@ fn waiting_numbers(server: &RedisServer, store: &RedisStore, event: &str) -> Vec
     numbers
 }
 
+/// Redis comes back empty and the first to find out is a first contact in an open line, whose batch takes its
+/// number with a lone `HINCRBY` (no script to answer that the on-sale is unknown): the counter behind the room's
+/// numbers tells it, the on-sale is restored with its settings, and the newcomer's number comes after everyone's,
+/// not one of theirs (a number the head passed would have put them in front).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_contact_that_finds_redis_empty_gets_a_number_after_everyone_and_the_on_sale_back()
+{
+    let server = RedisServer::start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let ev = event("forgotten-ticket");
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder(ev.clone())
+        .capacity(1)
+        .poll_interval(Duration::from_secs(2));
+    let (room, url) = checkout(room, store.clone(), &clock).await;
+    let people: Vec<reqwest::Client> = (0..6).map(|_| browser()).collect();
+    for p in &people {
+        let res = p.get(format!("{url}/checkout")).send().await.unwrap();
+        assert!(res.status().as_u16() < 500);
+    }
+    let mut numbers = Vec::new();
+    for p in &people {
+        numbers.push(number_of(&status_of(p, &url).await));
+    }
+    assert_eq!(numbers, (1..=6).map(Some).collect::<Vec<_>>());
+    room.tick_now().await.unwrap();
+    assert_eq!(room.snapshot().last_number, 6);
+
+    // Redis loses everything under the room's open connection (as a restart without persistence does, once the
+    // connection is back), so the newcomer's ticket call is the first to meet it.
+    assert_eq!(server.command(&["FLUSHALL"]), "OK");
+    assert_eq!(server.command(&["DBSIZE"]), "0");
+    // The newcomer comes before any round of the room's.
+    let newcomer = browser();
+    let mut number = None;
+    for _ in 0..10 {
+        let res = newcomer
+            .get(format!("{url}/checkout"))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().as_u16() < 500, "{}", res.status());
+        number = number_of(&status_of(&newcomer, &url).await);
+        if number.is_some() {
+            break;
+        }
+    }
+    let number = number.expect("the newcomer has a number within 10 tries");
+    assert!(
+        number > 6,
+        "after everyone in line, not one of their numbers: {number}"
+    );
+    let meta = store.key(&ev, "meta");
+    assert_eq!(
+        server.command(&["HGET", &meta, "cap"]),
+        "1",
+        "the on-sale is back with its settings"
+    );
+    for (i, p) in people.iter().enumerate().skip(1) {
+        let s = status_of(p, &url).await;
+        assert_eq!(
+            number_of(&s),
+            Some(i as u64 + 1),
+            "{i} keeps its number: {s}"
+        );
+    }
+    let s = status_of(&newcomer, &url).await;
+    assert_eq!(
+        s["position"], 6,
+        "behind the five waiting and the one let in: {s}"
+    );
+}
+
 /// Redis is killed mid-sale and comes back empty (no persistence): the room restores the on-sale from its own view,
 /// takes everyone back at the number in their cookie as they poll, lets newcomers in behind them, and the line
 /// resumes in order after the hold (one poll interval with the page's jitter, plus a second), with no 5xx anywhere

@@ -1124,6 +1124,7 @@ async fn measure_the_opening_of_8000_places_over_a_big_prequeue() {
             active: Vec::new(),
             idle_timeout_ms: 600_000,
             abandon_after_ms: 180_000,
+            tickets: 0,
         };
         store.touch(&ev, &marks).await.unwrap();
         clock.set_ms(opens_ms + 1);

@@ -550,6 +550,7 @@ async fn redis_figures() {
                 active: vec![],
                 idle_timeout_ms: 600_000,
                 abandon_after_ms: 60_000,
+                tickets: 0,
             };
             store.touch(&ev, &t).await.unwrap();
             if r == 0 {
@@ -1069,6 +1070,9 @@ impl Store for HeldDraw {
     }
     async fn tickets(&self, e: &str, n: usize, now_ms: u64) -> Result<Vec<Ticket>, StoreError> {
         self.inner.tickets(e, n, now_ms).await
+    }
+    async fn line_tickets(&self, e: &str, n: usize, known: u64) -> Result<Option<u64>, StoreError> {
+        self.inner.line_tickets(e, n, known).await
     }
     fn ticket_batch(&self) -> usize {
         self.inner.ticket_batch()

@@ -221,6 +221,7 @@ mod contract {
                             active: vec![],
                             idle_timeout_ms: IDLE_MS,
                             abandon_after_ms: ABANDON_MS,
+                            tickets: 0,
                         };
                         store.touch(event, &t).await.unwrap();
                         seen.insert(s, now);
@@ -233,6 +234,7 @@ mod contract {
                         active: vec![sid(*i)],
                         idle_timeout_ms: IDLE_MS,
                         abandon_after_ms: ABANDON_MS,
+                        tickets: 0,
                     };
                     store.touch(event, &t).await.unwrap();
                 }
@@ -442,9 +444,11 @@ mod contract {
 
     /// Many tasks join, poll, tick, claim and finish at once; afterwards the invariants hold.
     /// First contacts from many tasks at once, through `instances` (one handle per room instance sharing the
-    /// store): batches of tickets ([`Store::tickets`], 1 to 8 at a time), single tickets and joins, all on one
+    /// store): batches of tickets ([`Store::tickets`], 1 to 8 at a time), batches of numbers alone
+    /// ([`Store::line_tickets`], counted by a touch as a room counts them), single tickets and joins, all on one
     /// counter. Each call's numbers are consecutive and in its order; all numbers together are distinct and
-    /// gap-free (exactly `1..=` the highest); the store counts every ticket.
+    /// gap-free (exactly `1..=` the highest); the store counts every ticket, and the numbers alone only once a
+    /// touch has brought their count.
     pub async fn concurrent_tickets(instances: Vec<Arc<dyn Store>>, event: &str) {
         const TASKS: usize = 12;
         const ROUNDS: usize = 40;
@@ -473,6 +477,25 @@ mod contract {
                                 draw_key: 0,
                             };
                             numbers.push(store.join(&event, &j).await.unwrap().number.unwrap());
+                        }
+                        // Numbers alone, as a room whose snapshot shows the line open asks for them; it counts
+                        // them with a touch.
+                        2 => {
+                            let count = 1 + (t * 5 + k) % 8;
+                            let last = store
+                                .line_tickets(&event, count, 0)
+                                .await
+                                .unwrap()
+                                .expect("both stores give numbers alone");
+                            let first = last + 1 - count as u64;
+                            numbers.extend(first..=last);
+                            let touch = Touches {
+                                now_ms: now,
+                                tickets: count as u64,
+                                ..Touches::default()
+                            };
+                            store.touch(&event, &touch).await.unwrap();
+                            tickets += count as u64;
                         }
                         _ => {
                             let count = 1 + (t * 7 + k * 3) % 8;
@@ -512,6 +535,52 @@ mod contract {
         let snap = instances[0].snapshot(event).await.unwrap();
         assert_eq!(snap.last_number, total);
         assert_eq!(snap.counters.tickets, tickets);
+    }
+
+    /// Numbers alone ([`Store::line_tickets`]) come from the one counter, after the tickets and joins before them
+    /// and before those after, and the store counts them only when a touch brings their count
+    /// ([`Touches::tickets`]), as the room sends it with its next flush.
+    pub async fn numbers_alone_share_the_counter_and_are_counted_by_a_touch(
+        store: Arc<dyn Store>,
+        event: &str,
+    ) {
+        store.init(event, &settings(1, false, None)).await.unwrap();
+        let now = 1_000_000;
+        assert_eq!(store.ticket(event, now).await.unwrap(), Ticket::Number(1));
+        let last = store.line_tickets(event, 3, 1).await.unwrap();
+        assert_eq!(last, Some(4), "2, 3 and 4, after the ticket before them");
+        let j = Join {
+            session: "after-the-numbers-xxxxxx".into(),
+            account: None,
+            now_ms: now,
+            draw_key: 0,
+        };
+        assert_eq!(store.join(event, &j).await.unwrap().number, Some(5));
+        let snap = store.snapshot(event).await.unwrap();
+        assert_eq!(snap.last_number, 5);
+        assert_eq!(
+            snap.counters.tickets, 1,
+            "the numbers alone not counted yet"
+        );
+        let touch = Touches {
+            now_ms: now,
+            tickets: 3,
+            ..Touches::default()
+        };
+        assert!(!touch.is_empty(), "a count alone is something to send");
+        store.touch(event, &touch).await.unwrap();
+        assert_eq!(store.snapshot(event).await.unwrap().counters.tickets, 4);
+        // A number alone comes back as any ticket does: its place is written.
+        let redeem = Redeem {
+            session: "number-alone-xxxxxxxxxx".into(),
+            number: Some(3),
+            issued_ms: now,
+            now_ms: now + 1,
+            grace_ms: 10_000,
+            draw_key: 0,
+        };
+        let p = store.redeem(event, &redeem).await.unwrap().unwrap();
+        assert_eq!((p.state, p.number), (SessionState::Waiting, Some(3)));
     }
 
     pub async fn concurrent(store: Arc<dyn Store>, event: &str, capacity: u64) {
@@ -609,6 +678,7 @@ mod contract {
                                     active: kept,
                                     idle_timeout_ms: IDLE_MS,
                                     abandon_after_ms: 600_000,
+                                    tickets: 0,
                                 },
                             )
                             .await
@@ -1351,6 +1421,7 @@ mod contract {
                     active: vec![],
                     idle_timeout_ms: IDLE_MS,
                     abandon_after_ms: grace,
+                    tickets: 0,
                 };
                 store.touch(&ev, &t).await.unwrap();
             }
@@ -1531,6 +1602,7 @@ mod contract {
             active: vec![],
             idle_timeout_ms: IDLE_MS,
             abandon_after_ms: ABANDON_MS,
+            tickets: 0,
         };
         store.touch(ev, &t).await.unwrap();
     }
@@ -1560,6 +1632,7 @@ mod contract {
             active: vec!["in".to_owned(), "next".to_owned()],
             idle_timeout_ms: IDLE_MS,
             abandon_after_ms: ABANDON_MS,
+            tickets: 0,
         };
         store.touch(ev, &touch).await.unwrap();
         let p = store.lookup(ev, "in").await.unwrap().unwrap();
@@ -2671,6 +2744,7 @@ mod contract {
                         active: inside.clone(),
                         idle_timeout_ms: IDLE_MS,
                         abandon_after_ms: ABANDON_MS,
+                        tickets: 0,
                     };
                     store.touch(event, &marks).await.unwrap();
                     let report = store.tick(event, &tick_at(now)).await.unwrap();
@@ -2869,6 +2943,15 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn numbers_alone_share_the_counter_and_are_counted_by_the_touch_that_brings_them() {
+        contract::numbers_alone_share_the_counter_and_are_counted_by_a_touch(
+            Arc::new(MemoryStore::new()),
+            "alone",
+        )
+        .await;
+    }
+
+    #[tokio::test]
     async fn ended_sessions_are_forgotten_after_the_return_window() {
         contract::ended_forgotten(Arc::new(MemoryStore::new()), "ended").await;
     }
@@ -3014,6 +3097,14 @@ mod durable {
             now_ms: u64,
         ) -> Result<Vec<Ticket>, StoreError> {
             call!(self.tickets(event, count, now_ms))
+        }
+        async fn line_tickets(
+            &self,
+            event: &str,
+            count: usize,
+            known_last: u64,
+        ) -> Result<Option<u64>, StoreError> {
+            call!(self.line_tickets(event, count, known_last))
         }
         async fn redeem(
             &self,
@@ -3255,6 +3346,7 @@ mod durable {
             }],
             active: vec![],
             abandon_after_ms: ABANDON_MS,
+            tickets: 0,
         };
         store.touch(ev, &touches).await.unwrap();
         let r = store.tick(ev, &tick(later)).await.unwrap();
@@ -3666,6 +3758,44 @@ mod redis {
     }
 
     #[tokio::test]
+    async fn numbers_alone_share_the_counter_and_are_counted_by_the_touch_that_brings_them() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        let event = fresh_event("alone");
+        contract::numbers_alone_share_the_counter_and_are_counted_by_a_touch(
+            Arc::new(store.clone()),
+            &event,
+        )
+        .await;
+        // Redis loses the on-sale: numbers alone below what the room saw are refused as forgotten (the room
+        // restores it and asks again), and the lone `HINCRBY` leaves no meta hash of `last` alone behind.
+        let meta = store.key(&event, "meta");
+        assert_eq!(server.command(&["DEL", &meta]), "1");
+        let r = store.line_tickets(&event, 2, 5).await;
+        assert!(
+            matches!(&r, Err(e) if e.is_forgotten()),
+            "a counter behind the room's numbers on a forgotten on-sale: {r:?}"
+        );
+        assert_eq!(
+            server.command(&["EXISTS", &meta]),
+            "0",
+            "nothing left behind"
+        );
+        // A touch that brings a count to a forgotten on-sale writes nothing either.
+        let touch = waitroom_layer::store::Touches {
+            now_ms: 1_000_000,
+            tickets: 2,
+            ..Default::default()
+        };
+        let r = store.touch(&event, &touch).await;
+        assert!(
+            r.is_err(),
+            "the touch's script answers that it does not know the on-sale"
+        );
+        assert_eq!(server.command(&["EXISTS", &meta]), "0");
+    }
+
+    #[tokio::test]
     async fn the_front_lane_goes_before_the_returning_queue_and_the_line() {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
@@ -3923,6 +4053,14 @@ mod redis {
             now_ms: u64,
         ) -> Result<Vec<waitroom_layer::store::Ticket>, waitroom_layer::StoreError> {
             self.pick().tickets(event, count, now_ms).await
+        }
+        async fn line_tickets(
+            &self,
+            event: &str,
+            count: usize,
+            known_last: u64,
+        ) -> Result<Option<u64>, waitroom_layer::StoreError> {
+            self.pick().line_tickets(event, count, known_last).await
         }
         async fn redeem(
             &self,

@@ -10,7 +10,13 @@
 //! waits for no one. Under load the batch is whatever arrived during the previous call (about one round trip to
 //! the store) and the window, so the batches grow with the load and the store's work per first contact shrinks. A failed call answers everyone in its batch with the error (the room answers each the holding page with
 //! the status unknown); an asker that went away before its batch left takes no number.
+//!
+//! While the room's snapshot shows the line numbered and open (drawn or first come first served, neither closed nor
+//! sold out), the call is [`Store::line_tickets`](crate::store::Store::line_tickets): the numbers alone (on Redis
+//! one `HINCRBY`, not a script that reads the settings), counted in the store with the next flush of liveness
+//! marks. Otherwise, and with a store that does not offer it, [`Store::tickets`](crate::store::Store::tickets).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -37,6 +43,9 @@ pub(crate) struct TicketBatches {
     /// when it has ended (the runtime it ran on shut down). Unbounded: each entry is a request waiting for its
     /// answer, so the queue holds at most the requests in flight.
     queue: Mutex<Option<mpsc::UnboundedSender<Answer>>>,
+    /// Numbered tickets from [`Store::line_tickets`](crate::store::Store::line_tickets) not yet counted in the
+    /// store: sent with the next flush ([`Touches::tickets`](crate::store::Touches::tickets)).
+    unsent: AtomicU64,
 }
 
 impl TicketBatches {
@@ -44,7 +53,18 @@ impl TicketBatches {
         Self {
             max: max.max(1),
             queue: Mutex::new(None),
+            unsent: AtomicU64::new(0),
         }
+    }
+
+    /// The tickets to count with this flush (taken: [`unsent_again`](Self::unsent_again) if the flush failed).
+    pub(crate) fn take_unsent(&self) -> u64 {
+        self.unsent.swap(0, Ordering::AcqRel)
+    }
+
+    /// Tickets a failed flush did not count, for the next one.
+    pub(crate) fn unsent_again(&self, n: u64) {
+        self.unsent.fetch_add(n, Ordering::AcqRel);
     }
 }
 
@@ -69,6 +89,33 @@ impl WaitingRoom {
         answered
             .await
             .unwrap_or_else(|_| Err(StoreError::unavailable("the batch of tickets was dropped")))
+    }
+}
+
+impl WaitingRoom {
+    /// One store call for `n` first contacts (see the module docs for which).
+    async fn batch_of_tickets(&self, n: usize) -> Result<Vec<Ticket>, StoreError> {
+        let store = &self.inner.store;
+        let snap = self.inner.snap.load();
+        // A numbered line open to first contacts; the last number seen lets the store tell a counter that went
+        // back with its data.
+        let (open, known_last) = (
+            snap.drawn && !snap.settings.turning_away() && snap.last_number > 0,
+            snap.last_number,
+        );
+        drop(snap);
+        if open {
+            let r = self
+                .call(|| store.line_tickets(self.event(), n, known_last))
+                .await?;
+            if let Some(last) = r {
+                self.inner.batches.unsent_again(n as u64);
+                let first = last + 1 - n as u64;
+                return Ok((first..=last).map(Ticket::Number).collect());
+            }
+        }
+        let now = self.now_ms();
+        self.call(|| store.tickets(self.event(), n, now)).await
     }
 }
 
@@ -106,10 +153,7 @@ async fn run(room: Weak<Inner>, mut rx: mpsc::UnboundedReceiver<Answer>, max: us
         let Some(inner) = room.upgrade() else { return };
         let room = WaitingRoom { inner };
         let n = batch.len();
-        let now = room.now_ms();
-        let r = room
-            .call(|| room.inner.store.tickets(room.event(), n, now))
-            .await;
+        let r = room.batch_of_tickets(n).await;
         room.inner.metrics.ticket_batches.inc();
         drop(room);
         match r {

@@ -157,10 +157,12 @@ impl WaitingRoom {
             }
             lock_pending(shard).spare = marks;
         }
-        if waiting.is_empty() && active.is_empty() {
+        let tickets = self.inner.batches.take_unsent();
+        if waiting.is_empty() && active.is_empty() && tickets == 0 {
             return Ok(());
         }
         let touches = Touches {
+            tickets,
             now_ms: self.now_ms(),
             waiting: waiting
                 .iter()
@@ -177,6 +179,7 @@ impl WaitingRoom {
             .call(|| self.inner.store.touch(self.event(), &touches))
             .await;
         if r.is_err() {
+            self.inner.batches.unsent_again(tickets);
             // Keep the marks for the next attempt: a store outage must not make people look abandoned.
             // Back into the shards, an equal part in each (the bound is per shard).
             let mut waiting = waiting.into_iter();

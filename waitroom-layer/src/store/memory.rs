@@ -1088,6 +1088,25 @@ impl Store for MemoryStore {
         .await
     }
 
+    async fn line_tickets(
+        &self,
+        event: &str,
+        count: usize,
+        _known_last: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        // Under one lock, the numbers consecutive; counted in `tickets` by the room's next touch.
+        let n = count as u64;
+        self.within_reserve(event, |ev| {
+            ev.reserve(n).then(|| {
+                ev.last_number += n;
+                ev.changed();
+                ev.last_number
+            })
+        })
+        .await
+        .map(Some)
+    }
+
     async fn redeem(&self, event: &str, redeem: &Redeem) -> Result<Option<Placement>, StoreError> {
         self.with_event(event, |ev| ev.redeem(redeem))
     }
@@ -1131,6 +1150,10 @@ impl Store for MemoryStore {
 
     async fn touch(&self, event: &str, touches: &Touches) -> Result<(), StoreError> {
         self.with_event(event, |ev| {
+            if touches.tickets > 0 {
+                ev.counters.tickets += touches.tickets;
+                ev.changed();
+            }
             for m in &touches.waiting {
                 if let Some(r) = ev.sessions.get_mut(m.session.as_str())
                     && matches!(

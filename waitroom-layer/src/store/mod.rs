@@ -391,6 +391,9 @@ pub struct Touches {
     /// The room's abandon grace ([`Tick::abandon_after_ms`]): how long a liveness mark must stay readable. A store
     /// may keep marks in coarse time slots and drop them after this.
     pub abandon_after_ms: u64,
+    /// Numbered tickets the room got from [`Store::line_tickets`] since the last flush: the store adds them to
+    /// [`Counters::tickets`].
+    pub tickets: u64,
 }
 
 /// One waiting session's liveness mark: it polled.
@@ -410,7 +413,7 @@ pub struct Mark {
 impl Touches {
     /// Nothing to send.
     pub fn is_empty(&self) -> bool {
-        self.waiting.is_empty() && self.active.is_empty()
+        self.waiting.is_empty() && self.active.is_empty() && self.tickets == 0
     }
 }
 
@@ -823,6 +826,31 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
             out.push(self.ticket(event, now_ms).await?);
         }
         Ok(out)
+    }
+
+    /// `count` numbered tickets for first contacts, for a room whose last snapshot shows the line numbered and open
+    /// to them (drawn, or first come first served; neither closed nor sold out): the last of `count` consecutive
+    /// numbers, the first for the first asker, as [`tickets`](Store::tickets) gives them in that state. The store
+    /// reads no setting and counts nothing: the room sends the count with its next [`touch`](Store::touch)
+    /// ([`Touches::tickets`]), so [`Counters::tickets`] lags by at most a flush interval (and misses an
+    /// instance's last second of tickets if it crashes). `known_last` is the highest number the room has seen the
+    /// store give out: a store whose counter is behind it and that no longer knows the on-sale answers
+    /// [`StoreError::Forgotten`] (the room restores and asks again), so a store that lost its data gives no number
+    /// twice.
+    ///
+    /// A state that changed since the snapshot (the on-sale closed or sold out a moment ago) costs nothing but
+    /// numbers: a ticket that comes back while closed or sold out takes no place ([`redeem`](Store::redeem)).
+    ///
+    /// `Ok(None)` (the default): not offered; the room calls [`tickets`](Store::tickets). `RedisStore`: one
+    /// `HINCRBY` for the whole batch, where `TICKET` is a script that reads the settings (four commands).
+    async fn line_tickets(
+        &self,
+        event: &str,
+        count: usize,
+        known_last: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let _ = (event, count, known_last);
+        Ok(None)
     }
 
     /// The most first contacts a room gathers into one [`tickets`](Store::tickets) call. `1` (the default): the

@@ -119,6 +119,8 @@ local function meta()
   if #r == 0 then return nil end
   local m = {}
   for i = 1, #r, 2 do m[r[i]] = r[i + 1] end
+  -- No settings: a hash a lone counter command made after Redis lost the on-sale (the room's `line_tickets`).
+  if m.cap == nil then return nil end
   REF, KEEP = int(m.tnow), tonumber(m.keep)
   NOW = REF
   return m

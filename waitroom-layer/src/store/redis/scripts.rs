@@ -43,7 +43,7 @@ const COME_BACK: &str = include_str!("scripts/come_back.lua");
 /// ARGV: session, now, idle timeout.
 const CLAIM: &str = include_str!("scripts/claim.lua");
 
-/// ARGV: now, idle timeout, the active sessions. (Waiting sessions' liveness marks are not scripted: see `touch`
+/// ARGV: now, idle timeout, tickets to count, the active sessions. (Waiting sessions' liveness marks are not scripted: see `touch`
 /// in `store_impl.rs`.)
 const TOUCH: &str = include_str!("scripts/touch.lua");
 

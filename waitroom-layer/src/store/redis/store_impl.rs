@@ -103,6 +103,40 @@ impl Store for RedisStore {
         })
     }
 
+    async fn line_tickets(
+        &self,
+        event: &str,
+        count: usize,
+        known_last: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        // One command for the batch (no script: `TICKET` reads the settings, which the room's snapshot already
+        // says). See "Tickets" in the module docs.
+        let meta = self.keys(event)?[0].clone();
+        let n = count as u64;
+        let mut add = ::redis::cmd("HINCRBY");
+        add.arg(&meta).arg("last").arg(n);
+        let last = match self.send(&add).await.map_err(store_error)? {
+            ::redis::Value::Int(v) if v >= 0 && v as u64 >= n => v as u64,
+            other => return Err(corrupt(format_args!("{count} line tickets of {other:?}"))),
+        };
+        if last - n < known_last {
+            // The counter is behind what this instance saw given out: a replica that lagged (the numbers are
+            // good, as `TICKET` would have given them), or a Redis that lost the on-sale, where the `HINCRBY`
+            // made a meta hash of `last` alone. That one is taken back and the on-sale restored by the room.
+            let mut known = ::redis::cmd("HEXISTS");
+            known.arg(&meta).arg("cap");
+            if self.send(&known).await.map_err(store_error)? == ::redis::Value::Int(0) {
+                let mut undo = ::redis::cmd("HDEL");
+                undo.arg(&meta).arg("last");
+                self.send(&undo).await.map_err(store_error)?;
+                return Err(StoreError::Forgotten(
+                    "the on-sale was not initialised".into(),
+                ));
+            }
+        }
+        Ok(Some(last))
+    }
+
     fn ticket_batch(&self) -> usize {
         super::TICKET_BATCH
     }
@@ -236,9 +270,17 @@ impl Store for RedisStore {
             }
             pipe.cmd("PEXPIRE").arg(&keys[10]).arg(keep_ms).ignore();
         }
-        for chunk in touches.active.chunks(ACTIVE_CHUNK) {
+        // The tickets from `line_tickets` are counted by the first script call (one with no session when none is
+        // active), so a Redis that forgot the on-sale gets no meta hash of `tickets` alone.
+        let mut tickets = touches.tickets;
+        let none: &[String] = &[];
+        let chunks = touches.active.chunks(ACTIVE_CHUNK);
+        let first = (tickets > 0 && touches.active.is_empty()).then_some(none);
+        for chunk in first.into_iter().chain(chunks) {
             let mut cmd = self.evalsha(&self.scripts.touch, event)?;
-            cmd.arg(touches.now_ms).arg(touches.idle_timeout_ms);
+            cmd.arg(touches.now_ms)
+                .arg(touches.idle_timeout_ms)
+                .arg(std::mem::take(&mut tickets));
             for s in chunk {
                 cmd.arg(s);
             }

@@ -1,4 +1,4 @@
-if redis.call('EXISTS', KM) == 0 then
+if redis.call('HEXISTS', KM, 'cap') == 0 then
   redis.call('HSET', KM, 'cap', ARGV[1], 'apm', ARGV[2], 'paused', ARGV[3], 'closed', ARGV[4],
     'opens', ARGV[5], 'sched', ARGV[5], 'random', ARGV[6], 'inv', ARGV[7], 'drawn', (ARGV[6] == '1') and '0' or '1',
     'dbase', '0', 'dcount', '0', 'last', '0', 'served', '0', 'joined', '0', 'admitted', '0',

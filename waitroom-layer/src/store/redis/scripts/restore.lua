@@ -1,4 +1,4 @@
-if redis.call('EXISTS', KM) == 1 then
+if redis.call('HEXISTS', KM, 'cap') == 1 then
   -- Known, but behind the room's view (a failover to a replica that lagged): the numbers it lost stay free
   -- for their owners, who are taken back from their cookies as after a restore; no later join takes one. The live
   -- line's versions move above any a room instance may have cached from the writes the replica lost.

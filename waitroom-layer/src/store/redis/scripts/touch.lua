@@ -1,12 +1,14 @@
-if redis.call('EXISTS', KM) == 0 then return redis.error_reply(NOEVENT) end
--- ARGV: now, idle timeout, then the sessions (up to TOUCH_CHUNK): an active one's idle deadline moves; an admitted
--- one claims its pass (turns active, keeping when it was let in), as CLAIM does. Their records in one HMGET, the
--- deadlines in one ZADD, the claimed records in one HSET.
-local now, idle = int(ARGV[1]), int(ARGV[2])
-if #ARGV < 3 then return 1 end
+if redis.call('HEXISTS', KM, 'cap') == 0 then return redis.error_reply(NOEVENT) end
+-- ARGV: now, idle timeout, tickets, then the sessions (up to TOUCH_CHUNK): an active one's idle deadline moves; an
+-- admitted one claims its pass (turns active, keeping when it was let in), as CLAIM does. Their records in one
+-- HMGET, the deadlines in one ZADD, the claimed records in one HSET. `tickets`: numbered tickets the room gave out
+-- since its last flush (`line_tickets`, which counts none itself), added to `meta.tickets`.
+local now, idle, tickets = int(ARGV[1]), int(ARGV[2]), int(ARGV[3])
+if tickets > 0 then redis.call('HINCRBY', KM, 'tickets', tickets) end
+if #ARGV < 4 then return 1 end
 local deadline = fmt(now + idle)
 local sids = {}
-for i = 3, #ARGV do sids[#sids + 1] = ARGV[i] end
+for i = 4, #ARGV do sids[#sids + 1] = ARGV[i] end
 local got = redis.call('HMGET', KS, unpack(sids))
 local zs, claimed = {}, {}
 for i, sid in ipairs(sids) do
