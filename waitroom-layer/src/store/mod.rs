@@ -72,7 +72,12 @@
 //! that finds no call under way goes at once). So FIFO holds exactly within an instance; across instances it is the
 //! order of their calls: two people who reach two instances within about two store round trips of each other (the
 //! call under way, and their own) may be numbered in either order, and anyone who arrives after another's ticket
-//! was answered gets a later number. When the ticket
+//! was answered gets a later number. While a room's snapshot shows the line numbered and open (drawn, or first
+//! come first served; neither closed nor sold out), its batches ask for the numbers alone
+//! ([`Store::line_tickets`]: on Redis one `HINCRBY`, with no script to read the settings the snapshot already
+//! gave), and the room adds their count to [`Counters::tickets`] with its next flush of liveness marks
+//! ([`Touches::tickets`]); a ticket given in the moment between a close or a sell-out and the room hearing of it
+//! takes no place when it comes back. When the ticket
 //! comes back within the abandon grace (the holding page's first poll, the next protected request),
 //! [`Store::redeem`] writes the session at its number. A ticket that never comes back costs its number: the head
 //! passes an unclaimed number as it passes an empty place. One that comes back after the head passed its
