@@ -97,12 +97,14 @@ impl WaitingRoom {
     async fn batch_of_tickets(&self, n: usize) -> Result<Vec<Ticket>, StoreError> {
         let store = &self.inner.store;
         let snap = self.inner.snap.load();
-        // A numbered line open to first contacts; the last number seen lets the store tell a counter that went
-        // back with its data.
-        let (open, known_last) = (
-            snap.drawn && !snap.settings.turning_away() && snap.last_number > 0,
-            snap.last_number,
+        // A numbered line open to first contacts; the highest number seen given out lets the store tell a counter
+        // that went back with its data.
+        let known_last = snap.last_number.max(
+            self.inner
+                .max_number
+                .load(std::sync::atomic::Ordering::Relaxed),
         );
+        let open = snap.drawn && !snap.settings.turning_away() && known_last > 0;
         drop(snap);
         if open {
             let r = self

@@ -839,9 +839,10 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// reads no setting and counts nothing: the room sends the count with its next [`touch`](Store::touch)
     /// ([`Touches::tickets`]), so [`Counters::tickets`] lags by at most a flush interval (and misses an
     /// instance's last second of tickets if it crashes). `known_last` is the highest number the room has seen the
-    /// store give out: a store whose counter is behind it and that no longer knows the on-sale answers
-    /// [`StoreError::Forgotten`] (the room restores and asks again), so a store that lost its data gives no number
-    /// twice.
+    /// store give out: a store whose counter is behind it gives none of those numbers out. One that no longer
+    /// knows the on-sale answers [`StoreError::Forgotten`] (the room restores it and asks again); one that knows it
+    /// but lost its latest writes answers [`StoreError::Unavailable`] (the room's next refresh gives it the floor
+    /// back), so a store that lost data gives no number twice.
     ///
     /// A state that changed since the snapshot (the on-sale closed or sold out a moment ago) costs nothing but
     /// numbers: a ticket that comes back while closed or sold out takes no place ([`redeem`](Store::redeem)).

@@ -120,9 +120,11 @@ impl Store for RedisStore {
             other => return Err(corrupt(format_args!("{count} line tickets of {other:?}"))),
         };
         if last - n < known_last {
-            // The counter is behind what this instance saw given out: a replica that lagged (the numbers are
-            // good, as `TICKET` would have given them), or a Redis that lost the on-sale, where the `HINCRBY`
-            // made a meta hash of `last` alone. That one is taken back and the on-sale restored by the room.
+            // The counter is behind what this instance saw given out. A Redis that lost the on-sale: the `HINCRBY`
+            // made a meta hash of `last` alone, which is taken back, and the room restores the on-sale and asks
+            // again. A replica that lagged (a failover lost the latest writes): these numbers may be ones given
+            // out before, so none is handed on; the room's next refresh sees the store behind and gives it the
+            // floor back (the numbers taken here stay unused).
             let mut known = ::redis::cmd("HEXISTS");
             known.arg(&meta).arg("cap");
             if self.send(&known).await.map_err(store_error)? == ::redis::Value::Int(0) {
@@ -133,6 +135,11 @@ impl Store for RedisStore {
                     "the on-sale was not initialised".into(),
                 ));
             }
+            return Err(StoreError::unavailable(format!(
+                "redis numbered from {} after this instance had seen {known_last} given out (writes lost in a \
+                 failover?): no ticket until the room gives it the floor back",
+                last - n + 1
+            )));
         }
         Ok(Some(last))
     }
