@@ -1231,7 +1231,11 @@ async fn join_prequeue(url: &str, n: usize) -> (reqwest::Client, Vec<String>) {
             .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
             .find(|c| c.starts_with("waitroom_session="))
             .expect("a session cookie");
-        assert!(cookie.contains(".p."), "a pre-queue cookie: {cookie}");
+        // The pre-queue mark: `p`, or `pt<time>` for a pre-queue ticket (the opening further off than the grace).
+        assert!(
+            cookie.contains(".p.") || cookie.contains(".pt"),
+            "a pre-queue cookie: {cookie}"
+        );
         people.push(cookie);
     }
     (client, people)
@@ -1436,6 +1440,65 @@ async fn a_drawn_person_not_read_yet_is_answered_in_line_without_a_store_call() 
         let p = store.lookup(&ev, sid).await.unwrap().expect("known");
         assert_eq!(p.number, Some(n), "{sid}");
     }
+}
+
+/// Before a draw whose opening is further off than the grace, first contacts get pre-queue tickets from the
+/// instance's snapshot with no Redis command; the store counts them with the next flush, each comes back into the
+/// pre-queue at its first poll, and the draw lets the capacity in at the opening.
+#[tokio::test]
+async fn prequeue_tickets_far_from_the_opening_cost_no_redis_command_and_are_counted_at_the_next_flush()
+ {
+    let server = RedisServer::from_env_or_start();
+    let ev = event("pqticket");
+    let clock = ManualClock::starting_now();
+    let opens_ms = clock.now_ms() + 3_600_000;
+    let (store, room, url) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    let sent = store.commands_sent();
+    let (client, people) = join_prequeue(&url, 20).await;
+    assert_eq!(
+        store.commands_sent() - sent,
+        0,
+        "20 first contacts an hour before the draw: no Redis command"
+    );
+    assert_eq!(store.snapshot(&ev).await.unwrap().counters.tickets, 0);
+    room.tick_now().await.unwrap();
+    let c = store.snapshot(&ev).await.unwrap().counters;
+    assert_eq!(
+        (c.tickets, c.joined),
+        (20, 0),
+        "counted, nobody written yet"
+    );
+    for cookie in &people {
+        let res = client
+            .get(format!("{url}/waitroom/status"))
+            .header("accept", "application/json")
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        let body: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(body["state"], "prequeue", "{body}");
+    }
+    let c = store.snapshot(&ev).await.unwrap().counters;
+    assert_eq!((c.tickets, c.redeemed, c.joined), (20, 20, 20));
+    // They keep polling up to the opening; the draw lets the capacity in.
+    clock.set_ms(opens_ms - 10_000);
+    for cookie in &people {
+        let res = client
+            .get(format!("{url}/waitroom/status"))
+            .header("accept", "application/json")
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.json::<serde_json::Value>().await.unwrap()["state"],
+            "prequeue"
+        );
+    }
+    room.tick_now().await.unwrap();
+    clock.set_ms(opens_ms + 1);
+    assert_eq!(room.tick_now().await.unwrap().admitted.len(), 10);
 }
 
 /// The people a draw lets in get their pass at their first poll, on either instance, with no Redis command: each

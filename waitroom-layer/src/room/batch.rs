@@ -15,6 +15,8 @@
 //! sold out), the call is [`Store::line_tickets`](crate::store::Store::line_tickets): the numbers alone (on Redis
 //! one `HINCRBY`, not a script that reads the settings), counted in the store with the next flush of liveness
 //! marks. Otherwise, and with a store that does not offer it, [`Store::tickets`](crate::store::Store::tickets).
+//! Before the draw and far from it, a pre-queue ticket (no number) needs no call at all: the room gives it from its
+//! snapshot (`WaitingRoom::ticket`) and counts it with the next flush too.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Weak};
@@ -57,13 +59,14 @@ impl TicketBatches {
         }
     }
 
-    /// The tickets to count with this flush (taken: [`unsent_again`](Self::unsent_again) if the flush failed).
+    /// The tickets to count with this flush (taken: [`add_unsent`](Self::add_unsent) if the flush failed).
     pub(crate) fn take_unsent(&self) -> u64 {
         self.unsent.swap(0, Ordering::AcqRel)
     }
 
-    /// Tickets a failed flush did not count, for the next one.
-    pub(crate) fn unsent_again(&self, n: u64) {
+    /// Tickets given out with no count in the store (numbers alone, pre-queue tickets from the snapshot), or that
+    /// a failed flush did not count: counted with the next flush.
+    pub(crate) fn add_unsent(&self, n: u64) {
         self.unsent.fetch_add(n, Ordering::AcqRel);
     }
 }
@@ -111,7 +114,7 @@ impl WaitingRoom {
                 .call(|| store.line_tickets(self.event(), n, known_last))
                 .await?;
             if let Some(last) = r {
-                self.inner.batches.unsent_again(n as u64);
+                self.inner.batches.add_unsent(n as u64);
                 let first = last + 1 - n as u64;
                 return Ok((first..=last).map(Ticket::Number).collect());
             }

@@ -147,9 +147,22 @@ impl WaitingRoom {
         if draw_near || room_now {
             return Ok((self.join(session, None).await?, None));
         }
+        // Before the draw and far from it, with the pre-queue taking people: a pre-queue ticket holds no number,
+        // so a room whose store asks for batches (a store a round trip away) gives it from its snapshot with no
+        // store call, and the store counts it with the next flush (`Touches::tickets`). The ticket comes back
+        // within the grace, before the draw (`draw_near` above); one given just as the on-sale closed or sold out
+        // takes no place when it comes back.
+        let prequeue_here = self.inner.batches.max > 1
+            && !snap.drawn
+            && snap.settings.random_draw
+            && !snap.settings.turning_away();
+        drop(snap);
         // Gathered with the other first contacts of this moment into one store call when the store asks for that
         // (see `batch.rs`); else one call of its own.
-        let t = if self.inner.batches.max > 1 {
+        let t = if prequeue_here {
+            self.inner.batches.add_unsent(1);
+            Ticket::PreQueue
+        } else if self.inner.batches.max > 1 {
             self.batched_ticket().await?
         } else {
             self.call(|| self.inner.store.ticket(self.event(), now))

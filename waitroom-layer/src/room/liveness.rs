@@ -179,7 +179,7 @@ impl WaitingRoom {
             .call(|| self.inner.store.touch(self.event(), &touches))
             .await;
         if r.is_err() {
-            self.inner.batches.unsent_again(tickets);
+            self.inner.batches.add_unsent(tickets);
             // Keep the marks for the next attempt: a store outage must not make people look abandoned.
             // Back into the shards, an equal part in each (the bound is per shard).
             let mut waiting = waiting.into_iter();

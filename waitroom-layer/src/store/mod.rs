@@ -76,8 +76,9 @@
 //! come first served; neither closed nor sold out), its batches ask for the numbers alone
 //! ([`Store::line_tickets`]: on Redis one `HINCRBY`, with no script to read the settings the snapshot already
 //! gave), and the room adds their count to [`Counters::tickets`] with its next flush of liveness marks
-//! ([`Touches::tickets`]); a ticket given in the moment between a close or a sell-out and the room hearing of it
-//! takes no place when it comes back. When the ticket
+//! ([`Touches::tickets`]); before the draw and far from it, such a room gives pre-queue tickets (no number) from its
+//! snapshot with no store call at all, counted the same way. A ticket given in the moment between a close or a
+//! sell-out and the room hearing of it takes no place when it comes back. When the ticket
 //! comes back within the abandon grace (the holding page's first poll, the next protected request),
 //! [`Store::redeem`] writes the session at its number. A ticket that never comes back costs its number: the head
 //! passes an unclaimed number as it passes an empty place. One that comes back after the head passed its
