@@ -75,6 +75,14 @@ pub enum StoreError {
     /// ([`Store::restore`](crate::store::Store::restore)) and takes people back from their signed cookies
     /// ([`Store::reclaim`](crate::store::Store::reclaim)). Not an outage: the store answers.
     Forgotten(String),
+    /// The store knows the on-sale but its line numbers are behind what the room has seen it give out (a
+    /// failover to a replica that lagged lost the latest writes): it gave out numbers only up to `store_last`.
+    /// The room gives it the floor back ([`Store::restore`](crate::store::Store::restore) with
+    /// [`Restore::behind`](crate::store::Restore::behind)) and asks again. Not an outage: the store answers.
+    Behind {
+        /// The store's highest number given out, as it answered.
+        store_last: u64,
+    },
     /// The store was set up or asked wrongly: a brace in a key prefix or an event id, a draw size out of range, a
     /// zero timeout, a malformed URL. Retrying does not help; the configuration must change. Not an outage.
     Config {
@@ -91,6 +99,12 @@ impl fmt::Display for StoreError {
             Self::Unavailable { context, source } => ("store unavailable", context, source),
             Self::Corrupt(what) => return write!(f, "store data corrupt: {what}"),
             Self::Forgotten(what) => return write!(f, "store forgot the on-sale: {what}"),
+            Self::Behind { store_last } => {
+                return write!(
+                    f,
+                    "store behind the room's view: it gave out numbers up to {store_last} only (writes lost in a failover?)"
+                );
+            }
             Self::Config { reason, source } => ("store misconfigured", reason, source),
         };
         write!(f, "{what}: {text}")?;
@@ -108,7 +122,7 @@ impl Error for StoreError {
             Self::Unavailable { source, .. } | Self::Config { source, .. } => {
                 source.as_deref().map(|e| e as &(dyn Error + 'static))
             }
-            Self::Corrupt(_) | Self::Forgotten(_) => None,
+            Self::Corrupt(_) | Self::Forgotten(_) | Self::Behind { .. } => None,
         }
     }
 }

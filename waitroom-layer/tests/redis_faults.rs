@@ -223,6 +223,40 @@ async fn a_first_contact_that_finds_redis_empty_gets_a_number_after_everyone_and
     );
 }
 
+/// Redis loses its latest writes (a failover to a replica that lagged: its counter goes back from 6 to 2) and the
+/// first to find out is a first contact in an open line: no number the room saw given out is given again (the
+/// room gives Redis the floor back and asks again), and the newcomer goes after everyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_contact_that_finds_redis_behind_gets_a_number_after_everyone() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let ev = event("behind-ticket");
+    let clock = ManualClock::starting_now();
+    let room = WaitingRoom::builder(ev.clone())
+        .capacity(1)
+        .poll_interval(Duration::from_secs(2));
+    let (room, url) = checkout(room, store.clone(), &clock).await;
+    let people: Vec<reqwest::Client> = (0..6).map(|_| browser()).collect();
+    for p in &people {
+        let res = p.get(format!("{url}/checkout")).send().await.unwrap();
+        assert!(res.status().as_u16() < 500);
+        status_of(p, &url).await;
+    }
+    room.tick_now().await.unwrap();
+    assert_eq!(room.snapshot().last_number, 6);
+    let meta = store.key(&ev, "meta");
+    assert_eq!(server.command(&["HSET", &meta, "last", "2"]), "0");
+    let newcomer = browser();
+    let res = newcomer
+        .get(format!("{url}/checkout"))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().as_u16() < 500, "{}", res.status());
+    let number = number_of(&status_of(&newcomer, &url).await).expect("a number");
+    assert!(number > 6, "after everyone the room saw numbered: {number}");
+}
+
 /// Redis is killed mid-sale and comes back empty (no persistence): the room restores the on-sale from its own view,
 /// takes everyone back at the number in their cookie as they poll, lets newcomers in behind them, and the line
 /// resumes in order after the hold (one poll interval with the page's jitter, plus a second), with no 5xx anywhere

@@ -3773,21 +3773,26 @@ mod redis {
         assert_eq!(server.command(&["HSET", &meta, "last", "2"]), "0");
         let r = store.line_tickets(&event, 2, 5).await;
         assert!(
-            matches!(&r, Err(e) if !e.is_forgotten()),
+            matches!(
+                &r,
+                Err(waitroom_layer::StoreError::Behind { store_last: 2 })
+            ),
             "3 and 4 were given out before the writes were lost: {r:?}"
         );
         // Redis loses the on-sale: numbers alone below what the room saw are refused as forgotten (the room
-        // restores it and asks again), and the lone `HINCRBY` leaves no meta hash of `last` alone behind.
+        // restores it and asks again); the lone `HINCRBY`'s meta hash of `last` alone is an on-sale no script
+        // knows.
         assert_eq!(server.command(&["DEL", &meta]), "1");
         let r = store.line_tickets(&event, 2, 5).await;
         assert!(
             matches!(&r, Err(e) if e.is_forgotten()),
             "a counter behind the room's numbers on a forgotten on-sale: {r:?}"
         );
-        assert_eq!(
-            server.command(&["EXISTS", &meta]),
-            "0",
-            "nothing left behind"
+        assert_eq!(server.command(&["HEXISTS", &meta, "cap"]), "0");
+        let r = store.snapshot(&event).await;
+        assert!(
+            matches!(&r, Err(e) if e.is_forgotten()),
+            "a meta of `last` alone is unknown: {r:?}"
         );
         // A touch that brings a count to a forgotten on-sale writes nothing either.
         let touch = waitroom_layer::store::Touches {
@@ -3800,7 +3805,11 @@ mod redis {
             r.is_err(),
             "the touch's script answers that it does not know the on-sale"
         );
-        assert_eq!(server.command(&["EXISTS", &meta]), "0");
+        assert_eq!(
+            server.command(&["HEXISTS", &meta, "tickets"]),
+            "0",
+            "nothing counted"
+        );
     }
 
     #[tokio::test]

@@ -45,8 +45,9 @@ pub(crate) struct TicketBatches {
     /// when it has ended (the runtime it ran on shut down). Unbounded: each entry is a request waiting for its
     /// answer, so the queue holds at most the requests in flight.
     queue: Mutex<Option<mpsc::UnboundedSender<Answer>>>,
-    /// Numbered tickets from [`Store::line_tickets`](crate::store::Store::line_tickets) not yet counted in the
-    /// store: sent with the next flush ([`Touches::tickets`](crate::store::Touches::tickets)).
+    /// Tickets not yet counted in the store (numbers from
+    /// [`Store::line_tickets`](crate::store::Store::line_tickets), pre-queue tickets from the snapshot): sent with
+    /// the next flush ([`Touches::tickets`](crate::store::Touches::tickets)).
     unsent: AtomicU64,
 }
 

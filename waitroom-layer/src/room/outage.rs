@@ -76,6 +76,12 @@ impl WaitingRoom {
                 }
                 self.observe(f().await)
             }
+            // Behind this instance's view (`Store::line_tickets`): the floor back, then once more.
+            Err(StoreError::Behind { store_last }) => {
+                let seen = self.inner.max_number.load(Ordering::Relaxed);
+                self.restore_behind(store_last, seen).await?;
+                self.observe(f().await)
+            }
             r => self.observe(r),
         }
     }

@@ -397,8 +397,10 @@ pub struct Touches {
     /// The room's abandon grace ([`Tick::abandon_after_ms`]): how long a liveness mark must stay readable. A store
     /// may keep marks in coarse time slots and drop them after this.
     pub abandon_after_ms: u64,
-    /// Numbered tickets the room got from [`Store::line_tickets`] since the last flush: the store adds them to
-    /// [`Counters::tickets`].
+    /// Tickets the room gave out since the last flush that no store call counted: numbers from
+    /// [`Store::line_tickets`], and pre-queue tickets a room whose store asks for batches
+    /// ([`Store::ticket_batch`] above 1) gives from its snapshot before the draw. The store adds them to
+    /// [`Counters::tickets`]; a store that batches must count them here.
     pub tickets: u64,
 }
 
@@ -838,12 +840,12 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// to them (drawn, or first come first served; neither closed nor sold out): the last of `count` consecutive
     /// numbers, the first for the first asker, as [`tickets`](Store::tickets) gives them in that state. The store
     /// reads no setting and counts nothing: the room sends the count with its next [`touch`](Store::touch)
-    /// ([`Touches::tickets`]), so [`Counters::tickets`] lags by at most a flush interval (and misses an
-    /// instance's last second of tickets if it crashes). `known_last` is the highest number the room has seen the
+    /// ([`Touches::tickets`]), so [`Counters::tickets`] lags by at most a flush interval (and misses up to an
+    /// instance's last flush interval of tickets when it stops or crashes: the metric only). `known_last` is the highest number the room has seen the
     /// store give out: a store whose counter is behind it gives none of those numbers out. One that no longer
     /// knows the on-sale answers [`StoreError::Forgotten`] (the room restores it and asks again); one that knows it
-    /// but lost its latest writes answers [`StoreError::Unavailable`] (the room's next refresh gives it the floor
-    /// back), so a store that lost data gives no number twice.
+    /// but lost its latest writes answers [`StoreError::Behind`] (the room gives it the floor back and asks again),
+    /// so a store that lost data gives no number twice.
     ///
     /// A state that changed since the snapshot (the on-sale closed or sold out a moment ago) costs nothing but
     /// numbers: a ticket that comes back while closed or sold out takes no place ([`redeem`](Store::redeem)).

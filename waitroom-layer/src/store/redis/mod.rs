@@ -259,9 +259,11 @@ pub const TICKET_BATCH: usize = 1_024;
 /// `HINCRBY meta last <count>` alone ([`Store::line_tickets`](super::Store::line_tickets): no script, so one
 /// command a batch instead of four; their count reaches `meta.tickets` with the room's next `TOUCH`). Should that
 /// `HINCRBY` meet a Redis that lost the on-sale (the counter is below the last number the room saw and `meta`
-/// has no settings), it takes back the `last` it created and answers `WRNOEVENT`'s error, so the room restores
-/// the on-sale and asks again: no number is given twice, and every script treats a `meta` without settings as
-/// an on-sale it does not know. Measured over HTTP at 32 connections (BENCHMARKS.md, "Numbers alone"): 0.073
+/// has no settings), it answers as `WRNOEVENT` does and hands no number on: every script treats a `meta` without
+/// settings as an on-sale it does not know, and `RESTORE` keeps such a lone `last` as a floor, so the room
+/// restores the on-sale and asks again and no number is given twice. One that knows the on-sale but lost its
+/// latest writes answers [`StoreError::Behind`](crate::StoreError::Behind): the room gives it the floor back
+/// (`RESTORE` with the behind flag) and asks again. Measured over HTTP at 32 connections (BENCHMARKS.md, "Numbers alone"): 0.073
 /// Redis commands a first contact, against 0.245 with `TICKET` for every batch. `REDEEM` writes the session when its ticket comes back within the grace, at its number
 /// in `line` (one `ZADD` and one bit, whatever number of tickets lie before it).
 ///

@@ -120,26 +120,22 @@ impl Store for RedisStore {
             other => return Err(corrupt(format_args!("{count} line tickets of {other:?}"))),
         };
         if last - n < known_last {
-            // The counter is behind what this instance saw given out. A Redis that lost the on-sale: the `HINCRBY`
-            // made a meta hash of `last` alone, which is taken back, and the room restores the on-sale and asks
-            // again. A replica that lagged (a failover lost the latest writes): these numbers may be ones given
-            // out before, so none is handed on; the room's next refresh sees the store behind and gives it the
-            // floor back (the numbers taken here stay unused).
+            // The counter is behind what this instance saw given out, so these numbers may be ones given out
+            // before: none is handed on (they stay unused). A Redis that lost the on-sale: the `HINCRBY` made a
+            // meta hash of `last` alone, which every script takes for an unknown on-sale and `RESTORE` builds on
+            // (keeping that `last` as a floor, so a number given from it is never given again); the room restores
+            // and asks again. One that knows it but lost its latest writes (a failover to a replica that lagged):
+            // the room gives it the floor back and asks again.
             let mut known = ::redis::cmd("HEXISTS");
             known.arg(&meta).arg("cap");
             if self.send(&known).await.map_err(store_error)? == ::redis::Value::Int(0) {
-                let mut undo = ::redis::cmd("HDEL");
-                undo.arg(&meta).arg("last");
-                self.send(&undo).await.map_err(store_error)?;
                 return Err(StoreError::Forgotten(
                     "the on-sale was not initialised".into(),
                 ));
             }
-            return Err(StoreError::unavailable(format!(
-                "redis numbered from {} after this instance had seen {known_last} given out (writes lost in a \
-                 failover?): no ticket until the room gives it the floor back",
-                last - n + 1
-            )));
+            return Err(StoreError::Behind {
+                store_last: last - n,
+            });
         }
         Ok(Some(last))
     }

@@ -20,7 +20,9 @@ for _, b in ipairs(blk) do
 end
 redis.call('DEL', KS, KL, KA, KC, KR, KP, KB, KT, KX, KFRONT, KMOVED, KHELD, KBLK)
 local served = int(ARGV[11])
-local last = math.max(int(ARGV[10]), served)
+-- A `last` left alone in `meta` (a room's `line_tickets` `HINCRBY` after the loss) is a floor too: numbers may have
+-- been handed out from it.
+local last = math.max(int(ARGV[10]), served, int(redis.call('HGET', KM, 'last')))
 -- Finishes still in the stream were applied before the loss (or are gone with it): read on from the newest.
 local fcur, top = '0-0', redis.call('XREVRANGE', KF, '+', '-', 'COUNT', 1)
 if #top > 0 then fcur = top[1][1] end
