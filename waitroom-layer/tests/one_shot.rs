@@ -969,23 +969,23 @@ async fn on_the_embedded_store_first_contacts_arriving_together_are_numbered_in_
     assert_eq!(ticket_batches(&room), 1, "one store call for the 30");
 }
 
-/// Three room instances over one Redis, built on one Tokio runtime.
+/// Three room instances over one Redis, built on one Tokio runtime, with their stores (one connection each).
 #[cfg(feature = "redis")]
 async fn three_instances(
     server: &waitroom_testkit::redis::RedisServer,
     event: &str,
     clock: &ManualClock,
-) -> Vec<WaitingRoom> {
-    let mut rooms = Vec::new();
+) -> (Vec<waitroom_layer::RedisStore>, Vec<WaitingRoom>) {
+    let (mut stores, mut rooms) = (Vec::new(), Vec::new());
     for _ in 0..3 {
-        let store: Arc<dyn Store> = Arc::new(
-            waitroom_layer::RedisStore::connect(server.url())
-                .await
-                .unwrap(),
-        );
-        rooms.push(paused_room(store, event, clock, None).await);
+        let store = waitroom_layer::RedisStore::connect(server.url())
+            .await
+            .unwrap();
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        rooms.push(paused_room(shared, event, clock, None).await);
+        stores.push(store);
     }
-    rooms
+    (stores, rooms)
 }
 
 /// Three room instances over one Redis, first contacts arriving at each in rounds of 30 while the others' batches
@@ -999,7 +999,7 @@ async fn on_redis_first_contacts_at_three_instances_are_numbered_in_arrival_orde
     let server = RedisServer::from_env_or_start();
     let clock = ManualClock::starting_now();
     let event = format!("arrive-redis-{}-{}", std::process::id(), clock.now_ms());
-    let rooms = three_instances(&server, &event, &clock).await;
+    let (_, rooms) = three_instances(&server, &event, &clock).await;
     let mut all = Vec::new();
     const ROUNDS: u64 = 4;
     for round in 0..ROUNDS {
@@ -1039,16 +1039,7 @@ async fn on_redis_first_contacts_in_an_open_line_take_one_command_a_batch_and_ar
     let server = RedisServer::from_env_or_start();
     let clock = ManualClock::starting_now();
     let event = format!("open-line-{}-{}", std::process::id(), clock.now_ms());
-    let mut stores = Vec::new();
-    let mut rooms = Vec::new();
-    for _ in 0..3 {
-        let store = waitroom_layer::RedisStore::connect(server.url())
-            .await
-            .unwrap();
-        let shared: Arc<dyn Store> = Arc::new(store.clone());
-        rooms.push(paused_room(shared, &event, &clock, None).await);
-        stores.push(store);
-    }
+    let (stores, rooms) = three_instances(&server, &event, &clock).await;
     // The first round: no instance has seen a number given out yet, so each asks with the `TICKET` script.
     let mut all = Vec::new();
     for (i, room) in rooms.iter().enumerate() {
@@ -1114,7 +1105,7 @@ async fn on_redis_first_contacts_from_many_tasks_at_three_instances_are_distinct
     let server = RedisServer::from_env_or_start();
     let clock = ManualClock::starting_now();
     let event = format!("tasks-redis-{}-{}", std::process::id(), clock.now_ms());
-    let rooms = three_instances(&server, &event, &clock).await;
+    let (_, rooms) = three_instances(&server, &event, &clock).await;
     const TASKS: u64 = 8;
     const EACH: u64 = 25;
     let mut tasks = Vec::new();

@@ -150,16 +150,23 @@ fn waiting_numbers(server: &RedisServer, store: &RedisStore, event: &str) -> Vec
     numbers
 }
 
-/// Redis comes back empty and the first to find out is a first contact in an open line, whose batch takes its
-/// number with a lone `HINCRBY` (no script to answer that the on-sale is unknown): the counter behind the room's
-/// numbers tells it, the on-sale is restored with its settings, and the newcomer's number comes after everyone's,
-/// not one of theirs (a number the head passed would have put them in front).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_first_contact_that_finds_redis_empty_gets_a_number_after_everyone_and_the_on_sale_back()
-{
+/// A room of capacity 1 over a Redis of its own, six people in line through it (each came once and polled once,
+/// so each holds a number), and a tick (the first let in, the snapshot showing the numbers): the server, the
+/// store, the event, the room, its address, the people, and the numbers their polls answered.
+async fn six_in_line(
+    tag: &str,
+) -> (
+    RedisServer,
+    RedisStore,
+    String,
+    WaitingRoom,
+    String,
+    Vec<reqwest::Client>,
+    Vec<Option<u64>>,
+) {
     let server = RedisServer::start();
     let store = RedisStore::connect(server.url()).await.unwrap();
-    let ev = event("forgotten-ticket");
+    let ev = event(tag);
     let clock = ManualClock::starting_now();
     let room = WaitingRoom::builder(ev.clone())
         .capacity(1)
@@ -174,8 +181,19 @@ async fn a_first_contact_that_finds_redis_empty_gets_a_number_after_everyone_and
     for p in &people {
         numbers.push(number_of(&status_of(p, &url).await));
     }
-    assert_eq!(numbers, (1..=6).map(Some).collect::<Vec<_>>());
     room.tick_now().await.unwrap();
+    (server, store, ev, room, url, people, numbers)
+}
+
+/// Redis comes back empty and the first to find out is a first contact in an open line, whose batch takes its
+/// number with a lone `HINCRBY` (no script to answer that the on-sale is unknown): the counter behind the room's
+/// numbers tells it, the on-sale is restored with its settings, and the newcomer's number comes after everyone's,
+/// not one of theirs (a number the head passed would have put them in front).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_contact_that_finds_redis_empty_gets_a_number_after_everyone_and_the_on_sale_back()
+{
+    let (server, store, ev, room, url, people, numbers) = six_in_line("forgotten-ticket").await;
+    assert_eq!(numbers, (1..=6).map(Some).collect::<Vec<_>>());
     assert_eq!(room.snapshot().last_number, 6);
 
     // Redis loses everything under the room's open connection (as a restart without persistence does, once the
@@ -228,21 +246,7 @@ async fn a_first_contact_that_finds_redis_empty_gets_a_number_after_everyone_and
 /// room gives Redis the floor back and asks again), and the newcomer goes after everyone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_contact_that_finds_redis_behind_gets_a_number_after_everyone() {
-    let server = RedisServer::start();
-    let store = RedisStore::connect(server.url()).await.unwrap();
-    let ev = event("behind-ticket");
-    let clock = ManualClock::starting_now();
-    let room = WaitingRoom::builder(ev.clone())
-        .capacity(1)
-        .poll_interval(Duration::from_secs(2));
-    let (room, url) = checkout(room, store.clone(), &clock).await;
-    let people: Vec<reqwest::Client> = (0..6).map(|_| browser()).collect();
-    for p in &people {
-        let res = p.get(format!("{url}/checkout")).send().await.unwrap();
-        assert!(res.status().as_u16() < 500);
-        status_of(p, &url).await;
-    }
-    room.tick_now().await.unwrap();
+    let (server, store, ev, room, url, _, _) = six_in_line("behind-ticket").await;
     assert_eq!(room.snapshot().last_number, 6);
     let meta = store.key(&ev, "meta");
     assert_eq!(server.command(&["HSET", &meta, "last", "2"]), "0");

@@ -1241,6 +1241,20 @@ async fn join_prequeue(url: &str, n: usize) -> (reqwest::Client, Vec<String>) {
     (client, people)
 }
 
+/// The status JSON `url` answers the person with `cookie` (`name=value`).
+async fn status_with(client: &reqwest::Client, url: &str, cookie: &str) -> serde_json::Value {
+    client
+        .get(format!("{url}/waitroom/status"))
+        .header("accept", "application/json")
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// This instance's drawn numbers kept so far (`waitroom_draw_numbers_kept`).
 fn draw_numbers_kept(room: &WaitingRoom) -> u64 {
     room.metrics_text()
@@ -1469,14 +1483,7 @@ async fn prequeue_tickets_far_from_the_opening_cost_no_redis_command_and_are_cou
         "counted, nobody written yet"
     );
     for cookie in &people {
-        let res = client
-            .get(format!("{url}/waitroom/status"))
-            .header("accept", "application/json")
-            .header("cookie", cookie)
-            .send()
-            .await
-            .unwrap();
-        let body: serde_json::Value = res.json().await.unwrap();
+        let body = status_with(&client, &url, cookie).await;
         assert_eq!(body["state"], "prequeue", "{body}");
     }
     let c = store.snapshot(&ev).await.unwrap().counters;
@@ -1484,15 +1491,8 @@ async fn prequeue_tickets_far_from_the_opening_cost_no_redis_command_and_are_cou
     // They keep polling up to the opening; the draw lets the capacity in.
     clock.set_ms(opens_ms - 10_000);
     for cookie in &people {
-        let res = client
-            .get(format!("{url}/waitroom/status"))
-            .header("accept", "application/json")
-            .header("cookie", cookie)
-            .send()
-            .await
-            .unwrap();
         assert_eq!(
-            res.json::<serde_json::Value>().await.unwrap()["state"],
+            status_with(&client, &url, cookie).await["state"],
             "prequeue"
         );
     }

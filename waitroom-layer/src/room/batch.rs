@@ -94,20 +94,16 @@ impl WaitingRoom {
             .await
             .unwrap_or_else(|_| Err(StoreError::unavailable("the batch of tickets was dropped")))
     }
-}
 
-impl WaitingRoom {
     /// One store call for `n` first contacts (see the module docs for which).
     async fn batch_of_tickets(&self, n: usize) -> Result<Vec<Ticket>, StoreError> {
         let store = &self.inner.store;
         let snap = self.inner.snap.load();
         // A numbered line open to first contacts; the highest number seen given out lets the store tell a counter
         // that went back with its data.
-        let known_last = snap.last_number.max(
-            self.inner
-                .max_number
-                .load(std::sync::atomic::Ordering::Relaxed),
-        );
+        let known_last = snap
+            .last_number
+            .max(self.inner.max_number.load(Ordering::Relaxed));
         let open = snap.drawn && !snap.settings.turning_away() && known_last > 0;
         drop(snap);
         if open {

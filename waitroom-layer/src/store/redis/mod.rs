@@ -596,7 +596,7 @@ impl RedisStore {
     /// [`StoreError::Unavailable`] when Redis cannot be reached (some keys may be gone already; call again);
     /// [`StoreError::Config`] when the event id contains a brace.
     pub async fn purge(&self, event: &str) -> Result<u64, StoreError> {
-        self.keys(event)?;
+        checked(event)?;
         self.live.lock().await.remove(event);
         let mut pattern = String::new();
         for c in format!("{}:{{{event}}}", self.prefix).chars() {
@@ -650,17 +650,19 @@ impl RedisStore {
 
     /// The on-sale's audit log (a list of JSON entries, newest first, at most [`AUDIT_KEEP`](super::AUDIT_KEEP)).
     fn audit_key(&self, event: &str) -> Result<String, StoreError> {
-        self.keys(event)?;
+        checked(event)?;
         Ok(self.key(event, "audit"))
     }
 
     fn keys(&self, event: &str) -> Result<[String; 18], StoreError> {
-        if event.contains(['{', '}']) {
-            return Err(StoreError::config(format!(
-                "the event id `{event}` must not contain `{{` or `}}`"
-            )));
-        }
+        checked(event)?;
         Ok(KEY_PARTS.map(|part| self.key(event, part)))
+    }
+
+    /// The on-sale's meta hash alone (`keys(event)[0]`, without formatting the other seventeen).
+    fn meta_key(&self, event: &str) -> Result<String, StoreError> {
+        checked(event)?;
+        Ok(self.key(event, KEY_PARTS[0]))
     }
 
     /// Sends one command, counted, bounded by the timeout.
@@ -721,6 +723,16 @@ impl RedisStore {
             r => r.map_err(store_error),
         }
     }
+}
+
+/// An event id the keys can hold: no brace (the hash tag `{event}` must be the key's only one).
+fn checked(event: &str) -> Result<(), StoreError> {
+    if event.contains(['{', '}']) {
+        return Err(StoreError::config(format!(
+            "the event id `{event}` must not contain `{{` or `}}`"
+        )));
+    }
+    Ok(())
 }
 
 /// A Redis error as the store's: an outage, with Redis's error as its source. `WRNOEVENT` is the scripts' own

@@ -111,7 +111,7 @@ impl Store for RedisStore {
     ) -> Result<Option<u64>, StoreError> {
         // One command for the batch (no script: `TICKET` reads the settings, which the room's snapshot already
         // says). See "Tickets" in the module docs.
-        let meta = self.keys(event)?[0].clone();
+        let meta = self.meta_key(event)?;
         let n = count as u64;
         let mut add = ::redis::cmd("HINCRBY");
         add.arg(&meta).arg("last").arg(n);
@@ -273,8 +273,9 @@ impl Store for RedisStore {
             }
             pipe.cmd("PEXPIRE").arg(&keys[10]).arg(keep_ms).ignore();
         }
-        // The tickets from `line_tickets` are counted by the first script call (one with no session when none is
-        // active), so a Redis that forgot the on-sale gets no meta hash of `tickets` alone.
+        // The tickets no call counted (`line_tickets`' numbers, pre-queue tickets from the room's snapshot) are
+        // counted by the first script call (one with no session when none is active), so a Redis that forgot the
+        // on-sale gets no meta hash of `tickets` alone.
         let mut tickets = touches.tickets;
         let none: &[String] = &[];
         let chunks = touches.active.chunks(ACTIVE_CHUNK);
