@@ -976,6 +976,13 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
         let_in_and_finish(&store, &ev, &tick(start + 1_000)).await,
         10
     );
+    // Two people moved to the front: their numbers in the drawn segment are nobody's now (an empty member in the
+    // page's run, which must not shift the numbers after it).
+    let moved = [sessions[50].clone(), sessions[151].clone()];
+    for sid in &moved {
+        let p = store.move_to_front(&ev, sid, start + 1_500).await.unwrap();
+        assert!(p.is_some(), "{sid} is moved to the front");
+    }
     let mut kept: HashMap<String, u64> = HashMap::new();
     let mut next = Some(cursor);
     let mut pages = 0;
@@ -1004,8 +1011,11 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
         assert!(pages < 1_000, "the pages never end");
     }
     // Everyone still waiting was in a page once with the number a lookup gives; nobody kept is let in yet.
+    for sid in &moved {
+        assert!(!kept.contains_key(sid), "{sid} was moved out of the draw");
+    }
     let mut waiting = 0;
-    for sid in &sessions {
+    for sid in sessions.iter().filter(|s| !moved.contains(s)) {
         let p = store.lookup(&ev, sid).await.unwrap().expect("known");
         if p.state == SessionState::Waiting {
             waiting += 1;

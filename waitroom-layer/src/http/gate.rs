@@ -26,7 +26,7 @@ use crate::http::respond::{self, Reply};
 use crate::room::cookie::{Carrier, SessionCookie, SessionRef};
 use crate::room::{Status, ViewState, WaitingRoom};
 use crate::store::{Placement, Return, SessionState};
-use waitroom_verify::{Verified, negotiate, percent};
+use waitroom_verify::{negotiate, percent};
 
 /// The response header that gives a client without cookies its session value (what it sends back in
 /// `X-Waitroom-Session`), when the room made a new one or changed it.
@@ -61,9 +61,11 @@ struct Placed {
     store_ok: bool,
     /// Whether a token cookie was set (the session is admitted and has claimed its place).
     admitted: bool,
-    /// The token just issued and its check: the request it was issued on goes on with them (the browser has only
-    /// the `Set-Cookie` so far, so a `VerifyLayer` further in would otherwise find no token on this request).
-    issued: Option<(String, Option<Verified>)>,
+    /// The token just issued: the request it was issued on goes on with it, and with its check (the browser has
+    /// only the `Set-Cookie` so far, so a `VerifyLayer` further in would otherwise find no token on this request).
+    /// Checked only then: a poll that hears it is admitted does not pass, and an Ed25519 check costs more than the
+    /// rest of the poll.
+    issued: Option<String>,
     /// The session value just sealed (a `Set-Cookie` for it is in `cookies`).
     sealed: Option<String>,
 }
@@ -89,7 +91,7 @@ impl Handover {
                 placed.cookies.clear();
                 Self {
                     session: placed.sealed.clone(),
-                    token: placed.issued.as_ref().map(|(t, _)| t.clone()),
+                    token: placed.issued.clone(),
                 }
             }
         }
@@ -274,8 +276,7 @@ async fn place(
                     placed
                         .cookies
                         .push(cookies_codec.set_token(&token, room.tokens().lifetime()));
-                    let verified = room.tokens().check(&[token.as_str()], &session).ok();
-                    placed.issued = Some((token, verified));
+                    placed.issued = Some(token);
                     placed.admitted = true;
                 }
                 placed.placement = Some(p);
@@ -387,7 +388,12 @@ pub(crate) async fn hold(
         // marker (for one on the room's own verifier, which then does not check it again).
         let mut parts = parts;
         let handover = Handover::of(&mut placed, carrier);
-        if let Some((token, verified)) = placed.issued {
+        if let Some(token) = placed.issued {
+            let verified = shared
+                .room
+                .tokens()
+                .check(&[token.as_str()], &placed.session)
+                .ok();
             if carrier == Carrier::Cookie {
                 if let Some(line) = shared.room.cookies().token_request_cookie(&token) {
                     parts.headers.append(http::header::COOKIE, line);

@@ -186,12 +186,23 @@ impl Store for RedisStore {
             (Some(s), Some(m)) => (text(&s)?, text(&m)?),
             other => return Err(corrupt(format_args!("a draw page's cursor {other:?}"))),
         };
+        // Runs: a first number, then the sessions holding it and the numbers after it, joined by spaces (an empty
+        // one: a number nobody holds).
         let rest: Vec<::redis::Value> = a.collect();
-        let mut numbers = Vec::with_capacity(rest.len() / 2);
+        let mut numbers = Vec::with_capacity(most.max(1));
         for pair in rest.chunks(2) {
             match pair {
-                [sid, ::redis::Value::Int(n)] if *n > 0 => numbers.push((text(sid)?, *n as u64)),
-                other => return Err(corrupt(format_args!("a drawn number {other:?}"))),
+                [::redis::Value::Int(from), ::redis::Value::BulkString(ids)] if *from > 0 => {
+                    for (k, id) in ids.split(|&b| b == b' ').enumerate() {
+                        if id.is_empty() {
+                            continue;
+                        }
+                        let id = std::str::from_utf8(id)
+                            .map_err(|_| corrupt("a drawn session not UTF-8"))?;
+                        numbers.push((id.to_owned(), *from as u64 + k as u64));
+                    }
+                }
+                other => return Err(corrupt(format_args!("a drawn run {other:?}"))),
             }
         }
         let next = next.map(|bucket| DrawCursor {

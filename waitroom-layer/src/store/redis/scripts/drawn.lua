@@ -2,7 +2,10 @@
 -- buckets from bucket ARGV[1] on (within it after score ARGV[2] and member ARGV[3], both empty: from its start), at
 -- most ARGV[4] of them, each with the number `place` gives it (the same arithmetic, read in this one call: the
 -- bucket's start in `drawidx`, the members already let in from its front, the rank). Reply: {next bucket, next
--- score, next member, session, number, session, number, ...}; a next bucket of -1: no more pages. {-2}: not
+-- score, next member, first number, sessions, first number, sessions, ...}, a run a bucket: its sessions in
+-- number order joined by spaces (one bulk string a bucket rather than two replies a session, which Redis formats
+-- and the instance parses one by one), the k-th (from 0) holding the first number plus k, an empty one a number
+-- nobody holds; a next bucket of -1: no more pages. {-2}: not
 -- drawn. The work is bounded: at most ARGV[4] members read, and at most 2^dbits empty buckets passed.
 -- A bucket costs one ZRANGE: read to its end, its size is what was read. A page holds whole buckets: one that does
 -- not fit in what is left of the page is left for the next page (which starts at its front), so no bucket is
@@ -61,18 +64,27 @@ while b < nb do
   local card = whole and first + #z / step or redis.call('ZCARD', key)
   local last_sid, last_score = nil, nil
   local base = dbase + lo + (hi - lo - card) + first + 1
+  -- The bucket's sessions as one run: its first number, then the sessions in number order joined by spaces (the
+  -- k-th, from 0, holds the first number plus k), an empty one where a number is nobody's to keep.
+  local run, run_from = {}, nil
   for i = 1, #z, step do
     local sid = z[i]
     local score = step == 2 and z[i + 1] or nil
     if not (score == after and sid <= member) then
       last_sid, last_score = sid, score
+      run_from = run_from or base + (i - 1) / step
       -- An empty-prefixed member keeps the number of someone an operator moved to the front.
       if string.byte(sid, 1) ~= 0 then
-        out[#out + 1] = sid
-        out[#out + 1] = base + (i - 1) / step
+        run[#run + 1] = sid
         got = got + 1
+      else
+        run[#run + 1] = ''
       end
     end
+  end
+  if run_from then
+    out[#out + 1] = run_from
+    out[#out + 1] = table.concat(run, ' ')
   end
   if whole or first + want >= card then
     b, after, member = b + 1, '', ''
