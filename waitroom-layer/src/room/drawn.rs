@@ -66,13 +66,17 @@ impl DrawIndex {
         if numbers.is_empty() {
             numbers.reserve(expect.min(MOST).max(page.len()));
         }
+        // The frontier moves once a page: every poll reads it (`unread_are_behind`), so a write an entry would pull
+        // its cache line away from the polls' cores once an entry (it was a third of the load's time).
+        let mut highest = 0;
         for (session, n) in page {
             if numbers.len() >= MOST {
                 break;
             }
-            self.frontier.fetch_max(n, Ordering::AcqRel);
+            highest = highest.max(n);
             numbers.insert(CompactString::from(session), n);
         }
+        self.frontier.fetch_max(highest, Ordering::AcqRel);
         numbers.len()
     }
 
