@@ -604,8 +604,11 @@ pub struct Snapshot {
 }
 
 /// Most sessions a snapshot names as let in since the previous one ([`Snapshot::admitted_lately`]); the rest come
-/// with the next snapshots.
-pub const ADMITTED_PER_SNAPSHOT: usize = 500;
+/// with the next snapshots. At the seed's opening (8,000 let in at once) a page of 500 made the snapshots around
+/// it the longest Redis calls of the on-sale, 2 to 3 ms and once 5.9 ms (BENCHMARKS.md, "The opening's instance
+/// work"); with 250 an instance hears of all 8,000 within 32 snapshots (8 s at the default refresh), and anyone it
+/// has not heard of yet is asked of the store, as before.
+pub const ADMITTED_PER_SNAPSHOT: usize = 250;
 
 /// Most sessions moved to the front whose old number the head has not passed yet ([`Store::move_to_front`]
 /// refuses more): every instance reads them with each snapshot.

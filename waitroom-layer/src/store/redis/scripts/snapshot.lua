@@ -40,9 +40,9 @@ o[#o + 1] = blocks
 -- Sessions let in since the caller's last snapshot: `active` from the caller's cursor (ARGV[1], a score; ARGV[2]
 -- members at that score read already) up to the deadline an admission of the last tick has (`meta.tnow` plus the
 -- arrival window it was given, `meta.arr`): a claimed session's deadline is the idle timeout away, beyond it. A page
--- of at most 500 (ADMITTED_PER_SNAPSHOT): session, deadline, line number (0 for none), in deadline order.
+-- of at most 250 (ADMITTED_PER_SNAPSHOT): session, deadline, line number (0 for none), in deadline order.
 local upto = int(m.tnow) + int(m.arr)
-local page = redis.call('ZRANGEBYSCORE', KA, ARGV[1] or '-inf', fmt(upto), 'WITHSCORES', 'LIMIT', int(ARGV[2]), 500)
+local page = redis.call('ZRANGEBYSCORE', KA, ARGV[1] or '-inf', fmt(upto), 'WITHSCORES', 'LIMIT', int(ARGV[2]), 250)
 local adm = {}
 if #page > 0 then
   local sids = {}
