@@ -63,8 +63,9 @@ struct Placed {
     admitted: bool,
     /// The token just issued: the request it was issued on goes on with it, and with its check (the browser has
     /// only the `Set-Cookie` so far, so a `VerifyLayer` further in would otherwise find no token on this request).
-    /// Checked only then: a poll that hears it is admitted does not pass, and an Ed25519 check costs more than the
-    /// rest of the poll.
+    /// Checked only then: a poll that hears it is admitted does not pass. (The check a poll made used to sit in the
+    /// verifier's cache for the browser's next request; that request pays it now when it comes to this instance,
+    /// and nobody pays it when it goes to another, which checks it anyway, or never comes.)
     issued: Option<String>,
     /// The session value just sealed (a `Set-Cookie` for it is in `cookies`).
     sealed: Option<String>,

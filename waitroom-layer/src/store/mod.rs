@@ -712,7 +712,7 @@ impl LiveLine {
             if w > b {
                 return hi;
             }
-            // a < w <= b, so lo < guess <= hi - 1.
+            // a < w <= b, so lo <= guess <= hi - 1 (and g == a < w when guess == lo: lo moves on).
             let span = (hi - 1 - lo) as u128;
             let guess = lo + ((u128::from(w - a) * span) / u128::from(b - a)) as usize;
             let g = s[guess].0;

@@ -197,8 +197,9 @@ pub const TICKET_BATCH: usize = 1_024;
 /// member, and one `ZSCORE` for the cursor of a bucket larger than a page), the buckets' starts read 64 to a
 /// `GETRANGE`; the same arithmetic, so each page is exact when read and stays exact while its people wait, as the
 /// head only pops bucket fronts), and answers a drawn person's first poll from memory; that poll seals the number
-/// into their cookie. A page comes back as runs, one a bucket: its first number and its sessions joined by spaces
-/// in one string (the k-th holds the first number plus k; an empty one, a number moved to the front). Two replies
+/// into their cookie. A page comes back as runs, one a bucket: its first number and its sessions in one string,
+/// each after its length in two bytes (the k-th holds the first number plus k; a length of 0, a number moved to
+/// the front). Two replies
 /// a session, formatted by Redis and parsed by the client one by one, were most of the instances' work at the
 /// opening after the index itself (BENCHMARKS.md, "The opening's instance work"). 600,000 drawn people are about 1,300 calls per instance and one `ZRANGE` a bucket inside them, where
 /// one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on

@@ -186,20 +186,29 @@ impl Store for RedisStore {
             (Some(s), Some(m)) => (text(&s)?, text(&m)?),
             other => return Err(corrupt(format_args!("a draw page's cursor {other:?}"))),
         };
-        // Runs: a first number, then the sessions holding it and the numbers after it, joined by spaces (an empty
-        // one: a number nobody holds).
+        // Runs: a first number, then the sessions holding it and the numbers after it, each after its length (two
+        // bytes, big-endian; 0: a number nobody holds).
         let rest: Vec<::redis::Value> = a.collect();
-        let mut numbers = Vec::with_capacity(most.max(1));
+        let mut numbers = Vec::with_capacity(most.clamp(1, 1 << 16));
         for pair in rest.chunks(2) {
             match pair {
-                [::redis::Value::Int(from), ::redis::Value::BulkString(ids)] if *from > 0 => {
-                    for (k, id) in ids.split(|&b| b == b' ').enumerate() {
-                        if id.is_empty() {
-                            continue;
+                [::redis::Value::Int(from), ::redis::Value::BulkString(run)] if *from > 0 => {
+                    let (mut at, mut n) = (0, *from as u64);
+                    while at < run.len() {
+                        let len = run
+                            .get(at..at + 2)
+                            .map(|l| usize::from(u16::from_be_bytes([l[0], l[1]])))
+                            .ok_or_else(|| corrupt("a drawn run cut short"))?;
+                        let id = run
+                            .get(at + 2..at + 2 + len)
+                            .ok_or_else(|| corrupt("a drawn run cut short"))?;
+                        if len > 0 {
+                            let id = std::str::from_utf8(id)
+                                .map_err(|_| corrupt("a drawn session not UTF-8"))?;
+                            numbers.push((id.to_owned(), n));
                         }
-                        let id = std::str::from_utf8(id)
-                            .map_err(|_| corrupt("a drawn session not UTF-8"))?;
-                        numbers.push((id.to_owned(), *from as u64 + k as u64));
+                        at += 2 + len;
+                        n += 1;
                     }
                 }
                 other => return Err(corrupt(format_args!("a drawn run {other:?}"))),

@@ -3,9 +3,9 @@
 -- most ARGV[4] of them, each with the number `place` gives it (the same arithmetic, read in this one call: the
 -- bucket's start in `drawidx`, the members already let in from its front, the rank). Reply: {next bucket, next
 -- score, next member, first number, sessions, first number, sessions, ...}, a run a bucket: its sessions in
--- number order joined by spaces (one bulk string a bucket rather than two replies a session, which Redis formats
--- and the instance parses one by one), the k-th (from 0) holding the first number plus k, an empty one a number
--- nobody holds; a next bucket of -1: no more pages. {-2}: not
+-- number order, each after its length in two big-endian bytes (one bulk string a bucket rather than two replies a
+-- session, which Redis formats and the instance parses one by one), the k-th (from 0) holding the first number
+-- plus k, a length of 0 a number nobody holds; a next bucket of -1: no more pages. {-2}: not
 -- drawn. The work is bounded: at most ARGV[4] members read, and at most 2^dbits empty buckets passed.
 -- A bucket costs one ZRANGE: read to its end, its size is what was read. A page holds whole buckets: one that does
 -- not fit in what is left of the page is left for the next page (which starts at its front), so no bucket is
@@ -20,6 +20,25 @@ local dbase = int(m.dbase)
 local out = {-1, '', ''}
 local got = 0
 local SPAN = 64
+-- Whether a <= b byte by byte, as Redis orders a sorted set's members of one score (Lua's `<=` on strings follows
+-- the locale Redis runs under, which may order them otherwise).
+local function bytes_le(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a <= #b
+end
+-- A length as two big-endian bytes (kept: a page has few distinct lengths).
+local lens = {}
+local function len2(n)
+  local s = lens[n]
+  if not s then
+    s = string.char(math.floor(n / 256), n % 256)
+    lens[n] = s
+  end
+  return s
+end
 local span, span_from = '', -1
 -- Where bucket b starts and ends in the drawn segment (as `place` reads them).
 local function bounds(b)
@@ -64,27 +83,30 @@ while b < nb do
   local card = whole and first + #z / step or redis.call('ZCARD', key)
   local last_sid, last_score = nil, nil
   local base = dbase + lo + (hi - lo - card) + first + 1
-  -- The bucket's sessions as one run: its first number, then the sessions in number order joined by spaces (the
-  -- k-th, from 0, holds the first number plus k), an empty one where a number is nobody's to keep.
+  -- The bucket's sessions as one run: its first number, then the sessions in number order, each after its length
+  -- (two bytes, big-endian; the k-th from 0 holds the first number plus k), a length of 0 where a number is
+  -- nobody's to keep.
   local run, run_from = {}, nil
   for i = 1, #z, step do
     local sid = z[i]
     local score = step == 2 and z[i + 1] or nil
-    if not (score == after and sid <= member) then
+    if not (score == after and bytes_le(sid, member)) then
       last_sid, last_score = sid, score
       run_from = run_from or base + (i - 1) / step
       -- An empty-prefixed member keeps the number of someone an operator moved to the front.
       if string.byte(sid, 1) ~= 0 then
+        if #sid > 65535 then return redis.error_reply('WRLONGID a session id over 65,535 bytes') end
+        run[#run + 1] = len2(#sid)
         run[#run + 1] = sid
         got = got + 1
       else
-        run[#run + 1] = ''
+        run[#run + 1] = len2(0)
       end
     end
   end
   if run_from then
     out[#out + 1] = run_from
-    out[#out + 1] = table.concat(run, ' ')
+    out[#out + 1] = table.concat(run)
   end
   if whole or first + want >= card then
     b, after, member = b + 1, '', ''
