@@ -1471,3 +1471,51 @@ async fn measure_crossing_absent_people_on_redis() {
         joins.last().copied().unwrap_or(0.0)
     );
 }
+
+/// A hash growing to the crowd's size on a fresh Redis: 1,100,000 `HSET`s of 22-character ids and 12-byte values
+/// (the sessions hash's shape), pipelined 1,000 a round trip. Printed: the `SLOWLOG` entries over 500 µs (Redis grows
+/// a hash's table all at once, so the `HSET` that passes a power of two is the slow one) and the hash's size at each.
+/// `cargo test -p waitroom-layer --release --features redis --test one_shot measure_one_hash_growing -- --ignored --nocapture`
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement for BENCHMARKS.md"]
+async fn measure_one_hash_growing_past_a_million_fields() {
+    const FIELDS: usize = 1_100_000;
+    let server = waitroom_testkit::redis::RedisServer::start();
+    server.command(&["CONFIG", "SET", "slowlog-log-slower-than", "500"]);
+    server.command(&["CONFIG", "SET", "slowlog-max-len", "10000"]);
+    server.command(&["SLOWLOG", "RESET"]);
+    let client = ::redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    // When each `HSET` ran, by the hash's size: the slow ones are matched to it by their field.
+    let mut at = std::collections::HashMap::new();
+    for round in 0..FIELDS / 1_000 {
+        let mut pipe = ::redis::pipe();
+        for i in 0..1_000 {
+            let id = WaitingRoom::new_session_id();
+            at.insert(id.clone(), round * 1_000 + i + 1);
+            pipe.cmd("HSET")
+                .arg("h")
+                .arg(id)
+                .arg("w-twelve-byt")
+                .ignore();
+        }
+        pipe.query_async::<()>(&mut con).await.unwrap();
+    }
+    let mut slow: Vec<(i64, usize)> = slowlog(server.url(), 10_000)
+        .await
+        .into_iter()
+        .filter_map(|(us, args)| match args.get(2) {
+            Some(::redis::Value::BulkString(f)) => {
+                Some((us, *at.get(String::from_utf8_lossy(f).as_ref())?))
+            }
+            _ => None,
+        })
+        .collect();
+    slow.sort_by_key(|s| std::cmp::Reverse(s.0));
+    println!(
+        "{FIELDS} HSETs into one hash: {} over 500 µs; the slowest (µs at the field count): {:?}",
+        slow.len(),
+        &slow[..slow.len().min(10)]
+    );
+}

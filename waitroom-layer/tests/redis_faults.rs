@@ -121,6 +121,12 @@ async fn a_finish_made_while_redis_is_down_is_kept_and_frees_the_place_once_redi
     );
 }
 
+/// A browser comes to the protected page (a join, or its place as it stands): never a 5xx.
+async fn arrive(b: &reqwest::Client, url: &str) {
+    let res = b.get(format!("{url}/checkout")).send().await.unwrap();
+    assert!(res.status().as_u16() < 500, "a 5xx: {}", res.status());
+}
+
 /// The status a browser gets: never a 5xx.
 async fn status_of(b: &reqwest::Client, url: &str) -> serde_json::Value {
     let res = b
@@ -174,8 +180,7 @@ async fn six_in_line(
     let (room, url) = checkout(room, store.clone(), &clock).await;
     let people: Vec<reqwest::Client> = (0..6).map(|_| browser()).collect();
     for p in &people {
-        let res = p.get(format!("{url}/checkout")).send().await.unwrap();
-        assert!(res.status().as_u16() < 500);
+        arrive(p, &url).await;
     }
     let mut numbers = Vec::new();
     for p in &people {
@@ -204,12 +209,7 @@ async fn a_first_contact_that_finds_redis_empty_gets_a_number_after_everyone_and
     let newcomer = browser();
     let mut number = None;
     for _ in 0..10 {
-        let res = newcomer
-            .get(format!("{url}/checkout"))
-            .send()
-            .await
-            .unwrap();
-        assert!(res.status().as_u16() < 500, "{}", res.status());
+        arrive(&newcomer, &url).await;
         number = number_of(&status_of(&newcomer, &url).await);
         if number.is_some() {
             break;
@@ -251,12 +251,7 @@ async fn a_first_contact_that_finds_redis_behind_gets_a_number_after_everyone() 
     let meta = store.key(&ev, "meta");
     assert_eq!(server.command(&["HSET", &meta, "last", "2"]), "0");
     let newcomer = browser();
-    let res = newcomer
-        .get(format!("{url}/checkout"))
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().as_u16() < 500, "{}", res.status());
+    arrive(&newcomer, &url).await;
     let number = number_of(&status_of(&newcomer, &url).await).expect("a number");
     assert!(number > 6, "after everyone the room saw numbered: {number}");
 }
@@ -281,8 +276,7 @@ async fn a_redis_that_restarts_empty_mid_sale_gives_everyone_their_place_back_an
     // Eight people join in order; two go in and take the seat map.
     let people: Vec<reqwest::Client> = (0..8).map(|_| browser()).collect();
     for p in &people {
-        let res = p.get(format!("{url}/checkout")).send().await.unwrap();
-        assert!(res.status().as_u16() < 500);
+        arrive(p, &url).await;
     }
     room.tick_now().await.unwrap();
     for p in &people[..2] {
@@ -319,17 +313,9 @@ async fn a_redis_that_restarts_empty_mid_sale_gives_everyone_their_place_back_an
     );
 
     // A newcomer joins behind everyone (not a 503), and everyone in line polls and gets their place back.
+    // The newcomer is held, not refused.
     let newcomer = browser();
-    let res = newcomer
-        .get(format!("{url}/checkout"))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        res.status().as_u16() < 500,
-        "the newcomer is held, not refused: {}",
-        res.status()
-    );
+    arrive(&newcomer, &url).await;
     assert_eq!(number_of(&status_of(&newcomer, &url).await), Some(9));
     for (i, p) in people.iter().enumerate().skip(2) {
         let s = status_of(p, &url).await;

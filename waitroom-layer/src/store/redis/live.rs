@@ -91,7 +91,7 @@ impl LiveCache {
     /// buckets: every number, except the old numbers of sessions moved to the front, `moved`) and the held bits of
     /// the blocks.
     pub(super) fn live(&self, served: u64, dbase: u64, dcount: u64, moved: &[u64]) -> LiveLine {
-        // Two ascending runs of words, merged: the drawn segment's, and the blocks' (a snapshot builds this four
+        // Two ascending runs of words, the drawn segment's and the blocks', merged (a snapshot builds this four
         // times a second per instance, with hundreds of thousands of numbers in line: no map, no allocation per
         // word).
         let (lo, hi) = (served.max(dbase) + 1, dbase + dcount);
@@ -113,7 +113,8 @@ impl LiveCache {
                 }
             }
         }
-        let mut held: Vec<(u64, u64)> = Vec::new();
+        // Then the blocks' words, ascending too.
+        let mut words = segment;
         for (&b, (_, bytes)) in &self.blocks {
             for (i, chunk) in bytes.chunks(8).enumerate() {
                 let mut be = [0u8; 8];
@@ -128,41 +129,30 @@ impl LiveCache {
                     bits &= u64::MAX << (served - w * 64 + 1);
                 }
                 if bits != 0 {
-                    held.push((w, bits));
+                    words.push((w, bits));
                 }
             }
         }
-        let mut words = Vec::with_capacity(segment.len() + held.len());
+        // Two ascending runs one after the other: the stable sort merges them in one pass, and a word in both (a
+        // number both drawn and held) is kept once, its bits joined.
+        words.sort_by_key(|&(w, _)| w);
+        words.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 |= next.1;
+            }
+            same
+        });
         let mut total = 0;
-        let mut push = |w: u64, bits: u64| {
-            if bits != 0 {
-                words.push((w, bits, total));
+        let words = words
+            .into_iter()
+            .filter(|&(_, bits)| bits != 0)
+            .map(|(w, bits)| {
+                let e = (w, bits, total);
                 total += u64::from(bits.count_ones());
-            }
-        };
-        let (mut a, mut b) = (segment.into_iter().peekable(), held.into_iter().peekable());
-        loop {
-            match (a.peek().copied(), b.peek().copied()) {
-                (Some((wa, x)), Some((wb, y))) if wa == wb => {
-                    push(wa, x | y);
-                    a.next();
-                    b.next();
-                }
-                (Some((wa, x)), Some((wb, _))) if wa < wb => {
-                    push(wa, x);
-                    a.next();
-                }
-                (_, Some((wb, y))) => {
-                    push(wb, y);
-                    b.next();
-                }
-                (Some((wa, x)), None) => {
-                    push(wa, x);
-                    a.next();
-                }
-                (None, None) => break,
-            }
-        }
+                e
+            })
+            .collect();
         LiveLine { total, words }
     }
 }

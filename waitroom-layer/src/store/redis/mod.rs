@@ -400,11 +400,12 @@ pub const TICKET_BATCH: usize = 1_024;
 /// 500, the snapshots carrying the opening's 8,000 admissions took 2 to 3.6 ms and once 5.9 ms in 13 soaks; with
 /// 250 the longest call from the draw on was 1.7 ms (BENCHMARKS.md, "The opening's instance work").
 ///
-/// **A hash, set or sorted set growing to the crowd's size stalls Redis once each time its size doubles past a
-/// power of two** (Redis allocates the bigger table at once): the sessions hash passing 524,288 and 1,048,576
-/// records, the pre-queue marks likewise. One `HSET` into a fresh Redis took 3.4 ms at 2^20 fields (every other
-/// under 0.53 ms), and two `REDEEM`s of the seed's first polls took 4.9 and 6.3 ms in 13 soaks; the stall doubles
-/// with the crowd. Spreading these over many smaller keys is not done yet.
+/// **A hash, set or sorted set growing to the crowd's size costs one call a few milliseconds now and then**:
+/// Redis grows its table all at once and frees the old one once its entries are moved. On a fresh Redis, the
+/// slowest of 1,100,000 `HSET`s into one hash took 0.6 to 2.9 ms in three runs (`one_shot.rs`
+/// `measure_one_hash_growing_past_a_million_fields`). During the seed's first polls two `REDEEM`s took 4.9 and 6.3 ms in
+/// 13 soaks, as the sessions hash passed 524,288 records. Spreading such keys over many smaller ones is not done
+/// yet.
 /// **Crossing 900,000 absent people** (each written `missed`, keeping the turn for the return window) is some
 /// 14,000 chunks; the head in `line` goes a run of up to 128 numbers of one block at a time (a few commands a run,
 /// not a dozen a person). The longest command meanwhile was **2.7 and 5.1 ms** in two runs (a chunk while Redis grew
