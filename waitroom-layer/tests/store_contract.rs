@@ -1840,6 +1840,78 @@ mod contract {
         );
     }
 
+    /// People away in a row at the head cost the door none of a call's budget: behind 2,000 who joined and went
+    /// quiet, the one present goes in at the first call of a tick whose calls look at [`CHUNK`] sessions each; the
+    /// calls after it name the 2,000 missed within that budget. One of them who polls before a call names them
+    /// is missed and comes back within the window, as anyone missed does.
+    pub async fn absent_run(store: Arc<dyn Store>, event: &str) {
+        const AWAY: usize = 2_000;
+        let t0 = 70_000_000u64;
+        store.init(event, &settings(1, false, None)).await.unwrap();
+        let join = |session: String| Join {
+            session,
+            account: None,
+            now_ms: t0,
+            draw_key: 0,
+        };
+        store.join(event, &join("a".into())).await.unwrap();
+        for i in 0..AWAY {
+            store.join(event, &join(format!("away-{i}"))).await.unwrap();
+        }
+        store.join(event, &join("z".into())).await.unwrap();
+        assert_eq!(
+            store.tick(event, &tick_at(t0)).await.unwrap().admitted,
+            ["a"]
+        );
+        assert!(store.finish(event, "a", 0, t0).await.unwrap());
+        // Past the grace by two slots of a store that keeps marks in 10-second slots (it may round in the
+        // session's favour): only z polls.
+        let now = t0 + ABANDON_MS + 20_000;
+        poll(&store, event, &["z"], now).await;
+        let t = Tick {
+            max_scan: CHUNK,
+            ..tick_at(now)
+        };
+        let first = store.tick(event, &t).await.unwrap();
+        assert_eq!(
+            first.admitted,
+            ["z"],
+            "the one present goes in at the first call, whoever is away before them"
+        );
+        assert!(first.looked_at() <= CHUNK, "{first:?}");
+        let late = format!("away-{}", AWAY - 1);
+        let p = store.lookup(event, &late).await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::Missed, "passed while away");
+        let (p, counted) = store.come_back(event, &late, now, RETURN_MS).await.unwrap();
+        assert_eq!(
+            (p.map(|p| p.state), counted),
+            (Some(SessionState::Returning), Some(Return::InTime))
+        );
+        let mut named: HashSet<String> = first.missed.into_iter().collect();
+        let mut calls = 1;
+        loop {
+            let r = store.tick(event, &t).await.unwrap();
+            assert!(r.looked_at() <= CHUNK, "over the budget: {r:?}");
+            assert!(r.admitted.is_empty(), "nobody else is let in: {r:?}");
+            calls += 1;
+            named.extend(r.missed);
+            if !r.more {
+                break;
+            }
+            assert!(calls < 10 * AWAY, "the calls never end");
+        }
+        for i in 0..AWAY - 1 {
+            assert!(
+                named.contains(&format!("away-{i}")),
+                "away-{i} never named missed"
+            );
+        }
+        let c = store.snapshot(event).await.unwrap().counters;
+        assert_eq!((c.missed, c.returned), (AWAY as u64, 1));
+        let p = store.lookup(event, "away-7").await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::Missed);
+    }
+
     pub async fn return_window(store: Arc<dyn Store>, event: &str) {
         let t0 = 50_000_000u64;
         let tick = |now_ms| Tick {
@@ -2943,6 +3015,11 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn people_away_in_a_row_cost_the_door_none_of_its_budget() {
+        contract::absent_run(Arc::new(MemoryStore::new()), "away").await;
+    }
+
+    #[tokio::test]
     async fn numbers_alone_share_the_counter_and_are_counted_by_the_touch_that_brings_them() {
         contract::numbers_alone_share_the_counter_and_are_counted_by_a_touch(
             Arc::new(MemoryStore::new()),
@@ -3757,6 +3834,15 @@ mod redis {
         contract::return_window(Arc::new(store), &fresh_event("back")).await;
     }
 
+    /// The head passes the run with bit operations over the `seen` slots and `line:held`, and writes them missed
+    /// behind it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn people_away_in_a_row_cost_the_door_none_of_its_budget() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::absent_run(Arc::new(store), &fresh_event("away")).await;
+    }
+
     #[tokio::test]
     async fn numbers_alone_share_the_counter_and_are_counted_by_the_touch_that_brings_them() {
         let server = RedisServer::from_env_or_start();
@@ -3841,17 +3927,21 @@ mod redis {
             .query_async(&mut conn)
             .await
             .unwrap();
-        assert!(!keys.is_empty(), "no bitmap under {pattern}");
+        assert!(
+            keys.iter().any(|k| !k.contains(":j:")),
+            "no bitmap of marks under {pattern}: {keys:?}"
+        );
+        let slots = 2 * waitroom_layer::store::SEEN_SLOT_MS as i64;
         for k in keys {
             let ttl: i64 = ::redis::cmd("PTTL")
                 .arg(&k)
                 .query_async(&mut conn)
                 .await
                 .unwrap();
-            assert!(
-                ttl > 0 && ttl <= 60_000 + 2 * waitroom_layer::store::SEEN_SLOT_MS as i64,
-                "{k}: {ttl}"
-            );
+            // The joins' bitmaps (`seen:j:<slot>`) take the grace of the last tick, or the keep time's default
+            // of 10 minutes when they were written before any tick.
+            let most = if k.contains(":j:") { 600_000 } else { 60_000 };
+            assert!(ttl > 0 && ttl <= most + slots, "{k}: {ttl}");
         }
     }
 

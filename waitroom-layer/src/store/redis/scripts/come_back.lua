@@ -4,6 +4,14 @@ local sid, now, window = ARGV[1], int(ARGV[2]), int(ARGV[3])
 if now > NOW then NOW = now end
 local st, n, t = rec(sid)
 local counted = ''
+if st == 'w' and passed(m, n) then
+  -- Passed while away and not written missed yet (the tick writes such runs behind the head): missed now, and
+  -- its window counts from now (in its favour: it was passed at most a few ticks ago).
+  redis.call('ZREM', line_set(n), sid)
+  held(n, 0)
+  redis.call('HINCRBY', KM, 'missed', 1)
+  st, t = 'm', now
+end
 if st == 'm' then
   redis.call('ZREM', KX, sid)
   if t + window > now then

@@ -17,7 +17,7 @@ local st, n = 'p', 0
 if m.drawn == '1' then
   st, n = 'w', int(m.last) + 1
   redis.call('HSET', KM, 'last', fmt(n))
-  line_put(m, n, sid)
+  line_put(m, n, sid, now)
 else
   n = enqueue(m, sid, ARGV[4])
 end

@@ -3,6 +3,12 @@ local NOEVENT = 'WRNOEVENT the on-sale was not initialised'
 -- is implicit: where its bucket starts in the drawn segment, plus how many of the bucket already left the head,
 -- plus its rank in what is left.
 local function bucket(b) return KD .. ':' .. fmt(b) end
+-- Whether the waiting session at number n (a `w` record) was passed by the head while away and is not written
+-- missed yet: the head passes a run of people away at once and writes them missed behind it, a run at a time
+-- (the tick's `sweep`); until then their number is below `served` with its bit still set in `line:held`.
+local function passed(m, n)
+  return n > 0 and n <= int(m.served) and redis.call('GETBIT', KHELD, fmt(n)) == 1
+end
 local function place(m, sid)
   local st, n, t = rec(sid)
   if not st then return nil end
@@ -21,6 +27,7 @@ local function place(m, sid)
   end
   -- `X`: abandoned, and told so (see COME_BACK).
   if st == 'X' then st = 'x' end
+  if st == 'w' and passed(m, n) then st = 'm' end
   return {sid, st, n, t}
 end
 local function out(p) return {p[1], p[2], p[3]} end
@@ -102,11 +109,29 @@ end
 -- never outgrows Redis's compact listpack encoding and a number nobody holds costs nothing in them.
 local LINE_BLOCK = 128
 local function line_set(n) return KL .. ':' .. fmt(math.floor(n / LINE_BLOCK)) end
--- Writes sid at number n (after the head, outside the drawn segment). False when n holds someone.
-local function line_put(m, n, sid)
+-- Length of a liveness slot in ms (`SEEN_SLOT_MS` in mod.rs): a poll of the session numbered n sets bit n of
+-- `seen:<now / SEEN_SLOT>`.
+local SEEN_SLOT = 10000
+-- Number n written into `line` at `now`: its bit in the slot's bitmap of joins, `seen:j:<now / SEEN_SLOT>`, which
+-- lives the abandon grace and two slots more, as the rooms' marks do. Only the head's
+-- look over runs (the tick's `next_live`) reads these: whether a session is away is decided by its join time and
+-- its marks, exactly as before.
+local function mark_joined(m, n, now)
+  local key = KN .. ':j:' .. fmt(math.floor(now / SEEN_SLOT))
+  redis.call('SETBIT', key, fmt(n), 1)
+  -- The grace as the last tick had it (`meta.abn`); before any tick, the keep time's default.
+  local ttl = (tonumber(m.abn) or KEEP or 600000) + 2 * SEEN_SLOT
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, fmt(ttl)) end
+end
+-- Writes sid at number n (after the head, outside the drawn segment), and marks it joined now: a session in `line`
+-- that joined or polled within the grace has its bit set in one of the slots covering it (joins' or marks'), which
+-- lets the head pass a run of people away by bit operations alone (the tick's `next_live`). False when n holds
+-- someone.
+local function line_put(m, n, sid, now)
   if redis.call('GETBIT', KHELD, fmt(n)) == 1 then return false end
   redis.call('ZADD', line_set(n), fmt(n % LINE_BLOCK), sid)
   held(n, 1)
+  mark_joined(m, n, now)
   return true
 end
 -- Puts a session in its pre-queue bucket: the key's top `dbits` bits pick the bucket; the rest of its top 53 bits

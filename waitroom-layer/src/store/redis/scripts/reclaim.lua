@@ -18,12 +18,12 @@ local dhi = dlo + int(m.dcount)
 if n > last then
   -- After everyone: the numbers between stay free for their owners, and no later join takes this one.
   if n - last - 1 > int(ARGV[5]) then return false end
-  line_put(m, n, sid)
+  line_put(m, n, sid, now)
   redis.call('HSET', KM, 'last', fmt(n))
 elseif n > served then
   -- A free number ahead: its entry in `line` (which holds the numbers after the head outside the drawn segment).
   if m.drawn == '1' and n > dlo and n <= dhi then return false end
-  if not line_put(m, n, sid) then return false end
+  if not line_put(m, n, sid, now) then return false end
 else
   -- The head passed it while the store did not know it: ahead of the line, within the late window only.
   if not m.rupto or n > int(m.rupto) or now > int(m.rlate) then return false end

@@ -20,10 +20,10 @@ else
   if n > last then
     -- A Redis that lost its latest writes: the number is taken, and no later ticket gets it.
     if n - last - 1 > int(ARGV[7]) then return false end
-    line_put(m, n, sid)
+    line_put(m, n, sid, now)
     redis.call('HSET', KM, 'last', fmt(n))
   elseif n > served then
-    if not line_put(m, n, sid) then return false end
+    if not line_put(m, n, sid, now) then return false end
   else
     -- The head passed it while the ticket was out: ahead of the line.
     if #redis.call('ZRANGEBYSCORE', KB, n, n) > 0 then return false end

@@ -4,10 +4,10 @@ local now, arrival, abandon, maxscan, slot = int(ARGV[1]), int(ARGV[2]), int(ARG
 local turnmax, window = int(ARGV[6]), int(ARGV[7])
 -- Ended records are kept for the return window (at least an abandon grace) by the clock of the last tick (`rec`).
 local keep = math.max(window, abandon)
-if now > REF or KEEP ~= keep or m.arr ~= ARGV[2] then
+if now > REF or KEEP ~= keep or m.arr ~= ARGV[2] or m.abn ~= ARGV[3] then
   REF, KEEP = math.max(REF, now), keep
   NOW = REF
-  redis.call('HSET', KM, 'tnow', fmt(REF), 'keep', fmt(keep), 'arr', ARGV[2])
+  redis.call('HSET', KM, 'tnow', fmt(REF), 'keep', fmt(keep), 'arr', ARGV[2], 'abn', ARGV[3])
 end
 -- One call's budget: at most `maxscan` steps in all (a finish read from the stream, an expired session, one let in,
 -- skipped, turned away or ended, an empty pre-queue bucket passed), so no call's work grows with the line, the
@@ -75,6 +75,77 @@ local function report()
   return {drew, admitted, missed, abandoned, expired, turned, more}
 end
 local served, last = int(m.served), int(m.last)
+-- Behind the head: the people the door passed while away in a run (`next_live`) are written missed here, as the
+-- door writes one it finds away itself (record `m`, `missed`, out of `line` and `line:held`), a block's run at a
+-- time, with what is left of the call's budget (the door went first: it never waits for them); the rest by the
+-- next calls. `meta.swept`: how far behind the head it got (every bit still set in `line:held` up to `served` is
+-- such a person). A session among them that polls first is written missed by COME_BACK.
+local nswept = 0
+local function sweep(budget)
+  local swept, given = int(m.swept), budget
+  while budget > 0 and swept < served do
+    local h = redis.call('BITPOS', KHELD, 1, fmt(swept + 1), fmt(served), 'BIT')
+    if h < 0 then
+      swept = served
+      break
+    end
+    local base = h - h % LINE_BLOCK
+    local hi = math.min(base + LINE_BLOCK - 1, served)
+    local b0 = math.floor(h / 8)
+    local bits = redis.call('GETRANGE', KHELD, fmt(b0), fmt(math.floor(hi / 8)))
+    local z = redis.call('ZRANGEBYSCORE', line_set(h), fmt(h % LINE_BLOCK), fmt(hi % LINE_BLOCK), 'WITHSCORES')
+    local at = {}
+    for i = 1, #z, 2 do
+      local n = base + tonumber(z[i + 1])
+      if at[n] == nil then at[n] = z[i] end
+    end
+    local ns, sids, ask = {}, {}, {}
+    local n = h
+    while n <= hi and #ns < math.min(budget, RUN) do
+      local byte = string.byte(bits, math.floor(n / 8) - b0 + 1) or 0
+      if math.floor(byte / 2 ^ (7 - n % 8)) % 2 == 1 then
+        ns[#ns + 1] = n
+        sids[#sids + 1] = at[n] or ''
+        if at[n] then ask[#ask + 1] = at[n] end
+      end
+      n = n + 1
+    end
+    local got = {}
+    if #ask > 0 then
+      local r = redis.call('HMGET', KS, unpack(ask))
+      for i, sid in ipairs(ask) do got[sid] = r[i] end
+    end
+    local clear, gone, recs, zs = {}, {}, {}, {}
+    for i, sid in ipairs(sids) do
+      clear[#clear + 1], clear[#clear + 2], clear[#clear + 3], clear[#clear + 4] = 'SET', 'u1', fmt(ns[i]), 0
+      if sid ~= '' then
+        gone[#gone + 1] = sid
+        local st, rn = unpacked(got[sid])
+        if st == 'w' and rn == ns[i] then
+          recs[#recs + 1], recs[#recs + 2] = sid, 'm' .. struct.pack('>I5>I6', rn, now)
+          zs[#zs + 1], zs[#zs + 2] = fmt(now), sid
+          missed[#missed + 1] = sid
+        end
+      end
+    end
+    if #recs > 0 then
+      redis.call('HSET', KS, unpack(recs))
+      redis.call('ZADD', KX, unpack(zs))
+      redis.call('HINCRBY', KM, 'missed', #zs / 2)
+      nswept = nswept + #zs / 2
+    end
+    if #gone > 0 then redis.call('ZREM', line_set(h), unpack(gone)) end
+    redis.call('BITFIELD', KHELD, unpack(clear))
+    block_changed(math.floor(h / LIVE_BLOCK), true)
+    budget = budget - #ns
+    swept = ns[#ns]
+    -- The whole block's run taken: on from its end (the numbers after the last held one hold nobody).
+    if #ns > 0 and n > hi then swept = hi end
+  end
+  if budget == 0 and swept < served then more = 1 end
+  if swept ~= int(m.swept) then redis.call('HSET', KM, 'swept', fmt(swept)) end
+  return given - budget
+end
 local dlo = int(m.dbase)
 local dhi = dlo + int(m.dcount)
 local drawn = m.drawn == '1'
@@ -187,6 +258,7 @@ if turning_away(m) then
   left = left - (math.min(turnmax, left) - budget)
   if served ~= int(m.served) then redis.call('HSET', KM, 'served', fmt(served)) end
   if #turned > 0 then redis.call('HINCRBY', KM, 'turned', #turned) end
+  left = left - sweep(left)
   return report()
 end
 local open = m.paused ~= '1' and m.closed ~= '1' and (m.opens == '' or now >= int(m.opens))
@@ -194,7 +266,10 @@ local total, sold, held = inv(m)
 if open and total and total <= sold + held then open = false end
 -- Just restored after Redis forgot the on-sale: nobody is let in while the owners of the numbers come back.
 if m.runtil and now < int(m.runtil) then open = false end
-if not open then return report() end
+if not open then
+  left = left - sweep(left)
+  return report()
+end
 local room = int(m.cap) - redis.call('ZCARD', KA)
 local now_s = math.floor(now / 1000)
 local recent = 0
@@ -318,6 +393,59 @@ local function drawn_run()
   end
   return true
 end
+-- People away in a row cost the door nothing a person. A number in `line` may be live when it is held and its bit
+-- is set in one of the slots covering the grace, of the marks (`seen:<slot>`) or of the joins (`seen:j:<slot>`,
+-- written by `line_put`): whoever `decide` would find present has one (a session's join time is in a joins' slot
+-- and its marks in the marks' slots), so a number without one is away, and one with one is decided as before
+-- (slots round the grace up: such a number may still be away). `next_live` finds the first such number in
+-- from..upto with bit operations over whole windows of LIVE_WIN numbers (each slot's bytes and the held bytes
+-- copied into two scratch keys, OR-ed and AND-ed by Redis, then one BITPOS): about 0.1 ms a window of 65,536
+-- numbers, whoever holds them, where writing a person missed costs a few microseconds each. At most `wins_left`
+-- windows a call. Returns the number, or nil and the first number not looked at.
+local LIVE_WIN = 65536
+local wins_left = 16
+-- The slots' bitmaps covering the grace, marks' and joins', newest first.
+local live_keys = {}
+for sl = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
+  live_keys[#live_keys + 1] = KN .. ':' .. fmt(sl)
+  live_keys[#live_keys + 1] = KN .. ':j:' .. fmt(sl)
+end
+local function live_at(n)
+  for _, key in ipairs(live_keys) do
+    if redis.call('GETBIT', key, fmt(n)) == 1 then return true end
+  end
+  return false
+end
+local function next_live(from, upto)
+  local acc, tmp = KHELD .. ':live', KHELD .. ':tmp'
+  local n, found = from, nil
+  while wins_left > 0 and n <= upto do
+    wins_left = wins_left - 1
+    local b0 = math.floor(n / 8)
+    local b1 = math.min(b0 + LIVE_WIN / 8 - 1, math.floor(upto / 8))
+    local first = true
+    for _, key in ipairs(live_keys) do
+      local bytes = redis.call('GETRANGE', key, fmt(b0), fmt(b1))
+      if first then
+        redis.call('SET', acc, bytes)
+        first = false
+      elseif #bytes > 0 then
+        redis.call('SET', tmp, bytes)
+        redis.call('BITOP', 'OR', acc, acc, tmp)
+      end
+    end
+    redis.call('SET', tmp, redis.call('GETRANGE', KHELD, fmt(b0), fmt(b1)))
+    redis.call('BITOP', 'AND', acc, acc, tmp)
+    local p = redis.call('BITPOS', acc, 1, fmt(n - 8 * b0), fmt(math.min(upto, 8 * b1 + 7) - 8 * b0), 'BIT')
+    if p >= 0 then
+      found = 8 * b0 + p
+      break
+    end
+    n = 8 * (b1 + 1)
+  end
+  redis.call('DEL', acc, tmp)
+  return found, n
+end
 -- The head in `line` (outside the drawn segment), a run at a time, as `take` would go one number at a time: from
 -- the next held number (one BITPOS), the numbers of its block of LINE_BLOCK (so at most 128) up to what the budget
 -- allows (stopping at the admission that fills the room: people away take no place), their held bits in one
@@ -332,6 +460,17 @@ local function fifo_run()
   if drawn and n0 <= dlo and dhi > dlo then upto = dlo end
   local h = redis.call('BITPOS', KHELD, 1, fmt(n0), fmt(upto), 'BIT')
   if h < 0 then return false end
+  if not live_at(h) then
+    -- Away: the door passes the whole run of people away from h on in one look, writing nothing for them (the
+    -- sweep below writes them missed behind the head), and goes on from the first one here.
+    local p, stop = next_live(h + 1, upto)
+    if not p then
+      served = math.min(stop, upto + 1) - 1
+      if stop <= upto then return 'stop' end
+      return true
+    end
+    served, h = p - 1, p
+  end
   local base = h - h % LINE_BLOCK
   local hi = math.min(base + LINE_BLOCK - 1, upto)
   -- Up to the budget: people away take no place, so the run stops at the admission that fills the room instead.
@@ -395,24 +534,31 @@ while nadm < room and scanned < left do
       local st, bn, bt = rec(back)
       if st == 'r' then sid, n, t = back, bn, bt end
     end
-  elseif fifo_run() then
-    -- done above
   else
-    if served >= last then break end
-    n, sid = take(served + 1)
-    if not n then break end
-    served = n
-    scanned = scanned + 1
-    local st, _, lt = rec(sid)
-    t = lt
-    if not st then sid = nil end
-    if sid and drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
+    local fr = fifo_run()
+    -- The door looked as far as one call may: the next call goes on.
+    if fr == 'stop' then
+      more = 1
+      break
+    end
+    if not fr then
+      if served >= last then break end
+      n, sid = take(served + 1)
+      if not n then break end
+      served = n
+      scanned = scanned + 1
+      local st, _, lt = rec(sid)
+      t = lt
+      if not st then sid = nil end
+      if sid and drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
+    end
   end
   if sid then decide(sid, n, t) end
 end
 write()
 if nadm < room and scanned >= left then more = 1 end
 left = left - scanned
+left = left - sweep(left)
 if served ~= int(m.served) then
   redis.call('HSET', KM, 'served', fmt(served))
   -- Moved sessions whose old number the head has passed are ordinary again.
@@ -422,5 +568,5 @@ if nadm > 0 then
   redis.call('HINCRBY', KM, 'admitted', nadm)
   redis.call('HINCRBY', KR, fmt(now_s), nadm)
 end
-if #missed > 0 then redis.call('HINCRBY', KM, 'missed', #missed) end
+if #missed > nswept then redis.call('HINCRBY', KM, 'missed', #missed - nswept) end
 return report()
