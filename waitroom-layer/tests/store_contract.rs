@@ -3928,7 +3928,7 @@ mod redis {
             .await
             .unwrap();
         assert!(
-            keys.iter().any(|k| !k.contains(":j:")),
+            keys.iter().any(|k| !k.contains(":j")),
             "no bitmap of marks under {pattern}: {keys:?}"
         );
         let slots = 2 * waitroom_layer::store::SEEN_SLOT_MS as i64;
@@ -3938,9 +3938,9 @@ mod redis {
                 .query_async(&mut conn)
                 .await
                 .unwrap();
-            // The joins' bitmaps (`seen:j:<slot>`) take the grace of the last tick, or the keep time's default
+            // The joins' bitmaps (`seen:j:<slot>`, `seen:js:<second>`) take the grace of the last tick, or the keep time's default
             // of 10 minutes when they were written before any tick.
-            let most = if k.contains(":j:") { 600_000 } else { 60_000 };
+            let most = if k.contains(":j") { 600_000 } else { 60_000 };
             assert!(ttl > 0 && ttl <= most + slots, "{k}: {ttl}");
         }
     }

@@ -117,11 +117,14 @@ local SEEN_SLOT = 10000
 -- look over runs (the tick's `next_live`) reads these: whether a session is away is decided by its join time and
 -- its marks, exactly as before.
 local function mark_joined(m, n, now)
-  local key = KN .. ':j:' .. fmt(math.floor(now / SEEN_SLOT))
-  redis.call('SETBIT', key, fmt(n), 1)
   -- The grace as the last tick had it (`meta.abn`); before any tick, the keep time's default.
   local ttl = (tonumber(m.abn) or KEEP or 600000) + 2 * SEEN_SLOT
-  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, fmt(ttl)) end
+  -- Also in the second's bitmap, `seen:js:<now / 1000>`: the head reads those for the oldest slot the grace
+  -- covers, so a join counts for at most a second past the grace, not a whole slot.
+  for _, key in ipairs({KN .. ':j:' .. fmt(math.floor(now / SEEN_SLOT)), KN .. ':js:' .. fmt(math.floor(now / 1000))}) do
+    redis.call('SETBIT', key, fmt(n), 1)
+    if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, fmt(ttl)) end
+  end
 end
 -- Writes sid at number n (after the head, outside the drawn segment), and marks it joined now: a session in `line`
 -- that joined or polled within the grace has its bit set in one of the slots covering it (joins' or marks'), which

@@ -404,11 +404,18 @@ end
 -- windows a call. Returns the number, or nil and the first number not looked at.
 local LIVE_WIN = 65536
 local wins_left = 16
--- The slots' bitmaps covering the grace, marks' and joins', newest first.
+-- The bitmaps covering the grace, newest first: the marks' slots (as `seen` reads them), the joins' slots but the
+-- oldest, and for that one the joins' seconds from the grace's start (a join is exact to its time in the record,
+-- where a mark is only to its slot: a whole slot would keep a run who joined and went quiet looking present for up
+-- to 10 s more, to be decided one by one).
 local live_keys = {}
-for sl = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
+local oldest = math.floor((now - abandon) / slot)
+for sl = math.floor(now / slot), oldest, -1 do
   live_keys[#live_keys + 1] = KN .. ':' .. fmt(sl)
-  live_keys[#live_keys + 1] = KN .. ':j:' .. fmt(sl)
+  if sl > oldest then live_keys[#live_keys + 1] = KN .. ':j:' .. fmt(sl) end
+end
+for sec = math.floor((now - abandon) / 1000), (oldest + 1) * slot / 1000 - 1 do
+  live_keys[#live_keys + 1] = KN .. ':js:' .. fmt(sec)
 end
 local function live_at(n)
   for _, key in ipairs(live_keys) do
