@@ -443,6 +443,11 @@ pub struct Tick {
     /// passed; a store may count other bounded steps against it (Redis: finishes read from the stream, empty
     /// pre-queue buckets passed). Bounds one call's work: a call that stops at it says so
     /// ([`TickReport::more`]) and the room calls again, up to its `max_scan_per_tick` a tick.
+    ///
+    /// People away at the head of the line do not use it: the head passes them to let the next present person in
+    /// (a bounded number a call, each store by its own means), and the calls name them in
+    /// [`TickReport::missed`] out of what is left of this budget, so a report never names more than `max_scan`
+    /// sessions, and the door's pace does not depend on how many went quiet before the people present.
     pub max_scan: u64,
 }
 

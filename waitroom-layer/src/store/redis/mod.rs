@@ -110,7 +110,7 @@ pub const TICKET_BATCH: usize = 1_024;
 ///
 /// | key                    | type   | holds                                                                    |
 /// |------------------------|--------|--------------------------------------------------------------------------|
-/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `drawn`, `dbase`, `dcount`, `dbits`), the counters, and the last tick's clock and keep time (`tnow`, `keep`) |
+/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `swept`, `drawn`, `dbase`, `dcount`, `dbits`), the counters, and the last tick's clock, keep time and grace (`tnow`, `keep`, `abn`) |
 /// | `wr:{ev}:sessions`     | hash   | one field per live session (waiting, pre-queued, admitted, active, missed, returning): its 12-byte record |
 /// | `wr:{ev}:sessions:<ms>`| hash   | the sessions that ended in the slot starting at `<ms>` (finished, expired, abandoned, turned away): their records, for the return window; expires by itself (see "What is forgotten when") |
 /// | `wr:{ev}:line:<k>`     | zset   | sessions waiting with a number `n` in `128 k .. 128 k + 127` outside the drawn segment (FIFO joins, joins after the draw, redeemed tickets), scored by `n % 128`; a number nobody holds has no entry |
@@ -122,6 +122,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
+/// | `wr:{ev}:seen:j:<slot>`, `wr:{ev}:seen:js:<second>` | string | bitmaps: bit `n` set when a session was written into `line` at number `n` during that slot, and that second (read only by the head's look over runs of people away, see "Liveness"); expire the same way |
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
 /// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
@@ -221,6 +222,24 @@ pub const TICKET_BATCH: usize = 1_024;
 /// expires. A draw that runs before the scheduled opening ("open now") counts every drawn session as seen at the
 /// draw (`meta.dfloor`), since nobody was being marked yet. Measured (BENCHMARKS.md): about 0.13 µs of Redis time
 /// per mark either way, where rewriting the record in a script took 4.4 µs.
+///
+/// **People away in a row cost the door nothing each.** Writing a person missed (their record, `missed`, out of
+/// `line`) costs Redis a few microseconds, so a door that did it for each before letting the next present person
+/// in took 46 ticks (12.5 s) to cross 900,000 people who joined and went quiet, all of it out of its budget
+/// ([`Tick::max_scan`](super::Tick::max_scan)). Instead, when the person at the head has no sign of life in the
+/// bitmaps covering the grace, the head looks for the next person who has one with bit operations: in windows of
+/// 65,536 numbers, each bitmap's bytes (the marks' slots, the joins' slots `seen:j:<slot>`, and for the oldest slot
+/// the joins' seconds `seen:js:<second>`, all written by every script that puts a session into `line`) copied into
+/// a scratch key and OR-ed by `BITOP`, AND-ed with `line:held`, then one `BITPOS`: at most 16 windows (a million
+/// numbers) a call, about 0.1 ms a window whoever holds its numbers. Whoever has no bit there is away by the test
+/// the head makes of one person (a join is in its second's bitmap, a mark in its slot's); whoever has one is
+/// decided as before. The head moves on to that person, writing nothing for the run; behind it, a sweep writes the
+/// run missed, a block of `line` at a time, out of what is left of each call's budget (`meta.swept` is how far it
+/// got: every bit of `line:held` at or below `served` is such a person). Until the sweep reaches them, a lookup
+/// reads such a person as missed and `COME_BACK` writes them missed and takes them back, as it takes back anyone
+/// missed. Measured (BENCHMARKS.md, "People away in a row"): behind 900,000 who redeemed their tickets and went
+/// quiet, the first person present goes in at the 4th tick (1.6 s: the joins' second bitmaps round the grace up by
+/// a second) instead of the 46th; the sweep writes the 900,000 missed over the next 42 ticks.
 ///
 /// # Missing a turn and coming back
 ///

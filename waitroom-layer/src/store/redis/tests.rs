@@ -121,3 +121,14 @@ fn a_liveness_mark_outlives_the_grace_by_more_than_a_slot() {
         );
     }
 }
+
+/// The scripts' slot length (`SEEN_SLOT` in `prelude.lua`, which the joins' bitmaps use) is the room's, which the
+/// marks and the tick use: a mismatch would read the joins of the wrong slots.
+#[test]
+fn the_scripts_slot_length_is_the_rooms() {
+    let prelude = include_str!("scripts/prelude.lua");
+    assert!(
+        prelude.contains(&format!("local SEEN_SLOT = {SEEN_SLOT_MS}\n")),
+        "prelude.lua's SEEN_SLOT is not SEEN_SLOT_MS ({SEEN_SLOT_MS})"
+    );
+}

@@ -116,13 +116,18 @@ local SEEN_SLOT = 10000
 -- lives the abandon grace and two slots more, as the rooms' marks do. Only the head's
 -- look over runs (the tick's `next_live`) reads these: whether a session is away is decided by its join time and
 -- its marks, exactly as before.
+-- The joins' bitmaps are kept per block of JOIN_BLOCK numbers (`<key>:<n / JOIN_BLOCK>`, bit `n % JOIN_BLOCK`): a
+-- second's joins hold numbers near the back of the line, so each is one or two keys of at most 8 KB, whatever the
+-- line's length (one bitmap from number 0 would be the whole line's size in bytes / 8, for each second of the grace).
+local JOIN_BLOCK = 65536
 local function mark_joined(m, n, now)
   -- The grace as the last tick had it (`meta.abn`); before any tick, the keep time's default.
   local ttl = (tonumber(m.abn) or KEEP or 600000) + 2 * SEEN_SLOT
+  local blk = ':' .. fmt(math.floor(n / JOIN_BLOCK))
   -- Also in the second's bitmap, `seen:js:<now / 1000>`: the head reads those for the oldest slot the grace
   -- covers, so a join counts for at most a second past the grace, not a whole slot.
-  for _, key in ipairs({KN .. ':j:' .. fmt(math.floor(now / SEEN_SLOT)), KN .. ':js:' .. fmt(math.floor(now / 1000))}) do
-    redis.call('SETBIT', key, fmt(n), 1)
+  for _, key in ipairs({KN .. ':j:' .. fmt(math.floor(now / SEEN_SLOT)) .. blk, KN .. ':js:' .. fmt(math.floor(now / 1000)) .. blk}) do
+    redis.call('SETBIT', key, fmt(n % JOIN_BLOCK), 1)
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, fmt(ttl)) end
   end
 end

@@ -402,37 +402,48 @@ end
 -- copied into two scratch keys, OR-ed and AND-ed by Redis, then one BITPOS): about 0.1 ms a window of 65,536
 -- numbers, whoever holds them, where writing a person missed costs a few microseconds each. At most `wins_left`
 -- windows a call. Returns the number, or nil and the first number not looked at.
-local LIVE_WIN = 65536
+local LIVE_WIN = JOIN_BLOCK
 local wins_left = 16
 -- The bitmaps covering the grace, newest first: the marks' slots (as `seen` reads them), the joins' slots but the
 -- oldest, and for that one the joins' seconds from the grace's start (a join is exact to its time in the record,
 -- where a mark is only to its slot: a whole slot would keep a run who joined and went quiet looking present for up
--- to 10 s more, to be decided one by one).
+-- to 10 s more, to be decided one by one). Each with whether it is kept per block (the joins').
 local live_keys = {}
 local oldest = math.floor((now - abandon) / slot)
 for sl = math.floor(now / slot), oldest, -1 do
-  live_keys[#live_keys + 1] = KN .. ':' .. fmt(sl)
-  if sl > oldest then live_keys[#live_keys + 1] = KN .. ':j:' .. fmt(sl) end
+  live_keys[#live_keys + 1] = {KN .. ':' .. fmt(sl), false}
+  if sl > oldest then live_keys[#live_keys + 1] = {KN .. ':j:' .. fmt(sl), true} end
 end
 for sec = math.floor((now - abandon) / 1000), (oldest + 1) * slot / 1000 - 1 do
-  live_keys[#live_keys + 1] = KN .. ':js:' .. fmt(sec)
+  live_keys[#live_keys + 1] = {KN .. ':js:' .. fmt(sec), true}
 end
 local function live_at(n)
-  for _, key in ipairs(live_keys) do
-    if redis.call('GETBIT', key, fmt(n)) == 1 then return true end
+  local blk, off = ':' .. fmt(math.floor(n / LIVE_WIN)), fmt(n % LIVE_WIN)
+  for _, k in ipairs(live_keys) do
+    local bit
+    if k[2] then bit = redis.call('GETBIT', k[1] .. blk, off) else bit = redis.call('GETBIT', k[1], fmt(n)) end
+    if bit == 1 then return true end
   end
   return false
 end
+-- A window is a block of LIVE_WIN numbers (from `from` on in the first): bytes s0..e0 of it.
 local function next_live(from, upto)
   local acc, tmp = KHELD .. ':live', KHELD .. ':tmp'
   local n, found = from, nil
   while wins_left > 0 and n <= upto do
     wins_left = wins_left - 1
-    local b0 = math.floor(n / 8)
-    local b1 = math.min(b0 + LIVE_WIN / 8 - 1, math.floor(upto / 8))
+    local b = math.floor(n / LIVE_WIN)
+    local base = b * LIVE_WIN
+    local hi = math.min(upto, base + LIVE_WIN - 1)
+    local s0, e0 = math.floor((n - base) / 8), math.floor((hi - base) / 8)
     local first = true
-    for _, key in ipairs(live_keys) do
-      local bytes = redis.call('GETRANGE', key, fmt(b0), fmt(b1))
+    for _, k in ipairs(live_keys) do
+      local bytes
+      if k[2] then
+        bytes = redis.call('GETRANGE', k[1] .. ':' .. fmt(b), fmt(s0), fmt(e0))
+      else
+        bytes = redis.call('GETRANGE', k[1], fmt(base / 8 + s0), fmt(base / 8 + e0))
+      end
       if first then
         redis.call('SET', acc, bytes)
         first = false
@@ -441,14 +452,15 @@ local function next_live(from, upto)
         redis.call('BITOP', 'OR', acc, acc, tmp)
       end
     end
-    redis.call('SET', tmp, redis.call('GETRANGE', KHELD, fmt(b0), fmt(b1)))
+    redis.call('SET', tmp, redis.call('GETRANGE', KHELD, fmt(base / 8 + s0), fmt(base / 8 + e0)))
     redis.call('BITOP', 'AND', acc, acc, tmp)
-    local p = redis.call('BITPOS', acc, 1, fmt(n - 8 * b0), fmt(math.min(upto, 8 * b1 + 7) - 8 * b0), 'BIT')
+    local from_bit = base + 8 * s0
+    local p = redis.call('BITPOS', acc, 1, fmt(n - from_bit), fmt(hi - from_bit), 'BIT')
     if p >= 0 then
-      found = 8 * b0 + p
+      found = from_bit + p
       break
     end
-    n = 8 * (b1 + 1)
+    n = base + LIVE_WIN
   end
   redis.call('DEL', acc, tmp)
   return found, n
