@@ -122,7 +122,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
-/// | `wr:{ev}:seen:j:<slot>`, `wr:{ev}:seen:js:<second>` | string | bitmaps: bit `n` set when a session was written into `line` at number `n` during that slot, and that second (read only by the head's look over runs of people away, see "Liveness"); expire the same way |
+/// | `wr:{ev}:seen:j:<slot>:<b>`, `wr:{ev}:seen:js:<second>:<b>` | string | bitmaps per block `b` of 65,536 numbers: bit `n % 65536` set when a session was written into `line` at number `n` during that slot, and that second (read only by the head's look over runs of people away, see "Liveness"); expire the same way |
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
 /// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
@@ -228,8 +228,9 @@ pub const TICKET_BATCH: usize = 1_024;
 /// in took 46 ticks (12.5 s) to cross 900,000 people who joined and went quiet, all of it out of its budget
 /// ([`Tick::max_scan`](super::Tick::max_scan)). Instead, when the person at the head has no sign of life in the
 /// bitmaps covering the grace, the head looks for the next person who has one with bit operations: in windows of
-/// 65,536 numbers, each bitmap's bytes (the marks' slots, the joins' slots `seen:j:<slot>`, and for the oldest slot
-/// the joins' seconds `seen:js:<second>`, all written by every script that puts a session into `line`) copied into
+/// 65,536 numbers, each bitmap's bytes (the marks' slots, the joins' slots `seen:j:<slot>:<block>`, and for the
+/// oldest slot the joins' seconds `seen:js:<second>:<block>`, written by every script that puts a session into
+/// `line`, kept per block so each is at most 8 KB) copied into
 /// a scratch key and OR-ed by `BITOP`, AND-ed with `line:held`, then one `BITPOS`: at most 16 windows (a million
 /// numbers) a call, about 0.1 ms a window whoever holds its numbers. Whoever has no bit there is away by the test
 /// the head makes of one person (a join is in its second's bitmap, a mark in its slot's); whoever has one is
