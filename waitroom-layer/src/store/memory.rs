@@ -49,10 +49,11 @@ use crate::error::StoreError;
 /// copied at each snapshot (a few times a second per room).
 ///
 /// People away at the head cost the door none of [`Tick::max_scan`] either: each is one record read and written
-/// missed (about 0.1 µs), up to 16,384 a call beside the budget, and the next calls name them in their reports out
-/// of what is left of it. Behind 900,000 who went quiet that is 55 calls, within the 313 one tick makes at most
-/// at the defaults (by the arithmetic, not measured), where the budget alone took 45 ticks (`store_contract`
-/// `people_away_in_a_row_cost_the_door_none_of_its_budget` checks the rule: behind 2,000, calls of 3).
+/// missed, up to 16,384 a call beside the budget, and the next calls name them in their reports out of what is
+/// left of it. Behind 900,000 who went quiet that is 55 calls, within the 313 one tick makes at most at the
+/// defaults, where the budget alone took 45 ticks (900,000 / 20,000; both by the arithmetic, not measured;
+/// `store_contract` `people_away_in_a_row_cost_the_door_none_of_its_budget` checks the rule: behind 2,000, calls
+/// of 3).
 ///
 /// [`MemoryStore::new`] keeps nothing: a restart of the process starts an empty line. [`MemoryStore::open`] keeps
 /// the line in a directory and takes it back after a restart, a crash included; see [Durability](#durability).
@@ -291,8 +292,8 @@ struct Event {
 }
 
 /// The most people away one tick call of the embedded store passes at the head of the line, beside its budget
-/// ([`Tick::max_scan`]), which they do not use: about 0.1 µs each, so a call holds the lock for a millisecond or two
-/// at most, and a run of 900,000 people who went quiet is crossed in one tick of a few dozen calls.
+/// ([`Tick::max_scan`]), which they do not use (each is a record read and written under the lock), so a call's
+/// work stays bounded, and a run of 900,000 people who went quiet is crossed in one tick of a few dozen calls.
 const ABSENT_PER_CALL: u64 = 16_384;
 
 /// How many finishes the memory store remembers for [`Store::finished_since`].

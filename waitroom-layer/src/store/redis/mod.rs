@@ -232,7 +232,8 @@ pub const TICKET_BATCH: usize = 1_024;
 /// oldest slot the joins' seconds `seen:js:<second>:<block>`, written by every script that puts a session into
 /// `line`, kept per block so each is at most 8 KB) copied into
 /// a scratch key and OR-ed by `BITOP`, AND-ed with `line:held`, then one `BITPOS`: at most 16 windows (a million
-/// numbers) a call, about 0.1 ms a window whoever holds its numbers. Whoever has no bit there is away by the test
+/// numbers) a call, a few commands on strings of at most 8 KB a window whoever holds its numbers (not timed on
+/// their own; the crossing's figures are below). Whoever has no bit there is away by the test
 /// the head makes of one person (a join is in its second's bitmap, a mark in its slot's); whoever has one is
 /// decided as before. The head moves on to that person, writing nothing for the run; behind it, a sweep writes the
 /// run missed, a block of `line` at a time, out of what is left of each call's budget (`meta.swept` is how far it

@@ -112,21 +112,21 @@ local function line_set(n) return KL .. ':' .. fmt(math.floor(n / LINE_BLOCK)) e
 -- Length of a liveness slot in ms (`SEEN_SLOT_MS` in mod.rs): a poll of the session numbered n sets bit n of
 -- `seen:<now / SEEN_SLOT>`.
 local SEEN_SLOT = 10000
--- Number n written into `line` at `now`: its bit in the slot's bitmap of joins, `seen:j:<now / SEEN_SLOT>`, which
--- lives the abandon grace and two slots more, as the rooms' marks do. Only the head's
--- look over runs (the tick's `next_live`) reads these: whether a session is away is decided by its join time and
--- its marks, exactly as before.
--- The joins' bitmaps are kept per block of JOIN_BLOCK numbers (`<key>:<n / JOIN_BLOCK>`, bit `n % JOIN_BLOCK`): a
--- second's joins hold numbers near the back of the line, so each is one or two keys of at most 8 KB, whatever the
--- line's length (one bitmap from number 0 would be the whole line's size in bytes / 8, for each second of the grace).
+-- Number n written into `line` at `now`: its bit in the joins' bitmaps of its slot, `seen:j:<now / SEEN_SLOT>`, and
+-- of its second, `seen:js:<now / 1000>` (the head reads the seconds for the oldest slot the grace covers, so a join
+-- counts for at most a second past the grace, not a whole slot). They live the abandon grace and two slots more,
+-- as the rooms' marks do, and only the head's look over runs (the tick's `next_live`) reads them: whether a
+-- session is away is decided by its join time and its marks, exactly as before. They are kept per block of
+-- JOIN_BLOCK numbers (`<key>:<n / JOIN_BLOCK>`, bit `n % JOIN_BLOCK`): a second's joins hold numbers near the back
+-- of the line, so each is one or two keys of at most 8 KB whatever the line's length, where one bitmap from number
+-- 0 would be as long as the line in bits.
 local JOIN_BLOCK = 65536
 local function mark_joined(m, n, now)
   -- The grace as the last tick had it (`meta.abn`); before any tick, the keep time's default.
   local ttl = (tonumber(m.abn) or KEEP or 600000) + 2 * SEEN_SLOT
   local blk = ':' .. fmt(math.floor(n / JOIN_BLOCK))
-  -- Also in the second's bitmap, `seen:js:<now / 1000>`: the head reads those for the oldest slot the grace
-  -- covers, so a join counts for at most a second past the grace, not a whole slot.
-  for _, key in ipairs({KN .. ':j:' .. fmt(math.floor(now / SEEN_SLOT)) .. blk, KN .. ':js:' .. fmt(math.floor(now / 1000)) .. blk}) do
+  local slot_key = KN .. ':j:' .. fmt(math.floor(now / SEEN_SLOT)) .. blk
+  for _, key in ipairs({slot_key, KN .. ':js:' .. fmt(math.floor(now / 1000)) .. blk}) do
     redis.call('SETBIT', key, fmt(n % JOIN_BLOCK), 1)
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, fmt(ttl)) end
   end

@@ -72,15 +72,56 @@ local function report()
   end
   if #due > 0 then redis.call('ZREMRANGEBYRANK', KX, 0, #due - 1) end
   if #abandoned > 0 then redis.call('HINCRBY', KM, 'abandoned', #abandoned) end
+  -- Whoever this call wrote missed: at the head (`decide`) and behind it (`sweep`).
+  if #missed > 0 then redis.call('HINCRBY', KM, 'missed', #missed) end
   return {drew, admitted, missed, abandoned, expired, turned, more}
 end
 local served, last = int(m.served), int(m.last)
+-- A missed record: number n, missed now.
+local function missed_rec(n) return 'm' .. struct.pack('>I5>I6', n, now) end
+-- A run of the line from held number h to hi (one LINE_BLOCK at most): the held numbers in order, at most k, and
+-- each one's session (`''`: held with no entry, passed as `take` passes it), from the held bits in one GETRANGE
+-- and the sessions in one ZRANGEBYSCORE; and the first number not looked at.
+local function held_run(h, hi, k)
+  local base = h - h % LINE_BLOCK
+  local b0 = math.floor(h / 8)
+  local bits = redis.call('GETRANGE', KHELD, fmt(b0), fmt(math.floor(hi / 8)))
+  local z = redis.call('ZRANGEBYSCORE', line_set(h), fmt(h % LINE_BLOCK), fmt(hi % LINE_BLOCK), 'WITHSCORES')
+  local at = {}
+  for i = 1, #z, 2 do
+    local n = base + tonumber(z[i + 1])
+    if at[n] == nil then at[n] = z[i] end
+  end
+  local ns, sids = {}, {}
+  local n = h
+  while n <= hi and #ns < k do
+    local byte = string.byte(bits, math.floor(n / 8) - b0 + 1) or 0
+    if math.floor(byte / 2 ^ (7 - n % 8)) % 2 == 1 then
+      ns[#ns + 1] = n
+      sids[#sids + 1] = at[n] or ''
+    end
+    n = n + 1
+  end
+  return ns, sids, n
+end
+-- The first `count` (at least one) of a run from `held_run` leave `line`: out of its set in one ZREM, their held
+-- bits cleared in one BITFIELD, and one version of their block of the live line (a LINE_BLOCK lies within one;
+-- instances only compare versions, so one a run makes no difference).
+local function leave_run(ns, sids, count)
+  local clear, gone = {}, {}
+  for i = 1, count do
+    clear[#clear + 1], clear[#clear + 2], clear[#clear + 3], clear[#clear + 4] = 'SET', 'u1', fmt(ns[i]), 0
+    if sids[i] ~= '' then gone[#gone + 1] = sids[i] end
+  end
+  if #gone > 0 then redis.call('ZREM', line_set(ns[1]), unpack(gone)) end
+  redis.call('BITFIELD', KHELD, unpack(clear))
+  block_changed(math.floor(ns[1] / LIVE_BLOCK), true)
+end
 -- Behind the head: the people the door passed while away in a run (`next_live`) are written missed here, as the
 -- door writes one it finds away itself (record `m`, `missed`, out of `line` and `line:held`), a block's run at a
 -- time, with what is left of the call's budget (the door went first: it never waits for them); the rest by the
 -- next calls. `meta.swept`: how far behind the head it got (every bit still set in `line:held` up to `served` is
--- such a person). A session among them that polls first is written missed by COME_BACK.
-local nswept = 0
+-- such a person). A session among them that polls first is written missed by COME_BACK. Returns the budget used.
 local function sweep(budget)
   local swept, given = int(m.swept), budget
   while budget > 0 and swept < served do
@@ -89,58 +130,26 @@ local function sweep(budget)
       swept = served
       break
     end
-    local base = h - h % LINE_BLOCK
-    local hi = math.min(base + LINE_BLOCK - 1, served)
-    local b0 = math.floor(h / 8)
-    local bits = redis.call('GETRANGE', KHELD, fmt(b0), fmt(math.floor(hi / 8)))
-    local z = redis.call('ZRANGEBYSCORE', line_set(h), fmt(h % LINE_BLOCK), fmt(hi % LINE_BLOCK), 'WITHSCORES')
-    local at = {}
-    for i = 1, #z, 2 do
-      local n = base + tonumber(z[i + 1])
-      if at[n] == nil then at[n] = z[i] end
-    end
-    local ns, sids, ask = {}, {}, {}
-    local n = h
-    while n <= hi and #ns < math.min(budget, RUN) do
-      local byte = string.byte(bits, math.floor(n / 8) - b0 + 1) or 0
-      if math.floor(byte / 2 ^ (7 - n % 8)) % 2 == 1 then
-        ns[#ns + 1] = n
-        sids[#sids + 1] = at[n] or ''
-        if at[n] then ask[#ask + 1] = at[n] end
-      end
-      n = n + 1
-    end
-    local got = {}
-    if #ask > 0 then
-      local r = redis.call('HMGET', KS, unpack(ask))
-      for i, sid in ipairs(ask) do got[sid] = r[i] end
-    end
-    local clear, gone, recs, zs = {}, {}, {}, {}
+    local hi = math.min(h - h % LINE_BLOCK + LINE_BLOCK - 1, served)
+    local ns, sids, next_n = held_run(h, hi, math.min(budget, RUN))
+    local got = redis.call('HMGET', KS, unpack(sids))
+    local recs, zs = {}, {}
     for i, sid in ipairs(sids) do
-      clear[#clear + 1], clear[#clear + 2], clear[#clear + 3], clear[#clear + 4] = 'SET', 'u1', fmt(ns[i]), 0
-      if sid ~= '' then
-        gone[#gone + 1] = sid
-        local st, rn = unpacked(got[sid])
-        if st == 'w' and rn == ns[i] then
-          recs[#recs + 1], recs[#recs + 2] = sid, 'm' .. struct.pack('>I5>I6', rn, now)
-          zs[#zs + 1], zs[#zs + 2] = fmt(now), sid
-          missed[#missed + 1] = sid
-        end
+      local st, rn = unpacked(got[i])
+      if st == 'w' and rn == ns[i] then
+        recs[#recs + 1], recs[#recs + 2] = sid, missed_rec(rn)
+        zs[#zs + 1], zs[#zs + 2] = fmt(now), sid
+        missed[#missed + 1] = sid
       end
     end
     if #recs > 0 then
       redis.call('HSET', KS, unpack(recs))
       redis.call('ZADD', KX, unpack(zs))
-      redis.call('HINCRBY', KM, 'missed', #zs / 2)
-      nswept = nswept + #zs / 2
     end
-    if #gone > 0 then redis.call('ZREM', line_set(h), unpack(gone)) end
-    redis.call('BITFIELD', KHELD, unpack(clear))
-    block_changed(math.floor(h / LIVE_BLOCK), true)
+    leave_run(ns, sids, #ns)
     budget = budget - #ns
-    swept = ns[#ns]
-    -- The whole block's run taken: on from its end (the numbers after the last held one hold nobody).
-    if #ns > 0 and n > hi then swept = hi end
+    -- On from the last one taken, or from the block's end when the run took all it held.
+    swept = next_n > hi and hi or ns[#ns]
   end
   if budget == 0 and swept < served then more = 1 end
   if swept ~= int(m.swept) then redis.call('HSET', KM, 'swept', fmt(swept)) end
@@ -316,7 +325,7 @@ local function decide(sid, n, t, known)
     if known == nil then away = not seen(sid, n) else away = not known end
   end
   if away then
-    recs[#recs + 1], recs[#recs + 2] = sid, 'm' .. struct.pack('>I5>I6', n, now)
+    recs[#recs + 1], recs[#recs + 2] = sid, missed_rec(n)
     miss_zs[#miss_zs + 1], miss_zs[#miss_zs + 2] = fmt(now), sid
     missed[#missed + 1] = sid
   else
@@ -394,14 +403,15 @@ local function drawn_run()
   return true
 end
 -- People away in a row cost the door nothing a person. A number in `line` may be live when it is held and its bit
--- is set in one of the slots covering the grace, of the marks (`seen:<slot>`) or of the joins (`seen:j:<slot>`,
--- written by `line_put`): whoever `decide` would find present has one (a session's join time is in a joins' slot
--- and its marks in the marks' slots), so a number without one is away, and one with one is decided as before
--- (slots round the grace up: such a number may still be away). `next_live` finds the first such number in
--- from..upto with bit operations over whole windows of LIVE_WIN numbers (each slot's bytes and the held bytes
--- copied into two scratch keys, OR-ed and AND-ed by Redis, then one BITPOS): about 0.1 ms a window of 65,536
--- numbers, whoever holds them, where writing a person missed costs a few microseconds each. At most `wins_left`
--- windows a call. Returns the number, or nil and the first number not looked at.
+-- is set in one of the bitmaps covering the grace, of the marks (`seen:<slot>`) or of the joins (`seen:j:<slot>`
+-- and `seen:js:<second>`, per block, written by `line_put`): whoever `decide` would find present has one (a
+-- session's join time is in a joins' second and slot, its marks in the marks' slots), so a number without one is
+-- away, and one with one is decided as before (bitmaps round the grace up: such a number may still be away).
+-- `next_live` finds the first such number in from..upto with bit operations over whole windows of LIVE_WIN numbers
+-- (each bitmap's bytes and the held bytes copied into two scratch keys, OR-ed and AND-ed by Redis, then one
+-- BITPOS): a few commands on strings of at most 8 KB a bitmap, whoever holds the window's numbers, where writing
+-- one person missed is a record, a `missed` entry and a `line` entry. At most `wins_left` windows a call. Returns
+-- the number, or nil and the first number not looked at.
 local LIVE_WIN = JOIN_BLOCK
 local wins_left = 16
 -- The bitmaps covering the grace, newest first: the marks' slots (as `seen` reads them), the joins' slots but the
@@ -490,49 +500,21 @@ local function fifo_run()
     end
     served, h = p - 1, p
   end
-  local base = h - h % LINE_BLOCK
-  local hi = math.min(base + LINE_BLOCK - 1, upto)
+  local hi = math.min(h - h % LINE_BLOCK + LINE_BLOCK - 1, upto)
   -- Up to the budget: people away take no place, so the run stops at the admission that fills the room instead.
   local k = math.min(left - scanned, RUN)
   if k < 1 or nadm >= room then return false end
-  -- The held bits of h..hi (whole bytes), and the sessions at those numbers.
-  local b0 = math.floor(h / 8)
-  local bits = redis.call('GETRANGE', KHELD, fmt(b0), fmt(math.floor(hi / 8)))
-  local function is_held(n)
-    local byte = string.byte(bits, math.floor(n / 8) - b0 + 1) or 0
-    return math.floor(byte / 2 ^ (7 - n % 8)) % 2 == 1
-  end
-  local z = redis.call('ZRANGEBYSCORE', line_set(h), fmt(h % LINE_BLOCK), fmt(hi % LINE_BLOCK), 'WITHSCORES')
-  local at = {}
-  for i = 1, #z, 2 do
-    local n = base + tonumber(z[i + 1])
-    if at[n] == nil then at[n] = z[i] end
-  end
-  -- The held numbers in order, at most k: each one's session (`''`: held with no entry, passed as `take` passes it).
-  local ns, sids = {}, {}
-  local n = h
-  while n <= hi and #ns < k do
-    if is_held(n) then
-      ns[#ns + 1] = n
-      sids[#sids + 1] = at[n] or ''
-    end
-    n = n + 1
-  end
+  local ns, sids = held_run(h, hi, k)
   local st, ts, marks = run_states(sids, function(i) return ns[i] end, 0)
-  local clear, gone = {}, {}
+  local taken = 0
   for i, sid in ipairs(sids) do
     if nadm >= room then break end
     served = ns[i]
     scanned = scanned + 1
-    clear[#clear + 1], clear[#clear + 2], clear[#clear + 3], clear[#clear + 4] = 'SET', 'u1', fmt(ns[i]), 0
-    if sid ~= '' then gone[#gone + 1] = sid end
+    taken = i
     if st[i] then decide(sid, ns[i], ts[i], marks[i]) end
   end
-  if #gone > 0 then redis.call('ZREM', line_set(h), unpack(gone)) end
-  redis.call('BITFIELD', KHELD, unpack(clear))
-  -- Their block of the live line (a LINE_BLOCK lies within one): one version a run where `held` takes one a
-  -- number (instances only compare versions, so fewer make no difference).
-  block_changed(math.floor(h / LIVE_BLOCK), true)
+  leave_run(ns, sids, taken)
   return true
 end
 while nadm < room and scanned < left do
@@ -587,5 +569,4 @@ if nadm > 0 then
   redis.call('HINCRBY', KM, 'admitted', nadm)
   redis.call('HINCRBY', KR, fmt(now_s), nadm)
 end
-if #missed > nswept then redis.call('HINCRBY', KM, 'missed', #missed - nswept) end
 return report()
