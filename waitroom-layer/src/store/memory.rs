@@ -247,8 +247,10 @@ struct Event {
     back: BTreeMap<u64, Sid>,
     /// Sessions the head passed while away without using the tick's budget (they are missed already), not yet
     /// named in a [`TickReport`]: the next calls name them out of what is left of their budget
-    /// ([`Event::report_passed`]).
-    unreported: VecDeque<Sid>,
+    /// ([`Event::report_passed`]), with when they missed it. The data file keeps the oldest one's time
+    /// (`Meta::unreported_since`): after a restart, every missed session from then on is named again, so a name is
+    /// reported twice at worst, never lost.
+    pub(super) unreported: VecDeque<(u64, Sid)>,
     /// Set by a restore: the last number given out before the loss.
     reclaim_upto: Option<u64>,
     /// Nobody is let in before this (ms), after a restore.
@@ -851,7 +853,7 @@ impl Event {
                 self.missed.push_back((t.now_ms, sid.clone()));
                 if from_line {
                     passed += 1;
-                    self.unreported.push_back(sid.clone());
+                    self.unreported.push_back((t.now_ms, sid.clone()));
                 } else {
                     scanned += 1;
                     report.missed.push(sid.to_string());
@@ -882,7 +884,7 @@ impl Event {
             .min(usize::try_from(budget).unwrap_or(usize::MAX));
         report
             .missed
-            .extend(self.unreported.drain(..n).map(|sid| sid.to_string()));
+            .extend(self.unreported.drain(..n).map(|(_, sid)| sid.to_string()));
         report.more |= !self.unreported.is_empty();
         n as u64
     }

@@ -100,6 +100,10 @@ struct Meta {
     /// A number the head passed is taken back until this (ms), after a restore or a crash.
     #[serde(default)]
     late_until_ms: u64,
+    /// When the oldest session the head passed while away, not yet named in a tick's report, missed its turn
+    /// (`None`: every one was named). A restart names every missed session from then on again.
+    #[serde(default)]
+    unreported_since: Option<u64>,
 }
 
 /// A session's record: state code, number, last seen (for a missed session: when it missed its turn), deadline
@@ -327,6 +331,16 @@ fn load_event(
     ev.returning = returning.into_iter().map(|(_, _, sid)| sid).collect();
     missed.sort_unstable();
     ev.missed = missed.into_iter().map(|(at, _, sid)| (at, sid)).collect();
+    // The passed ones not yet named when the data was written: named by the next ticks (with, at worst, some named
+    // before, whose names come twice).
+    if let Some(since) = m.unreported_since {
+        ev.unreported = ev
+            .missed
+            .iter()
+            .filter(|(at, _)| *at >= since)
+            .cloned()
+            .collect();
+    }
     ev.back = back;
     numbered.sort_unstable();
     // The line: the numbers after the served ones that someone holds (the others are free: tickets not redeemed,
@@ -682,6 +696,7 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
             reclaim_upto: ev.reclaim_upto,
             hold_until_ms: ev.hold_until_ms,
             late_until_ms: ev.late_until_ms,
+            unreported_since: ev.unreported.front().map(|(at, _)| *at),
         };
         out.push(Batch {
             event: name.clone(),
