@@ -1303,7 +1303,8 @@ async fn on_redis_a_ticket_presented_again_is_redeemed_once() {
 /// joins new people one after the other (one store call each) and times them. Printed: the longest Redis command
 /// from the finish on (`SLOWLOG`, commands over 500 µs, those inside scripts included) and how many took over 5 ms,
 /// the joins' p50 / p99 / worst, the ticks the crossing took, and the Redis commands the 1,000 people's polls sent
-/// (between ticks: none is expected, they are answered from the room's memory) against the ticks' own.
+/// (between ticks: none is expected, they are answered from the room's memory) against the ticks' own. Redis runs
+/// at SCHED_FIFO 10 when it can (as the soak does).
 /// `cargo test -p waitroom-layer --release --features redis --test one_shot measure_crossing -- --ignored --nocapture`
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1387,6 +1388,22 @@ async fn measure_crossing_absent_people_on_redis() {
     }
     server.command(&["CONFIG", "SET", "slowlog-log-slower-than", "500"]);
     server.command(&["CONFIG", "SET", "slowlog-max-len", "100000"]);
+    // As `scripts/soak_redis.py` does: Redis's main thread at SCHED_FIFO 10 (as root), so that on a 2-core box
+    // shared with this process's joins and ticks `SLOWLOG` times the commands rather than their waits for a core.
+    let fifo = server.pid().is_some_and(|pid| {
+        std::process::Command::new("chrt")
+            .args(["-f", "-p", "10", &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    println!(
+        "Redis at {}",
+        if fifo {
+            "SCHED_FIFO 10"
+        } else {
+            "normal priority (chrt failed or an external server)"
+        }
+    );
     server.command(&["SLOWLOG", "RESET"]);
     let stop = Arc::new(AtomicBool::new(false));
     let joiner = {

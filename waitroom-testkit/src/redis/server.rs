@@ -67,6 +67,11 @@ impl RedisServer {
         self.port
     }
 
+    /// The server process's id (`None` for an external server).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Whether this is an external server from `REDIS_URL` (which cannot be stopped or restarted).
     pub fn is_external(&self) -> bool {
         self.dir.is_none()
