@@ -1288,8 +1288,9 @@ fn draw_numbers_kept(room: &WaitingRoom) -> u64 {
 }
 
 /// After the draw, each instance reads the draw's numbers (two pages of up to 1,000 here) and answers a drawn person's
-/// first poll from them, with no Redis command: the number the store gives (a lookup), whichever instance the
-/// person polls, and sealed into their cookie as a number from the store would be.
+/// polls from them, with no Redis command: the number the store gives (a lookup), whichever instance the person
+/// polls, and sealed into their cookie as a number from the store would be, at their moment of the two minutes
+/// after the draw (`RESEAL_SPREAD_MS`), not all at the first poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stores_number() {
     let server = RedisServer::from_env_or_start();
@@ -1319,35 +1320,56 @@ async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stor
         );
     }
     let (a0, b0) = (store_a.commands_sent(), store_b.commands_sent());
-    let mut numbers = Vec::new();
-    for (i, cookie) in people.iter().enumerate() {
-        // Half poll one instance, half the other.
-        let url = if i % 2 == 0 { &url_a } else { &url_b };
-        let res = client
-            .get(format!("{url}/waitroom/status?return_to=%2Fcheckout"))
-            .header("accept", "application/json")
-            .header("cookie", cookie)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 200);
-        let sealed = res
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .map(|v| v.to_str().unwrap().to_owned())
-            .find(|c| c.starts_with("waitroom_session="))
-            .expect("the cookie is sealed again with the drawn number");
-        let st: serde_json::Value = res.json().await.unwrap();
-        assert_eq!(st["state"], "paused", "{st}");
-        let n = st["number"].as_u64().expect("a number");
-        assert!(sealed.contains(&format!(".{n}.")), "{sealed} {st}");
-        numbers.push(n);
+    // Three rounds of polls: at the draw, half the re-seal spread on, and the whole spread on. Each answer gives
+    // the person's number; their cookie is sealed again with it at their moment of the spread (picked by their
+    // id), so at the draw nearly nobody's is (1,200 people, a moment each among 120,000 ms: 0.01 expected at 0),
+    // half-way about half (600, sd 17), and at the end everyone's.
+    let spread = 120_000;
+    let mut numbers = vec![0u64; people.len()];
+    let mut sealed_at = Vec::new();
+    for round in 0..3u64 {
+        clock.set_ms(opens_ms + 1 + round * spread / 2);
+        let mut sealed_now = 0;
+        for (i, cookie) in people.iter().enumerate() {
+            // Half poll one instance, half the other.
+            let url = if i % 2 == 0 { &url_a } else { &url_b };
+            let res = client
+                .get(format!("{url}/waitroom/status?return_to=%2Fcheckout"))
+                .header("accept", "application/json")
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+            let sealed = res
+                .headers()
+                .get_all("set-cookie")
+                .iter()
+                .map(|v| v.to_str().unwrap().to_owned())
+                .find(|c| c.starts_with("waitroom_session="));
+            let st: serde_json::Value = res.json().await.unwrap();
+            assert_eq!(st["state"], "paused", "{st}");
+            let n = st["number"].as_u64().expect("a number");
+            assert!(
+                numbers[i] == 0 || numbers[i] == n,
+                "the same number at every poll"
+            );
+            numbers[i] = n;
+            if let Some(sealed) = sealed {
+                assert!(sealed.contains(&format!(".{n}.")), "{sealed} {st}");
+                sealed_now += 1;
+            }
+        }
+        sealed_at.push(sealed_now);
     }
+    assert!(
+        sealed_at[0] <= 2 && (500..=700).contains(&sealed_at[1]) && sealed_at[2] == 1_200,
+        "cookies sealed again at the draw, half-way through the spread and at its end: {sealed_at:?}"
+    );
     assert_eq!(
         (store_a.commands_sent() - a0, store_b.commands_sent() - b0),
         (0, 0),
-        "1,200 first polls after the draw, answered without a Redis command"
+        "3 x 1,200 polls after the draw, answered without a Redis command"
     );
     // The numbers are the store's.
     let mut sorted = numbers.clone();

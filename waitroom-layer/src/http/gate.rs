@@ -524,10 +524,12 @@ fn status_now(
         return None;
     }
     room.note_poll(Some(cookie.id));
-    // As in `place`: the cookie learns the line number (or the pre-queue mark) the room knows.
+    // As in `place`: the cookie learns the line number (or the pre-queue mark) the room knows; a drawn number
+    // from this instance's index at that person's moment after the draw (see `room/drawn.rs`).
     let prequeue = state == SessionState::PreQueue;
     let cookies = if state == SessionState::TurnedAway
         || (placement.number, prequeue) == (cookie.number, cookie.prequeue)
+        || (cookie.prequeue && cookie.number.is_none() && room.reseal_later(cookie.id, number))
     {
         Vec::new()
     } else if carrier != Carrier::Cookie {

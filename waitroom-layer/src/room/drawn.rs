@@ -4,7 +4,13 @@
 //! most). Instead, once a snapshot says the draw has run, this instance reads the draw's numbers from the store a
 //! page at a time ([`Store::drawn_numbers`](crate::store::Store::drawn_numbers), [`PAGE`] sessions a call, each
 //! call a short script) and answers drawn people from memory, as it answers people with a number in their cookie;
-//! the number then goes into their re-sealed cookie at that poll, so the index is only needed once per person.
+//! the number then goes into their re-sealed cookie at a poll of theirs, so the index is only needed once per
+//! person. Not at the first poll after the draw, though: that would re-seal everyone's cookie within one poll
+//! interval, the opening's busiest seconds (a new `Set-Cookie` on nearly every answer, for every browser to store).
+//! Each person's cookie is re-sealed at their first poll from a moment of the [`RESEAL_SPREAD_MS`] after this
+//! instance saw the draw, picked by their session id; until then the index answers them, as it does at the first
+//! poll. (A cookie's number does not take a drawn person back after a restore, so nothing rides on it meanwhile:
+//! see `reclaim` in the Redis store.)
 //!
 //! A number is the one the store would answer (the same arithmetic, read in one call per page) and does not change
 //! while the person waits, so a kept number is never stale while it is ahead of the head; a person the head has
@@ -29,6 +35,11 @@ pub(crate) const PAGE: usize = 500;
 /// The most drawn numbers one instance keeps.
 pub(crate) const MOST: usize = 4_000_000;
 
+/// The time after this instance saw the draw over which the drawn people's cookies are re-sealed with their
+/// numbers, each at a moment picked by their session id (see the module docs): two minutes, six polls at the
+/// default 20 s, so the opening's first poll interval carries a sixth of the new cookies.
+pub(crate) const RESEAL_SPREAD_MS: u64 = 120_000;
+
 const IDLE: u8 = 0;
 const LOADING: u8 = 1;
 const DONE: u8 = 2;
@@ -48,6 +59,9 @@ pub(crate) struct DrawIndex {
     numbers: RwLock<HashMap<CompactString, u64, foldhash::fast::RandomState>>,
     /// The highest number read so far: the pages go in number order, so everyone not read yet holds a higher one.
     frontier: AtomicU64,
+    /// When this instance kept the draw's first page (ms on the room's clock; 0: not yet), from when the cookies
+    /// are re-sealed over [`RESEAL_SPREAD_MS`].
+    since_ms: AtomicU64,
 }
 
 impl DrawIndex {
@@ -87,6 +101,14 @@ impl DrawIndex {
         self.state.load(Ordering::Acquire) != DONE && self.frontier.load(Ordering::Acquire) > served
     }
 
+    /// Whether a drawn person's cookie is re-sealed with their number at a poll at `now_ms`: from their moment of
+    /// the [`RESEAL_SPREAD_MS`] after this instance kept the draw's first page (see the module docs); before that,
+    /// at once.
+    pub(crate) fn reseal_due(&self, session: &str, now_ms: u64) -> bool {
+        let since = self.since_ms.load(Ordering::Relaxed);
+        since == 0 || now_ms >= since.saturating_add(reseal_offset(session))
+    }
+
     /// How many numbers are kept.
     pub(crate) fn len(&self) -> usize {
         self.numbers.read().unwrap_or_else(|e| e.into_inner()).len()
@@ -97,6 +119,7 @@ impl DrawIndex {
         self.generation.fetch_add(1, Ordering::AcqRel);
         *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
         self.frontier.store(0, Ordering::Release);
+        self.since_ms.store(0, Ordering::Relaxed);
         // A new map: the old one's room (sized for the draw read before) is given back.
         *self.numbers.write().unwrap_or_else(|e| e.into_inner()) = HashMap::default();
         self.state.store(IDLE, Ordering::Release);
@@ -104,6 +127,14 @@ impl DrawIndex {
 }
 
 impl WaitingRoom {
+    /// Whether the new cookie of a drawn person whose pre-queue cookie has no number yet waits for their moment
+    /// ([`DrawIndex::reseal_due`]): `number` is the one this instance's index holds for them (a number the store
+    /// answered is sealed at once).
+    pub(crate) fn reseal_later(&self, session: &str, number: Option<u64>) -> bool {
+        let d = &self.inner.drawn;
+        number.is_some() && !d.reseal_due(session, self.now_ms()) && d.get(session) == number
+    }
+
     /// Starts reading the draw's numbers into this instance's index when the snapshot in force says the draw has
     /// run and no read is under way or done (see the module docs). Called after each refresh.
     pub(super) fn load_draw_index(&self) {
@@ -118,6 +149,13 @@ impl WaitingRoom {
         let generation = d.generation.load(Ordering::Acquire);
         tokio::spawn(load(std::sync::Arc::downgrade(&self.inner), generation));
     }
+}
+
+/// A session's moment within [`RESEAL_SPREAD_MS`] (ms), from its id: the room's ids are random, so the moments
+/// spread evenly, and the same person gets the same one on every instance.
+fn reseal_offset(session: &str) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x7265_7365_616c).hash_one(session) % RESEAL_SPREAD_MS
 }
 
 /// Reads the draw's numbers page by page until the last, the store fails (the next refresh goes on from there),
@@ -144,7 +182,16 @@ async fn load(room: Weak<Inner>, generation: u64) {
                 d.state.store(DONE, Ordering::Release);
                 return;
             }
-            Ok(Some(page)) => page,
+            Ok(Some(page)) => {
+                // The first page of this draw kept here: the re-seal spread starts.
+                let _ = d.since_ms.compare_exchange(
+                    0,
+                    inner.clock.now_ms().max(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                page
+            }
             Err(e) => {
                 tracing::debug!(event = %inner.config.event, error = %e, "reading the draw's numbers failed; the next refresh goes on");
                 d.state.store(IDLE, Ordering::Release);
@@ -177,6 +224,39 @@ async fn load(room: Weak<Inner>, generation: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cookies_are_resealed_over_the_spread_after_the_draw_each_at_its_own_moment() {
+        let d = DrawIndex::default();
+        let ids: Vec<String> = (0..10_000).map(|_| WaitingRoom::new_session_id()).collect();
+        assert!(
+            ids.iter().all(|id| d.reseal_due(id, 5)),
+            "no draw read yet: at once"
+        );
+        let t0 = 1_000_000;
+        d.since_ms.store(t0, Ordering::Relaxed);
+        let due = |at: u64| ids.iter().filter(|id| d.reseal_due(id, at)).count();
+        // 10,000 moments spread evenly over the spread: a quarter by a quarter of it (2,500, sd 43), and so on.
+        assert!(due(t0) <= 2, "{}", due(t0));
+        let quarter = due(t0 + RESEAL_SPREAD_MS / 4);
+        assert!((2_200..=2_800).contains(&quarter), "{quarter}");
+        let half = due(t0 + RESEAL_SPREAD_MS / 2);
+        assert!((4_650..=5_350).contains(&half), "{half}");
+        assert_eq!(due(t0 + RESEAL_SPREAD_MS), 10_000);
+        // Once due, due at every later poll; the same moment on every instance.
+        let other = DrawIndex::default();
+        other.since_ms.store(t0, Ordering::Relaxed);
+        for id in &ids[..100] {
+            let at = t0 + reseal_offset(id);
+            assert!(d.reseal_due(id, at) && other.reseal_due(id, at) && d.reseal_due(id, at + 1));
+            assert!(at == t0 || !d.reseal_due(id, at - 1));
+        }
+        d.clear();
+        assert!(
+            ids.iter().all(|id| d.reseal_due(id, t0)),
+            "a dropped index: at once"
+        );
+    }
 
     #[test]
     fn the_unread_are_behind_the_head_only_while_the_read_is_under_way_and_past_the_head() {
