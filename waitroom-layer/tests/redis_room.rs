@@ -1289,7 +1289,7 @@ fn draw_numbers_kept(room: &WaitingRoom) -> u64 {
 
 /// After the draw, each instance reads the draw's numbers (two pages of up to 1,000 here) and answers a drawn person's
 /// polls from them, with no Redis command: the number the store gives (a lookup), whichever instance the person
-/// polls, and sealed into their cookie as a number from the store would be, at their moment of the two minutes
+/// polls, and sealed into their cookie as a number from the store would be, at their moment of the ten minutes
 /// after the draw (`RESEAL_SPREAD_MS`), not all at the first poll.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stores_number() {
@@ -1320,11 +1320,11 @@ async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stor
         );
     }
     let (a0, b0) = (store_a.commands_sent(), store_b.commands_sent());
-    // Three rounds of polls: at the draw, half the re-seal spread on, and the whole spread on. Each answer gives
-    // the person's number; their cookie is sealed again with it at their moment of the spread (picked by their
-    // id), so at the draw nearly nobody's is (1,200 people, a moment each among 120,000 ms: 0.01 expected at 0),
-    // half-way about half (600, sd 17), and at the end everyone's.
-    let spread = 120_000;
+    // Three rounds of polls: at the draw, half the re-seal spread on, and the whole spread on (`RESEAL_SPREAD_MS`,
+    // ten minutes). Each answer gives the person's number; their cookie is sealed again with it at their moment
+    // of the spread (picked by their id), so at the draw nearly nobody's is (1,200 people, a moment each among
+    // 600,000 ms: 0.002 expected at 0), half-way about half (600, sd 17), and at the end everyone's.
+    let spread = 600_000;
     let mut numbers = vec![0u64; people.len()];
     let mut sealed_at = Vec::new();
     for round in 0..3u64 {

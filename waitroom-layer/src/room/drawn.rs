@@ -35,10 +35,11 @@ pub(crate) const PAGE: usize = 500;
 /// The most drawn numbers one instance keeps.
 pub(crate) const MOST: usize = 4_000_000;
 
-/// The time after this instance saw the draw over which the drawn people's cookies are re-sealed with their
-/// numbers, each at a moment picked by their session id (see the module docs): two minutes, six polls at the
-/// default 20 s, so the opening's first poll interval carries a sixth of the new cookies.
-pub(crate) const RESEAL_SPREAD_MS: u64 = 120_000;
+/// The time after this instance kept the draw's first page over which the drawn people's cookies are re-sealed
+/// with their numbers, each at a moment picked by their session id (see the module docs): ten minutes, so the
+/// opening's first minute carries a tenth of the new cookies (with 600,000 drawn, 1,000 a second instead of
+/// 30,000 at the default 20 s polls). Nothing waits on them meanwhile: the index answers.
+pub(crate) const RESEAL_SPREAD_MS: u64 = 600_000;
 
 const IDLE: u8 = 0;
 const LOADING: u8 = 1;
@@ -127,12 +128,13 @@ impl DrawIndex {
 }
 
 impl WaitingRoom {
-    /// Whether the new cookie of a drawn person whose pre-queue cookie has no number yet waits for their moment
-    /// ([`DrawIndex::reseal_due`]): `number` is the one this instance's index holds for them (a number the store
-    /// answered is sealed at once).
+    /// Whether the new cookie of a drawn person whose pre-queue cookie has no number yet, answered `number`,
+    /// waits for their moment ([`DrawIndex::reseal_due`]). Only an instance that keeps the draw's numbers waits
+    /// (on the embedded store, whose draw is not paged, the number is sealed at once); meanwhile its index (or,
+    /// for the few it does not hold, its cache of the store's answers) answers them.
     pub(crate) fn reseal_later(&self, session: &str, number: Option<u64>) -> bool {
         let d = &self.inner.drawn;
-        number.is_some() && !d.reseal_due(session, self.now_ms()) && d.get(session) == number
+        number.is_some() && !d.reseal_due(session, self.now_ms())
     }
 
     /// Starts reading the draw's numbers into this instance's index when the snapshot in force says the draw has
