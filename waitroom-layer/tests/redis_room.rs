@@ -906,6 +906,81 @@ async fn redis_ticket_figures() {
     }
 }
 
+/// A page of the draw looks at 256 buckets at most, whoever is in them: 100 people drawn into 1,024 buckets come
+/// in 4 pages (256 buckets each, most of them empty), not in one call that walks all 1,024, and every one of the
+/// 100 is in one of them with the number a lookup gives.
+#[tokio::test]
+async fn a_page_of_the_draw_looks_at_a_bounded_number_of_buckets() {
+    let server = RedisServer::from_env_or_start();
+    let store = RedisStore::builder(server.url())
+        .draw_buckets_log2(10)
+        .connect()
+        .await
+        .unwrap();
+    let ev = event("drawsparse");
+    let settings = waitroom_layer::Settings {
+        capacity: 10,
+        admit_per_minute: None,
+        paused: true,
+        closed: false,
+        opens_at_ms: Some(u64::MAX / 2),
+        random_draw: true,
+        inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
+    };
+    store.init(&ev, &settings).await.unwrap();
+    let start = 1_800_000_000_000u64;
+    let mut sessions = Vec::new();
+    for k in 0..100u64 {
+        let sid = WaitingRoom::new_session_id();
+        let join = Join {
+            session: sid.clone(),
+            account: None,
+            now_ms: start + k,
+            draw_key: rand::random(),
+        };
+        store.join(&ev, &join).await.unwrap();
+        sessions.push(sid);
+    }
+    store
+        .update(
+            &ev,
+            &waitroom_layer::store::SettingsChange::OpenNow { now_ms: start },
+        )
+        .await
+        .unwrap();
+    // The draw (paused: nobody goes in).
+    let tick = waitroom_layer::store::Tick {
+        now_ms: start + 1_000,
+        arrival_window_ms: 60_000,
+        abandon_after_ms: 600_000,
+        return_window_ms: 600_000,
+        max_scan: 20_000,
+    };
+    store.tick(&ev, &tick).await.unwrap();
+    let mut kept: HashMap<String, u64> = HashMap::new();
+    let mut next = Some(waitroom_layer::store::DrawCursor::default());
+    let mut pages = 0;
+    while let Some(from) = next {
+        let page = store
+            .drawn_numbers(&ev, &from, 500)
+            .await
+            .unwrap()
+            .expect("a page after the draw");
+        kept.extend(page.numbers);
+        next = page.next;
+        pages += 1;
+        assert!(pages <= 10, "the pages never end");
+    }
+    assert_eq!(pages, 4, "1,024 buckets, 256 a page");
+    assert_eq!(kept.len(), 100, "everyone drawn is in a page");
+    for sid in &sessions {
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(p.number, kept.get(sid).copied(), "{sid}");
+    }
+}
+
 /// The draw's numbers read a page at a time (`Store::drawn_numbers`) are the numbers `lookup` answers, even when
 /// the door lets people in between two pages: the pages together hold everyone still waiting in the drawn segment
 /// once, with their own number, and nobody let in before the page was read. Small pages (7) cross bucket ends.
@@ -1383,6 +1458,88 @@ async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stor
             .unwrap();
         let p = store_a.lookup(&ev, sid).await.unwrap().expect("known");
         assert_eq!(p.number, Some(*n), "{sid}");
+    }
+}
+
+/// A Redis that restarts empty after the draw, while the drawn people's cookies still carry only their pre-queue
+/// mark (their numbers not sealed in yet, `RESEAL_SPREAD_MS`): the instance that kept the draw's numbers takes each
+/// of them back at the number the draw gave them, from their next poll, and seals it into their cookie then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drawn_people_whose_cookies_lack_their_number_get_it_back_after_redis_restarts_empty() {
+    let mut server = RedisServer::start();
+    let ev = event("drawlost");
+    let clock = ManualClock::starting_now();
+    let opens_ms = clock.now_ms() + 60_000;
+    let (_store, room, url) = drawn_site(&server, &ev, &clock, opens_ms).await;
+    let (client, people) = join_prequeue(&url, 200).await;
+    clock.set_ms(opens_ms + 1);
+    room.pause().await.unwrap();
+    room.tick_now().await.unwrap();
+    room.refresh().await.unwrap();
+    let kept = tokio::time::timeout(Duration::from_secs(30), async {
+        while draw_numbers_kept(&room) < 200 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(
+        kept.is_ok(),
+        "the draw's 200 numbers were not read within 30 s"
+    );
+    let poll = |cookie: String| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let res = client
+                .get(format!("{url}/waitroom/status"))
+                .header("accept", "application/json")
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+            let sealed = res
+                .headers()
+                .get_all("set-cookie")
+                .iter()
+                .map(|v| v.to_str().unwrap().to_owned())
+                .find(|c| c.starts_with("waitroom_session="));
+            let st: serde_json::Value = res.json().await.unwrap();
+            (st, sealed)
+        }
+    };
+    let (mut drawn, mut sealed_now) = (Vec::new(), 0);
+    for cookie in &people {
+        let (st, sealed) = poll(cookie.clone()).await;
+        assert_eq!(st["state"], "paused", "{st}");
+        drawn.push(st["number"].as_u64().expect("a drawn number"));
+        sealed_now += usize::from(sealed.is_some());
+    }
+    // 200 moments among 600,000 ms: 0.0003 expected at the draw.
+    assert!(sealed_now <= 1, "{sealed_now} cookies sealed at the draw");
+    // Redis is killed and comes back with nothing; the room's next rounds restore the on-sale.
+    server.restart_empty();
+    let mut rounds = 0;
+    while room.tick_now().await.is_err() {
+        rounds += 1;
+        assert!(
+            rounds < 10,
+            "the room did not get the on-sale back within 10 rounds"
+        );
+    }
+    // Each polls with the cookie they had (no number in it): back at the draw's number, sealed in now.
+    for (cookie, n) in people.iter().zip(&drawn) {
+        let (st, sealed) = poll(cookie.clone()).await;
+        assert_eq!(
+            st["number"].as_u64(),
+            Some(*n),
+            "the draw's number back: {st}"
+        );
+        assert!(
+            matches!(st["state"].as_str(), Some("paused" | "waiting")),
+            "in line: {st}"
+        );
+        let sealed = sealed.expect("the number sealed into the cookie after the restore");
+        assert!(sealed.contains(&format!(".{n}.")), "{sealed}");
     }
 }
 

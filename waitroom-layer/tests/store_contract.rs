@@ -3379,10 +3379,6 @@ mod durable {
         );
     }
 
-    /// Missed and returning sessions, the returning queue's order, the missed queue (the window's end), the
-    /// counters of returns and a late return told once are read back from the data file after each restart. (The
-    /// shared `return_window` model needs absences the store sees across calls, and a restart counts everyone in
-    /// line as seen, so it runs here with restarts at chosen points.)
     /// The people the head passed while away whom no tick's report has named yet are named after a restart.
     #[tokio::test]
     async fn people_passed_while_away_are_named_missed_across_a_restart() {
@@ -3391,6 +3387,10 @@ mod durable {
         assert_eq!(store.restarts.load(Ordering::SeqCst), 1);
     }
 
+    /// Missed and returning sessions, the returning queue's order, the missed queue (the window's end), the
+    /// counters of returns and a late return told once are read back from the data file after each restart. (The
+    /// shared `return_window` model needs absences the store sees across calls, and a restart counts everyone in
+    /// line as seen, so it runs here with restarts at chosen points.)
     #[tokio::test]
     async fn missed_and_returning_sessions_and_their_queues_survive_restarts() {
         use contract::{ABANDON_MS, ARRIVAL_MS, RETURN_MS};

@@ -115,7 +115,24 @@ impl DrawIndex {
         self.numbers.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
-    /// Drops everything kept (the store was restored after forgetting the on-sale: its draw may be another).
+    /// The store was restored after forgetting the on-sale: the numbers kept stay, for taking their owners back
+    /// (a drawn person whose cookie has no number yet is reclaimed at the number kept here: see `place` in
+    /// `line.rs`), but the read stops (a read under way finds no draw in the restored store) and nobody is answered
+    /// from them before the store has them back (`locate_local` asks the store first after a restore). Every
+    /// cookie is re-sealed with its number at once from then on, so the next loss finds the numbers in the
+    /// cookies.
+    /// (Restored before the draw, with nothing kept: read again once the draw has run.)
+    pub(crate) fn restored(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
+        self.frontier.store(0, Ordering::Release);
+        self.since_ms.store(0, Ordering::Relaxed);
+        let next = if self.len() == 0 { IDLE } else { DONE };
+        self.state.store(next, Ordering::Release);
+    }
+
+    /// Drops everything kept.
+    #[cfg(test)]
     pub(crate) fn clear(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
@@ -184,8 +201,9 @@ async fn load(room: Weak<Inner>, generation: u64) {
                 d.state.store(DONE, Ordering::Release);
                 return;
             }
+            Ok(Some(page)) if page.numbers.is_empty() => page,
             Ok(Some(page)) => {
-                // The first page of this draw kept here: the re-seal spread starts.
+                // The first numbers of this draw kept here: the re-seal spread starts.
                 let _ = d.since_ms.compare_exchange(
                     0,
                     inner.clock.now_ms().max(1),
@@ -228,7 +246,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cookies_are_resealed_over_the_spread_after_the_draw_each_at_its_own_moment() {
+    fn cookies_are_resealed_over_the_spread_after_the_draw_each_at_its_own_moment_and_at_once_after_a_restore()
+     {
         let d = DrawIndex::default();
         let ids: Vec<String> = (0..10_000).map(|_| WaitingRoom::new_session_id()).collect();
         assert!(
@@ -253,11 +272,16 @@ mod tests {
             assert!(d.reseal_due(id, at) && other.reseal_due(id, at) && d.reseal_due(id, at + 1));
             assert!(at == t0 || !d.reseal_due(id, at - 1));
         }
-        d.clear();
+        // After the store was restored: the numbers stay (to take their owners back), every cookie at once.
+        d.state.store(LOADING, Ordering::Release);
+        d.keep(vec![(ids[0].clone(), 5)], 1);
+        d.restored();
         assert!(
             ids.iter().all(|id| d.reseal_due(id, t0)),
-            "a dropped index: at once"
+            "after a restore: at once"
         );
+        assert_eq!(d.get(&ids[0]), Some(5), "kept for the reclaim");
+        assert!(!d.unread_are_behind(0), "nobody answered as read-to-come");
     }
 
     #[test]

@@ -316,7 +316,12 @@ impl WaitingRoom {
         if found.0.is_none() && (number_hint.is_some() || (prequeue_hint && restored)) {
             let reclaim = Reclaim {
                 session: session.to_owned(),
-                number: number_hint,
+                // A drawn person whose cookie has no number yet: the one this instance kept from the draw.
+                number: number_hint.or_else(|| {
+                    prequeue_hint
+                        .then(|| self.inner.drawn.get(session))
+                        .flatten()
+                }),
                 now_ms: self.now_ms(),
                 draw_key: rand::random(),
             };

@@ -58,8 +58,7 @@ impl WaitingRoom {
         if restored {
             self.inner.cache.invalidate_all();
             self.inner.admits.invalidate_all();
-            self.inner.drawn.clear();
-            self.inner.metrics.draw_numbers_kept.set(0);
+            self.inner.drawn.restored();
         }
         self.inner.snap.store(Arc::new(snap));
         restored

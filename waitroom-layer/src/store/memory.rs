@@ -247,10 +247,13 @@ struct Event {
     back: BTreeMap<u64, Sid>,
     /// Sessions the head passed while away without using the tick's budget (they are missed already), not yet
     /// named in a [`TickReport`]: the next calls name them out of what is left of their budget
-    /// ([`Event::report_passed`]), with when they missed it. The data file keeps the oldest one's time
+    /// ([`Event::report_passed`]), with when they missed it. The data file keeps `unreported_floor`
     /// (`Meta::unreported_since`): after a restart, every missed session from then on is named again, so a name is
     /// reported twice at worst, never lost.
     pub(super) unreported: VecDeque<(u64, Sid)>,
+    /// The earliest time in `unreported` since it was last empty (a clock stepped back leaves later entries with
+    /// earlier times: the floor covers them too, at the cost of naming a few twice after a restart).
+    pub(super) unreported_floor: Option<u64>,
     /// Set by a restore: the last number given out before the loss.
     reclaim_upto: Option<u64>,
     /// Nobody is let in before this (ms), after a restore.
@@ -316,6 +319,7 @@ impl Event {
             missed: VecDeque::new(),
             back: BTreeMap::new(),
             unreported: VecDeque::new(),
+            unreported_floor: None,
             reclaim_upto: None,
             hold_until_ms: 0,
             late_until_ms: 0,
@@ -854,6 +858,8 @@ impl Event {
                 if from_line {
                     passed += 1;
                     self.unreported.push_back((t.now_ms, sid.clone()));
+                    self.unreported_floor =
+                        Some(self.unreported_floor.map_or(t.now_ms, |f| f.min(t.now_ms)));
                 } else {
                     scanned += 1;
                     report.missed.push(sid.to_string());
@@ -886,6 +892,9 @@ impl Event {
             .missed
             .extend(self.unreported.drain(..n).map(|(_, sid)| sid.to_string()));
         report.more |= !self.unreported.is_empty();
+        if self.unreported.is_empty() {
+            self.unreported_floor = None;
+        }
         n as u64
     }
 

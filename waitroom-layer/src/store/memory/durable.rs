@@ -340,6 +340,7 @@ fn load_event(
             .filter(|(at, _)| *at >= since)
             .cloned()
             .collect();
+        ev.unreported_floor = Some(since);
     }
     ev.back = back;
     numbered.sort_unstable();
@@ -696,7 +697,7 @@ fn collect(events: &mut HashMap<String, Event>, closing: bool) -> Vec<Batch> {
             reclaim_upto: ev.reclaim_upto,
             hold_until_ms: ev.hold_until_ms,
             late_until_ms: ev.late_until_ms,
-            unreported_since: ev.unreported.front().map(|(at, _)| *at),
+            unreported_since: ev.unreported_floor,
         };
         out.push(Batch {
             event: name.clone(),

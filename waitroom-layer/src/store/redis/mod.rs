@@ -193,12 +193,12 @@ pub const TICKET_BATCH: usize = 1_024;
 /// **Drawn numbers reach people without a call each.** A drawn person's cookie holds no number until their first
 /// poll after the draw, and working the number out takes a script (`ZRANK`, `GETRANGE`, `ZCARD`). So after the draw
 /// each room instance reads every drawn number once, a page at a time (the `DRAWN` script,
-/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 500 members of a few buckets a call, one
+/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 500 members of at most 256 buckets a call, one
 /// `ZRANGE` a bucket (its members only from a bucket's front; `WITHSCORES` from a cursor of bucket, score and
 /// member, and one `ZSCORE` for the cursor of a bucket larger than a page), the buckets' starts read 64 to a
 /// `GETRANGE`; the same arithmetic, so each page is exact when read and stays exact while its people wait, as the
-/// head only pops bucket fronts), and answers a drawn person's first poll from memory; that poll seals the number
-/// into their cookie. A page comes back as runs, one a bucket: its first number and its sessions in one string,
+/// head only pops bucket fronts), and answers a drawn person's polls from memory; a poll from their moment of the
+/// ten minutes after seals the number into their cookie (`RESEAL_SPREAD_MS` in `room/drawn.rs`). A page comes back as runs, one a bucket: its first number and its sessions in one string,
 /// each after its length in two bytes (the k-th holds the first number plus k; a length of 0, a number moved to
 /// the front). Two replies
 /// a session, formatted by Redis and parsed by the client one by one, were most of the instances' work at the

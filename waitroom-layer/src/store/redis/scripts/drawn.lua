@@ -6,7 +6,8 @@
 -- number order, each after its length in two big-endian bytes (one bulk string a bucket rather than two replies a
 -- session, which Redis formats and the instance parses one by one), the k-th (from 0) holding the first number
 -- plus k, a length of 0 a number nobody holds; a next bucket of -1: no more pages. {-2}: not
--- drawn. The work is bounded: at most ARGV[4] members read, and at most 2^dbits empty buckets passed.
+-- drawn. The work is bounded: at most ARGV[4] members read, and at most BUCKETS buckets looked at (a page of a
+-- small crowd in many buckets, or past buckets the door emptied, ends there: a page may hold no one).
 -- A bucket costs one ZRANGE: read to its end, its size is what was read. A page holds whole buckets: one that does
 -- not fit in what is left of the page is left for the next page (which starts at its front), so no bucket is
 -- counted (ZCARD) or searched for a cursor (ZCOUNT), but for one bucket alone larger than a page. The buckets'
@@ -20,6 +21,8 @@ local dbase = int(m.dbase)
 local out = {-1, '', ''}
 local got = 0
 local SPAN = 64
+local BUCKETS = 256
+local looked = 0
 -- Whether a <= b byte by byte, as Redis orders a sorted set's members of one score (Lua's `<=` on strings follows
 -- the locale Redis runs under, which may order them otherwise).
 local function bytes_le(a, b)
@@ -52,10 +55,11 @@ local function bounds(b)
   return struct.unpack('>I4>I4', span, at)
 end
 while b < nb do
-  if got >= most then
+  if got >= most or (after == '' and looked >= BUCKETS) then
     out[1], out[2], out[3] = b, after, member
     return out
   end
+  looked = looked + 1
   local lo, hi = bounds(b)
   -- No index (a store that lost it): nothing to read.
   if not lo then return {-1, '', ''} end
