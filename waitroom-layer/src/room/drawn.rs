@@ -76,8 +76,28 @@ impl DrawIndex {
     }
 
     /// Keeps a page's numbers (at most [`MOST`] in all); returns how many are kept.
-    fn keep(&self, page: Vec<(String, u64)>, expect: usize) -> usize {
+    /// A page read for `generation` at `now_ms`, kept only if the index is still that generation (checked under
+    /// the lock a restore takes too, so a page read before a restore never lands after it); `None` if not. The
+    /// first numbers kept start the re-seal spread.
+    fn keep(
+        &self,
+        page: Vec<(String, u64)>,
+        expect: usize,
+        generation: u64,
+        now_ms: u64,
+    ) -> Option<usize> {
         let mut numbers = self.numbers.write().unwrap_or_else(|e| e.into_inner());
+        if self.generation.load(Ordering::Acquire) != generation {
+            return None;
+        }
+        if !page.is_empty() {
+            let _ = self.since_ms.compare_exchange(
+                0,
+                now_ms.max(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
         if numbers.is_empty() {
             numbers.reserve(expect.min(MOST).max(page.len()));
         }
@@ -92,7 +112,7 @@ impl DrawIndex {
             numbers.insert(CompactString::from(session), n);
         }
         self.frontier.fetch_max(highest, Ordering::AcqRel);
-        numbers.len()
+        Some(numbers.len())
     }
 
     /// Whether a drawn person this instance has not read yet is certainly still waiting behind the head at
@@ -123,11 +143,12 @@ impl DrawIndex {
     /// cookies.
     /// (Restored before the draw, with nothing kept: read again once the draw has run.)
     pub(crate) fn restored(&self) {
+        let numbers = self.numbers.read().unwrap_or_else(|e| e.into_inner());
         self.generation.fetch_add(1, Ordering::AcqRel);
         *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
         self.frontier.store(0, Ordering::Release);
         self.since_ms.store(0, Ordering::Relaxed);
-        let next = if self.len() == 0 { IDLE } else { DONE };
+        let next = if numbers.is_empty() { IDLE } else { DONE };
         self.state.store(next, Ordering::Release);
     }
 
@@ -201,17 +222,7 @@ async fn load(room: Weak<Inner>, generation: u64) {
                 d.state.store(DONE, Ordering::Release);
                 return;
             }
-            Ok(Some(page)) if page.numbers.is_empty() => page,
-            Ok(Some(page)) => {
-                // The first numbers of this draw kept here: the re-seal spread starts.
-                let _ = d.since_ms.compare_exchange(
-                    0,
-                    inner.clock.now_ms().max(1),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-                page
-            }
+            Ok(Some(page)) => page,
             Err(e) => {
                 tracing::debug!(event = %inner.config.event, error = %e, "reading the draw's numbers failed; the next refresh goes on");
                 d.state.store(IDLE, Ordering::Release);
@@ -223,7 +234,9 @@ async fn load(room: Weak<Inner>, generation: u64) {
         let snap = inner.snap.load();
         let expect = usize::try_from(snap.waiting()).unwrap_or(MOST);
         drop(snap);
-        let kept = d.keep(page.numbers, expect);
+        let Some(kept) = d.keep(page.numbers, expect, generation, inner.clock.now_ms()) else {
+            return;
+        };
         let full = kept >= MOST;
         inner.metrics.draw_numbers_kept.set(kept as i64);
         inner.metrics.draw_pages.inc();
@@ -244,6 +257,11 @@ async fn load(room: Weak<Inner>, generation: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keep_now(d: &DrawIndex, page: Vec<(String, u64)>, expect: usize) {
+        let generation = d.generation.load(Ordering::Acquire);
+        assert!(d.keep(page, expect, generation, 1).is_some());
+    }
 
     #[test]
     fn cookies_are_resealed_over_the_spread_after_the_draw_each_at_its_own_moment_and_at_once_after_a_restore()
@@ -274,8 +292,12 @@ mod tests {
         }
         // After the store was restored: the numbers stay (to take their owners back), every cookie at once.
         d.state.store(LOADING, Ordering::Release);
-        d.keep(vec![(ids[0].clone(), 5)], 1);
+        keep_now(&d, vec![(ids[0].clone(), 5)], 1);
+        let before = d.generation.load(Ordering::Acquire);
         d.restored();
+        // A page read before the restore lands nowhere.
+        assert_eq!(d.keep(vec![(ids[1].clone(), 6)], 1, before, t0), None);
+        assert_eq!(d.get(&ids[1]), None);
         assert!(
             ids.iter().all(|id| d.reseal_due(id, t0)),
             "after a restore: at once"
@@ -290,11 +312,11 @@ mod tests {
         assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
         d.state.store(LOADING, Ordering::Release);
         assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
-        d.keep(vec![("a".into(), 11), ("b".into(), 12)], 3);
+        keep_now(&d, vec![("a".into(), 11), ("b".into(), 12)], 3);
         assert!(d.unread_are_behind(10));
         assert!(d.unread_are_behind(11), "everyone unread holds 13 or more");
         assert!(!d.unread_are_behind(12), "the head reached what was read");
-        d.keep(vec![("c".into(), 13)], 3);
+        keep_now(&d, vec![("c".into(), 13)], 3);
         assert!(d.unread_are_behind(12), "the read moved on");
         assert_eq!(d.get("c"), Some(13));
         d.state.store(DONE, Ordering::Release);
