@@ -198,10 +198,10 @@ pub const TICKET_BATCH: usize = 1_024;
 /// member, and one `ZSCORE` for the cursor of a bucket larger than a page), the buckets' starts read 64 to a
 /// `GETRANGE`; the same arithmetic, so each page is exact when read and stays exact while its people wait, as the
 /// head only pops bucket fronts), and answers a drawn person's polls from memory; a poll from their moment of the
-/// ten minutes after seals the number into their cookie (`RESEAL_SPREAD_MS` in `room/drawn.rs`). A page comes back as runs, one a bucket: its first number and its sessions in one string,
-/// each after its length in two bytes (the k-th holds the first number plus k; a length of 0, a number moved to
-/// the front). Two replies
-/// a session, formatted by Redis and parsed by the client one by one, were most of the instances' work at the
+/// ten minutes after seals the number into their cookie (`RESEAL_SPREAD_MS` in `room/drawn.rs`). A page comes back
+/// as runs, one a bucket: its first number and its sessions in one string, each after its length in two bytes (the
+/// k-th holds the first number plus k; a length of 0, a number moved to the front). Two replies a session,
+/// formatted by Redis and parsed by the client one by one, were most of the instances' work at the
 /// opening after the index itself (BENCHMARKS.md, "The opening's instance work"). 600,000 drawn people are about 1,300 calls per instance and one `ZRANGE` a bucket inside them, where
 /// one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on
 /// two instances send no Redis command once the numbers are kept; without them each is one `COME_BACK` call). Until an instance has read a
