@@ -177,8 +177,12 @@ async fn place(
     {
         p.state = SessionState::Finished;
     }
-    let snap = room.snapshot();
-    let door_shut_for_good = snap.settings.turning_away();
+    let (door_shut_for_good, prequeue_opens_at_ms) = room.with_snapshot(|snap| {
+        (
+            snap.settings.turning_away(),
+            snap.settings.prequeue_opens_at_ms,
+        )
+    });
     let needs_join = placed.store_ok
         && !late
         && placed
@@ -198,11 +202,7 @@ async fn place(
             session = WaitingRoom::new_session_id();
         }
         // Before the pre-queue opens nobody takes a place: come back then.
-        if let Some(at) = snap
-            .settings
-            .prequeue_opens_at_ms
-            .filter(|&t| t > room.clock().now_ms())
-        {
+        if let Some(at) = prequeue_opens_at_ms.filter(|&t| t > room.clock().now_ms()) {
             return Look::Refused(respond::not_open_yet(
                 at,
                 room.clock().now_ms(),

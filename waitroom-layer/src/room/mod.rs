@@ -206,6 +206,12 @@ impl WaitingRoom {
         self.inner.snap.load_full()
     }
 
+    /// `f` of the snapshot in force, read without taking a reference to it (no count moved between cores, as
+    /// [`snapshot`](Self::snapshot)'s `Arc` does): for the request path.
+    pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&Snapshot) -> R) -> R {
+        f(&self.inner.snap.load())
+    }
+
     /// Subscribes to the room's lifecycle events (joined, admitted, finished, expired, abandoned, turned away, sold
     /// out) as
     /// this instance sees them. The buffer is bounded: a subscriber that falls behind loses the oldest events

@@ -31,8 +31,14 @@ impl WaitingRoom {
     fn note_store(&self, r: Result<(), &StoreError>) {
         match r {
             Ok(()) => {
-                self.inner.store_unreachable.store(false, Ordering::Relaxed);
-                if !self.inner.store_ok.swap(true, Ordering::Relaxed) {
+                // Read before written: every store call passes here, and a write each (even of the same value)
+                // would pull the flags' cache line from core to core.
+                if self.inner.store_unreachable.load(Ordering::Relaxed) {
+                    self.inner.store_unreachable.store(false, Ordering::Relaxed);
+                }
+                if !self.inner.store_ok.load(Ordering::Relaxed)
+                    && !self.inner.store_ok.swap(true, Ordering::Relaxed)
+                {
                     let now = self.now_ms();
                     self.inner
                         .hold_ticks_until_ms
@@ -190,8 +196,14 @@ pub(super) async fn timed<T>(m: &super::metrics::RoomMetrics, call: impl Future<
     let started = std::time::Instant::now();
     let out = call.await;
     let us = started.elapsed().as_micros() as u64;
-    m.store_call_longest_us
-        .fetch_max(us, std::sync::atomic::Ordering::Relaxed);
+    // Read first: a new longest is rare, and a write each call would move the line between cores.
+    if us
+        > m.store_call_longest_us
+            .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        m.store_call_longest_us
+            .fetch_max(us, std::sync::atomic::Ordering::Relaxed);
+    }
     if us > 5_000 {
         m.store_calls_over_5ms.inc();
     }
