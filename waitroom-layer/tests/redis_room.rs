@@ -906,6 +906,101 @@ async fn redis_ticket_figures() {
     }
 }
 
+/// `missed` is kept a second a set (`missed:<second>`); a session a version before wrote into the one `missed` set
+/// (an on-sale running through an upgrade) is still read by the tick: past the return window it ends abandoned,
+/// as one in a second's set does.
+#[tokio::test]
+async fn a_session_missed_in_the_one_set_of_versions_before_still_ends_after_the_window() {
+    let server = RedisServer::from_env_or_start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let ev = event("missedold");
+    let settings = Settings {
+        capacity: 1,
+        admit_per_minute: None,
+        paused: false,
+        closed: false,
+        opens_at_ms: None,
+        random_draw: false,
+        inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
+    };
+    store.init(&ev, &settings).await.unwrap();
+    let t0 = 1_800_000_000_000u64;
+    let tick = |now_ms| Tick {
+        now_ms,
+        arrival_window_ms: 60_000,
+        abandon_after_ms: 60_000,
+        return_window_ms: 120_000,
+        max_scan: 1_000,
+    };
+    for (sid, at) in [
+        ("a-one", t0),
+        ("b-new", t0 + 1),
+        ("c-old", t0 + 2),
+        ("d-in", t0 + 3),
+    ] {
+        let join = Join {
+            session: sid.into(),
+            account: None,
+            now_ms: at,
+            draw_key: 0,
+        };
+        store.join(&ev, &join).await.unwrap();
+    }
+    assert_eq!(let_in_and_finish(&store, &ev, &tick(t0 + 10)).await, 1);
+    // d polls; b and c do not: past the grace both are missed and d goes in.
+    let later = t0 + 90_000;
+    let touches = Touches {
+        now_ms: later,
+        waiting: vec![waitroom_layer::store::Mark {
+            session: "d-in".into(),
+            number: Some(4),
+        }],
+        active: vec![],
+        idle_timeout_ms: 60_000,
+        abandon_after_ms: 60_000,
+        tickets: 0,
+    };
+    store.touch(&ev, &touches).await.unwrap();
+    let r = store.tick(&ev, &tick(later)).await.unwrap();
+    assert_eq!(r.admitted, ["d-in"]);
+    assert_eq!(r.missed, ["b-new", "c-old"]);
+    // c's entry as a version before kept it: in the one `missed` set, its second's set gone.
+    let second = store.key(&ev, &format!("missed:{}", later / 1000));
+    let old = store.key(&ev, "missed");
+    assert_eq!(server.command(&["ZREM", &second, "c-old"]), "1");
+    assert_eq!(
+        server.command(&["ZADD", &old, &later.to_string(), "c-old"]),
+        "1"
+    );
+    // Within the window nobody ends; past it both do.
+    assert!(
+        store
+            .tick(&ev, &tick(later + 60_000))
+            .await
+            .unwrap()
+            .abandoned
+            .is_empty()
+    );
+    let mut ended = store
+        .tick(&ev, &tick(later + 120_001))
+        .await
+        .unwrap()
+        .abandoned;
+    ended.sort();
+    assert_eq!(ended, ["b-new", "c-old"]);
+    for sid in ["b-new", "c-old"] {
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(p.state, SessionState::Abandoned, "{sid}");
+    }
+    assert_eq!(
+        server.command(&["EXISTS", &old, &second]),
+        "0",
+        "both sets emptied"
+    );
+}
+
 /// A page of the draw looks at 256 buckets at most, whoever is in them: 100 people drawn into 1,024 buckets come
 /// in 4 pages (256 buckets each, most of them empty), not in one call that walks all 1,024, and every one of the
 /// 100 is in one of them with the number a lookup gives.

@@ -110,7 +110,7 @@ pub const TICKET_BATCH: usize = 1_024;
 ///
 /// | key                    | type   | holds                                                                    |
 /// |------------------------|--------|--------------------------------------------------------------------------|
-/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `swept`, `drawn`, `dbase`, `dcount`, `dbits`), the counters, and the last tick's clock, keep time and grace (`tnow`, `keep`, `abn`) |
+/// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `swept`, `xlo`, `drawn`, `dbase`, `dcount`, `dbits`), the counters, and the last tick's clock, keep time and grace (`tnow`, `keep`, `abn`) |
 /// | `wr:{ev}:sessions`     | hash   | one field per live session (waiting, pre-queued, admitted, active, missed, returning): its 12-byte record |
 /// | `wr:{ev}:sessions:<ms>`| hash   | the sessions that ended in the slot starting at `<ms>` (finished, expired, abandoned, turned away): their records, for the return window; expires by itself (see "What is forgotten when") |
 /// | `wr:{ev}:line:<k>`     | zset   | sessions waiting with a number `n` in `128 k .. 128 k + 127` outside the drawn segment (FIFO joins, joins after the draw, redeemed tickets), scored by `n % 128`; a number nobody holds has no entry |
@@ -126,7 +126,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
 /// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
-/// | `wr:{ev}:missed`       | zset   | sessions that missed their turn and have not come back, scored by when (ms); the tick ends those past the return window |
+/// | `wr:{ev}:missed:<s>`   | zset   | sessions that missed their turn in second `s` and have not come back, scored by when (ms); the tick ends those past the return window, from the oldest second that may hold anyone (`meta.xlo`); one set a second, so none grows to the crowd (`wr:{ev}:missed`, the one set of versions before, is still read) |
 /// | `wr:{ev}:line:front`   | list   | sessions an operator moved to the front, let in before everyone else; their old places in `line` are freed (in a bucket, an empty id the head skips) |
 /// | `wr:{ev}:line:moved`   | zset   | those sessions, scored by their old number, until the head passes it (read with every snapshot) |
 /// | `wr:{ev}:line:held`    | string | a bitmap: bit `n` set while a session waits in `line` at number `n` (not in the drawn segment): the live line |

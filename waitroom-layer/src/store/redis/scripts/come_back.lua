@@ -13,6 +13,7 @@ if st == 'w' and passed(m, n) then
   st, t = 'm', now
 end
 if st == 'm' then
+  redis.call('ZREM', xkey(t), sid)
   redis.call('ZREM', KX, sid)
   if t + window > now then
     -- Back within the window: to the back of the returning queue, seen now.

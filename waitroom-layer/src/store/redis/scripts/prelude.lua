@@ -109,6 +109,21 @@ end
 -- never outgrows Redis's compact listpack encoding and a number nobody holds costs nothing in them.
 local LINE_BLOCK = 128
 local function line_set(n) return KL .. ':' .. fmt(math.floor(n / LINE_BLOCK)) end
+-- `missed` is kept a second a set (`missed:<second>`, member the session, score when it missed its turn in ms), so
+-- no set holds more than a second of the door's work: one sorted set of everyone missed grew past 2^19 members
+-- while the door crossed 900,000 people away, and Redis's growing its table stalled a `ZADD` for 10 to 16 ms.
+-- `meta.xlo`: the oldest second that may hold anyone (the tick's report reads from there). `missed` itself, as
+-- versions before kept it, is still read and emptied.
+local function xkey(t) return KX .. ':' .. fmt(math.floor(t / 1000)) end
+-- Score/member pairs `zs`, all missed at `t`, into their second's set.
+local function missed_add(m, t, zs)
+  redis.call('ZADD', xkey(t), unpack(zs))
+  local sec = math.floor(t / 1000)
+  if not m.xlo or m.xlo == '' or int(m.xlo) > sec then
+    m.xlo = fmt(sec)
+    redis.call('HSET', KM, 'xlo', m.xlo)
+  end
+end
 -- Length of a liveness slot in ms (`SEEN_SLOT_MS` in mod.rs): a poll of the session numbered n sets bit n of
 -- `seen:<now / SEEN_SLOT>`.
 local SEEN_SLOT = 10000

@@ -59,9 +59,34 @@ local admitted, abandoned, turned, missed = {}, {}, {}, {}
 -- Last in every call: the missed sessions whose return window has passed (what is left of the budget, oldest
 -- first) end abandoned. `missed` holds only sessions still missed (a return takes its entry out).
 local function report()
-  local due = redis.call('ZRANGEBYSCORE', KX, '-inf', fmt(now - window), 'LIMIT', 0, math.max(left, 1))
+  local cutoff, want = now - window, math.max(left, 1)
+  local due, taken = {}, {}
+  -- The lowest entries of `key` up to the cutoff, as many as are still wanted (ZRANGEBYSCORE reads them in
+  -- score order, so they are its first ranks). Returns how many.
+  local function take(key)
+    local z = redis.call('ZRANGEBYSCORE', key, '-inf', fmt(cutoff), 'LIMIT', 0, want - #due)
+    if #z > 0 then taken[#taken + 1] = {key, #z} end
+    for _, sid in ipairs(z) do due[#due + 1] = sid end
+    return #z
+  end
+  take(KX)
+  -- The seconds' sets from the oldest that may hold anyone: one passed wholly and read to its end is empty once
+  -- these are ended, and the next report starts after it. At most 64 seconds a call (empty ones after a quiet
+  -- spell cost a read each); the next call goes on.
+  local xlo = (m.xlo and m.xlo ~= '') and int(m.xlo) or nil
+  local last, steps = math.floor(cutoff / 1000), 0
+  while xlo and xlo <= last and #due < want and steps < 64 do
+    steps = steps + 1
+    local asked = want - #due
+    if take(KX .. ':' .. fmt(xlo)) < asked and xlo < last then xlo = xlo + 1 else break end
+  end
+  if xlo and steps == 64 and xlo < last then more = 1 end
+  if xlo and fmt(xlo) ~= m.xlo then
+    m.xlo = fmt(xlo)
+    redis.call('HSET', KM, 'xlo', m.xlo)
+  end
   -- With no budget left, one is read only to say whether there is more.
-  if #due > left then due, more = {}, 1 end
+  if #due > left then due, taken, more = {}, {}, 1 end
   if left > 0 and #due == left then more = 1 end
   for _, sid in ipairs(due) do
     local st, n = rec(sid)
@@ -70,7 +95,7 @@ local function report()
       abandoned[#abandoned + 1] = sid
     end
   end
-  if #due > 0 then redis.call('ZREMRANGEBYRANK', KX, 0, #due - 1) end
+  for _, k in ipairs(taken) do redis.call('ZREMRANGEBYRANK', k[1], 0, k[2] - 1) end
   if #abandoned > 0 then redis.call('HINCRBY', KM, 'abandoned', #abandoned) end
   -- Whoever this call wrote missed: at the head (`decide`) and behind it (`sweep`).
   if #missed > 0 then redis.call('HINCRBY', KM, 'missed', #missed) end
@@ -144,7 +169,7 @@ local function sweep(budget)
     end
     if #recs > 0 then
       redis.call('HSET', KS, unpack(recs))
-      redis.call('ZADD', KX, unpack(zs))
+      missed_add(m, now, zs)
     end
     leave_run(ns, sids, #ns)
     budget = budget - #ns
@@ -315,7 +340,7 @@ local recs, adm_zs, miss_zs = {}, {}, {}
 local function write()
   if #recs > 0 then redis.call('HSET', KS, unpack(recs)) end
   if #adm_zs > 0 then redis.call('ZADD', KA, unpack(adm_zs)) end
-  if #miss_zs > 0 then redis.call('ZADD', KX, unpack(miss_zs)) end
+  if #miss_zs > 0 then missed_add(m, now, miss_zs) end
   recs, adm_zs, miss_zs = {}, {}, {}
 end
 -- `known`: whether it was seen within the grace, when the caller read it already (nil: not read).
