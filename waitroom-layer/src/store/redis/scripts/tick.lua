@@ -80,7 +80,7 @@ local function report()
     local asked = want - #due
     if take(KX .. ':' .. fmt(xlo)) < asked and xlo < last then xlo = xlo + 1 else break end
   end
-  if xlo and steps == 64 and xlo < last then more = 1 end
+  if xlo and steps == 64 and xlo <= last then more = 1 end
   if xlo and fmt(xlo) ~= m.xlo then
     m.xlo = fmt(xlo)
     redis.call('HSET', KM, 'xlo', m.xlo)
@@ -89,8 +89,11 @@ local function report()
   if #due > left then due, taken, more = {}, {}, 1 end
   if left > 0 and #due == left then more = 1 end
   for _, sid in ipairs(due) do
-    local st, n = rec(sid)
-    if st == 'm' then
+    local st, n, t = rec(sid)
+    -- Missed at the entry's time or before it: an entry older than the record (left in an earlier second by a
+    -- come-back of a version before, which took it out of `missed` only) does not end a session missed again
+    -- since; it only goes.
+    if st == 'm' and t <= cutoff then
       put(sid, 'x', n, 0)
       abandoned[#abandoned + 1] = sid
     end
