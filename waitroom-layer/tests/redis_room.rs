@@ -1016,37 +1016,10 @@ async fn a_session_missed_in_the_one_set_of_versions_before_still_ends_after_the
 #[tokio::test]
 async fn a_page_of_the_draw_looks_at_a_bounded_number_of_buckets() {
     let server = RedisServer::from_env_or_start();
-    let store = RedisStore::builder(server.url())
-        .draw_buckets_log2(10)
-        .connect()
-        .await
-        .unwrap();
-    let ev = event("drawsparse");
-    let settings = waitroom_layer::Settings {
-        capacity: 10,
-        admit_per_minute: None,
-        paused: true,
-        closed: false,
-        opens_at_ms: Some(u64::MAX / 2),
-        random_draw: true,
-        inventory: None,
-        prequeue_opens_at_ms: None,
-        closes_at_ms: None,
-    };
-    store.init(&ev, &settings).await.unwrap();
-    let start = 1_800_000_000_000u64;
-    let mut sessions = Vec::new();
-    for k in 0..100u64 {
-        let sid = WaitingRoom::new_session_id();
-        let join = Join {
-            session: sid.clone(),
-            account: None,
-            now_ms: start + k,
-            draw_key: rand::random(),
-        };
-        store.join(&ev, &join).await.unwrap();
-        sessions.push(sid);
-    }
+    let (store, ev, sessions, start) = prequeue_on(&server, "drawsparse", 10, true, 100, |_| {
+        WaitingRoom::new_session_id()
+    })
+    .await;
     store
         .update(
             &ev,
@@ -1092,49 +1065,16 @@ async fn a_page_of_the_draw_looks_at_a_bounded_number_of_buckets() {
 async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_people_in() {
     let server = RedisServer::from_env_or_start();
     // Eight buckets of about 37 each: pages cross bucket ends, and the door takes several from each bucket's front
-    // (the default 16,384 buckets would hold one person each here).
-    let store = RedisStore::builder(server.url())
-        .draw_buckets_log2(3)
-        .connect()
-        .await
-        .unwrap();
-    let ev = event("drawpages");
-    let settings = waitroom_layer::Settings {
-        capacity: 10,
-        admit_per_minute: None,
-        paused: false,
-        closed: false,
-        opens_at_ms: Some(u64::MAX / 2),
-        random_draw: true,
-        inventory: None,
-        prequeue_opens_at_ms: None,
-        closes_at_ms: None,
-    };
-    store.init(&ev, &settings).await.unwrap();
-    let start = 1_800_000_000_000u64;
-    let mut sessions = Vec::new();
-    for k in 0..300u64 {
-        // The store takes any id from a library caller: one with spaces in it is paged like any other.
-        let sid = if k % 50 == 7 {
+    // (the default 16,384 buckets would hold one person each here). The store takes any id from a library caller:
+    // one with spaces in it is paged like any other.
+    let (store, ev, sessions, start) = prequeue_on(&server, "drawpages", 3, false, 300, |k| {
+        if k % 50 == 7 {
             format!("an id with spaces {k}")
         } else {
             WaitingRoom::new_session_id()
-        };
-        let p = store
-            .join(
-                &ev,
-                &Join {
-                    session: sid.clone(),
-                    account: None,
-                    now_ms: start + k,
-                    draw_key: rand::random(),
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(p.state, SessionState::PreQueue);
-        sessions.push(sid);
-    }
+        }
+    })
+    .await;
     let cursor = waitroom_layer::store::DrawCursor::default();
     assert_eq!(
         store.drawn_numbers(&ev, &cursor, 7).await.unwrap(),
@@ -1220,6 +1160,51 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
     assert_eq!(waiting, kept.len() - kept_let_in(&store, &ev, &kept).await);
     assert!(let_in_between > 0, "the door let people in between pages");
     assert!(pages >= 300 / 7, "{pages} pages");
+}
+
+/// A Redis store with 2^`log2` draw buckets and an on-sale of capacity 10 (paused or not) whose random draw is
+/// far off, and `people` who joined its pre-queue one a millisecond from the returned start, their ids from `id`:
+/// the store, the on-sale, the ids in join order and the start.
+async fn prequeue_on(
+    server: &RedisServer,
+    tag: &str,
+    log2: u8,
+    paused: bool,
+    people: u64,
+    id: impl Fn(u64) -> String,
+) -> (RedisStore, String, Vec<String>, u64) {
+    let store = RedisStore::builder(server.url())
+        .draw_buckets_log2(log2)
+        .connect()
+        .await
+        .unwrap();
+    let ev = event(tag);
+    let settings = Settings {
+        capacity: 10,
+        admit_per_minute: None,
+        paused,
+        closed: false,
+        opens_at_ms: Some(u64::MAX / 2),
+        random_draw: true,
+        inventory: None,
+        prequeue_opens_at_ms: None,
+        closes_at_ms: None,
+    };
+    store.init(&ev, &settings).await.unwrap();
+    let start = 1_800_000_000_000u64;
+    let mut sessions = Vec::new();
+    for k in 0..people {
+        let join = Join {
+            session: id(k),
+            account: None,
+            now_ms: start + k,
+            draw_key: rand::random(),
+        };
+        let p = store.join(&ev, &join).await.unwrap();
+        assert_eq!(p.state, SessionState::PreQueue);
+        sessions.push(join.session);
+    }
+    (store, ev, sessions, start)
 }
 
 /// Runs a tick, and the sessions it lets in take their place and finish at once (their places free). Returns how many
