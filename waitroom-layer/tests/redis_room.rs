@@ -1394,6 +1394,30 @@ async fn drawn_site_over(
     (store, room, url)
 }
 
+/// A drawn person's poll (`GET /waitroom/status?return_to=%2Fcheckout` with `cookie`, as JSON), answered 200: the
+/// status and the session cookie it sets, if any.
+async fn status_sealed(
+    client: &reqwest::Client,
+    url: &str,
+    cookie: &str,
+) -> (serde_json::Value, Option<String>) {
+    let res = client
+        .get(format!("{url}/waitroom/status?return_to=%2Fcheckout"))
+        .header("accept", "application/json")
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let sealed = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|c| c.starts_with("waitroom_session="));
+    (res.json().await.unwrap(), sealed)
+}
+
 /// `n` people join the pre-queue at `url` (a protected page, as a browser asks for it): a client that follows no
 /// redirect, and each one's session cookie (`name=value`), checked to carry the pre-queue mark.
 async fn join_prequeue(url: &str, n: usize) -> (reqwest::Client, Vec<String>) {
@@ -1497,21 +1521,7 @@ async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stor
         for (i, cookie) in people.iter().enumerate() {
             // Half poll one instance, half the other.
             let url = if i % 2 == 0 { &url_a } else { &url_b };
-            let res = client
-                .get(format!("{url}/waitroom/status?return_to=%2Fcheckout"))
-                .header("accept", "application/json")
-                .header("cookie", cookie)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), 200);
-            let sealed = res
-                .headers()
-                .get_all("set-cookie")
-                .iter()
-                .map(|v| v.to_str().unwrap().to_owned())
-                .find(|c| c.starts_with("waitroom_session="));
-            let st: serde_json::Value = res.json().await.unwrap();
+            let (st, sealed) = status_sealed(&client, url, cookie).await;
             assert_eq!(st["state"], "paused", "{st}");
             let n = st["number"].as_u64().expect("a number");
             assert!(
@@ -1575,30 +1585,9 @@ async fn drawn_people_whose_cookies_lack_their_number_get_it_back_after_redis_re
         kept.is_ok(),
         "the draw's 200 numbers were not read within 30 s"
     );
-    let poll = |cookie: String| {
-        let (client, url) = (client.clone(), url.clone());
-        async move {
-            let res = client
-                .get(format!("{url}/waitroom/status"))
-                .header("accept", "application/json")
-                .header("cookie", cookie)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), 200);
-            let sealed = res
-                .headers()
-                .get_all("set-cookie")
-                .iter()
-                .map(|v| v.to_str().unwrap().to_owned())
-                .find(|c| c.starts_with("waitroom_session="));
-            let st: serde_json::Value = res.json().await.unwrap();
-            (st, sealed)
-        }
-    };
     let (mut drawn, mut sealed_now) = (Vec::new(), 0);
     for cookie in &people {
-        let (st, sealed) = poll(cookie.clone()).await;
+        let (st, sealed) = status_sealed(&client, &url, cookie).await;
         assert_eq!(st["state"], "paused", "{st}");
         drawn.push(st["number"].as_u64().expect("a drawn number"));
         sealed_now += usize::from(sealed.is_some());
@@ -1617,7 +1606,7 @@ async fn drawn_people_whose_cookies_lack_their_number_get_it_back_after_redis_re
     }
     // Each polls with the cookie they had (no number in it): back at the draw's number, sealed in now.
     for (cookie, n) in people.iter().zip(&drawn) {
-        let (st, sealed) = poll(cookie.clone()).await;
+        let (st, sealed) = status_sealed(&client, &url, cookie).await;
         assert_eq!(
             st["number"].as_u64(),
             Some(*n),
