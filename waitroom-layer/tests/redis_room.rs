@@ -1395,12 +1395,12 @@ async fn drawn_site_over(
 }
 
 /// A drawn person's poll (`GET /waitroom/status?return_to=%2Fcheckout` with `cookie`, as JSON), answered 200: the
-/// status and the session cookie it sets, if any.
-async fn status_sealed(
+/// status and the cookies it sets (`Set-Cookie` lines).
+async fn drawn_poll(
     client: &reqwest::Client,
     url: &str,
     cookie: &str,
-) -> (serde_json::Value, Option<String>) {
+) -> (serde_json::Value, Vec<String>) {
     let res = client
         .get(format!("{url}/waitroom/status?return_to=%2Fcheckout"))
         .header("accept", "application/json")
@@ -1409,13 +1409,18 @@ async fn status_sealed(
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    let sealed = res
+    let set: Vec<String> = res
         .headers()
         .get_all("set-cookie")
         .iter()
         .map(|v| v.to_str().unwrap().to_owned())
-        .find(|c| c.starts_with("waitroom_session="));
-    (res.json().await.unwrap(), sealed)
+        .collect();
+    (res.json().await.unwrap(), set)
+}
+
+/// The session cookie among `set` (see [`drawn_poll`]), if any.
+fn session_set(set: Vec<String>) -> Option<String> {
+    set.into_iter().find(|c| c.starts_with("waitroom_session="))
 }
 
 /// `n` people join the pre-queue at `url` (a protected page, as a browser asks for it): a client that follows no
@@ -1521,7 +1526,8 @@ async fn a_drawn_persons_first_poll_is_answered_from_the_kept_draw_with_the_stor
         for (i, cookie) in people.iter().enumerate() {
             // Half poll one instance, half the other.
             let url = if i % 2 == 0 { &url_a } else { &url_b };
-            let (st, sealed) = status_sealed(&client, url, cookie).await;
+            let (st, set) = drawn_poll(&client, url, cookie).await;
+            let sealed = session_set(set);
             assert_eq!(st["state"], "paused", "{st}");
             let n = st["number"].as_u64().expect("a number");
             assert!(
@@ -1587,7 +1593,8 @@ async fn drawn_people_whose_cookies_lack_their_number_get_it_back_after_redis_re
     );
     let (mut drawn, mut sealed_now) = (Vec::new(), 0);
     for cookie in &people {
-        let (st, sealed) = status_sealed(&client, &url, cookie).await;
+        let (st, set) = drawn_poll(&client, &url, cookie).await;
+        let sealed = session_set(set);
         assert_eq!(st["state"], "paused", "{st}");
         drawn.push(st["number"].as_u64().expect("a drawn number"));
         sealed_now += usize::from(sealed.is_some());
@@ -1606,7 +1613,8 @@ async fn drawn_people_whose_cookies_lack_their_number_get_it_back_after_redis_re
     }
     // Each polls with the cookie they had (no number in it): back at the draw's number, sealed in now.
     for (cookie, n) in people.iter().zip(&drawn) {
-        let (st, sealed) = status_sealed(&client, &url, cookie).await;
+        let (st, set) = drawn_poll(&client, &url, cookie).await;
+        let sealed = session_set(set);
         assert_eq!(
             st["number"].as_u64(),
             Some(*n),
@@ -1670,24 +1678,10 @@ async fn a_drawn_person_not_read_yet_is_answered_in_line_without_a_store_call() 
     // The read starts at this refresh, in the background; the polls go on meanwhile.
     room.refresh().await.unwrap();
     let c1 = store.commands_sent();
-    let poll = |cookie: String| {
-        let (client, url) = (client.clone(), url.clone());
-        async move {
-            let res = client
-                .get(format!("{url}/waitroom/status"))
-                .header("accept", "application/json")
-                .header("cookie", cookie)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(res.status(), 200);
-            res.json::<serde_json::Value>().await.unwrap()
-        }
-    };
     let mut to_come = Vec::new();
     let mut numbered = 0;
     for cookie in &people {
-        let st = poll(cookie.clone()).await;
+        let (st, _) = drawn_poll(&client, &url, cookie).await;
         match st["number"].as_u64() {
             None => {
                 assert_eq!(st["state"], "waiting", "in line, the number to come: {st}");
@@ -1724,7 +1718,7 @@ async fn a_drawn_person_not_read_yet_is_answered_in_line_without_a_store_call() 
     .await;
     assert!(done.is_ok(), "the read did not finish within 30 s");
     for cookie in &to_come {
-        let st = poll(cookie.clone()).await;
+        let (st, _) = drawn_poll(&client, &url, cookie).await;
         let n = st["number"].as_u64().expect("the number, once read");
         let sid = cookie
             .strip_prefix("waitroom_session=")
@@ -1809,20 +1803,8 @@ async fn the_people_let_in_at_a_draw_get_their_pass_at_their_first_poll_with_no_
     let mut admitted = Vec::new();
     for (i, cookie) in people.iter().enumerate() {
         let url = if i % 2 == 0 { &url_a } else { &url_b };
-        let res = client
-            .get(format!("{url}/waitroom/status?return_to=%2Fcheckout"))
-            .header("accept", "application/json")
-            .header("cookie", cookie)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 200);
-        let token = res
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .any(|v| v.to_str().unwrap().starts_with("waitroom_token="));
-        let st: serde_json::Value = res.json().await.unwrap();
+        let (st, set) = drawn_poll(&client, url, cookie).await;
+        let token = set.iter().any(|c| c.starts_with("waitroom_token="));
         let sid = cookie
             .strip_prefix("waitroom_session=")
             .and_then(|v| v.split('.').next())

@@ -8,9 +8,9 @@
 //! person. Not at the first poll after the draw, though: that would re-seal everyone's cookie within one poll
 //! interval, the opening's busiest seconds (a new `Set-Cookie` on nearly every answer, for every browser to store).
 //! Each person's cookie is re-sealed at their first poll from a moment of the [`RESEAL_SPREAD_MS`] after this
-//! instance saw the draw, picked by their session id; until then the index answers them, as it does at the first
-//! poll. (A cookie's number does not take a drawn person back after a restore, so nothing rides on it meanwhile:
-//! see `reclaim` in the Redis store.)
+//! instance kept the draw's first numbers, picked by their session id; until then the index answers them, as it
+//! does at the first poll. Should the store forget the on-sale meanwhile, the index takes them back at the number
+//! it kept ([`DrawIndex::restored`]).
 //!
 //! A number is the one the store would answer (the same arithmetic, read in one call per page) and does not change
 //! while the person waits, so a kept number is never stale while it is ahead of the head; a person the head has
@@ -75,10 +75,10 @@ impl DrawIndex {
             .copied()
     }
 
-    /// Keeps a page's numbers (at most [`MOST`] in all); returns how many are kept.
-    /// A page read for `generation` at `now_ms`, kept only if the index is still that generation (checked under
-    /// the lock a restore takes too, so a page read before a restore never lands after it); `None` if not. The
-    /// first numbers kept start the re-seal spread.
+    /// Keeps the numbers of a page read for `generation` at `now_ms` (at most [`MOST`] in all) and returns how many
+    /// are kept; `None`, keeping nothing, when the index is no longer that generation (checked under the lock a
+    /// restore takes too, so a page read before a restore never lands after it). The first numbers kept start the
+    /// re-seal spread.
     fn keep(
         &self,
         page: Vec<(String, u64)>,
@@ -140,8 +140,7 @@ impl DrawIndex {
     /// `line.rs`), but the read stops (a read under way finds no draw in the restored store) and nobody is answered
     /// from them before the store has them back (`locate_local` asks the store first after a restore). Every
     /// cookie is re-sealed with its number at once from then on, so the next loss finds the numbers in the
-    /// cookies.
-    /// (Restored before the draw, with nothing kept: read again once the draw has run.)
+    /// cookies. (Restored before the draw, with nothing kept: read again once the draw has run.)
     pub(crate) fn restored(&self) {
         let numbers = self.numbers.read().unwrap_or_else(|e| e.into_inner());
         self.generation.fetch_add(1, Ordering::AcqRel);
@@ -151,18 +150,6 @@ impl DrawIndex {
         let next = if numbers.is_empty() { IDLE } else { DONE };
         self.state.store(next, Ordering::Release);
     }
-
-    /// Drops everything kept.
-    #[cfg(test)]
-    pub(crate) fn clear(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
-        self.frontier.store(0, Ordering::Release);
-        self.since_ms.store(0, Ordering::Relaxed);
-        // A new map: the old one's room (sized for the draw read before) is given back.
-        *self.numbers.write().unwrap_or_else(|e| e.into_inner()) = HashMap::default();
-        self.state.store(IDLE, Ordering::Release);
-    }
 }
 
 impl WaitingRoom {
@@ -171,8 +158,7 @@ impl WaitingRoom {
     /// (on the embedded store, whose draw is not paged, the number is sealed at once); meanwhile its index (or,
     /// for the few it does not hold, its cache of the store's answers) answers them.
     pub(crate) fn reseal_later(&self, session: &str, number: Option<u64>) -> bool {
-        let d = &self.inner.drawn;
-        number.is_some() && !d.reseal_due(session, self.now_ms())
+        number.is_some() && !self.inner.drawn.reseal_due(session, self.now_ms())
     }
 
     /// Starts reading the draw's numbers into this instance's index when the snapshot in force says the draw has
@@ -324,8 +310,11 @@ mod tests {
             !d.unread_are_behind(0),
             "read to the end: who is not kept is not drawn"
         );
-        d.clear();
+        d.restored();
         d.state.store(LOADING, Ordering::Release);
-        assert!(!d.unread_are_behind(0), "a dropped index knows nothing");
+        assert!(
+            !d.unread_are_behind(0),
+            "a restored index knows nothing to come"
+        );
     }
 }

@@ -247,13 +247,12 @@ struct Event {
     back: BTreeMap<u64, Sid>,
     /// Sessions the head passed while away without using the tick's budget (they are missed already), not yet
     /// named in a [`TickReport`]: the next calls name them out of what is left of their budget
-    /// ([`Event::report_passed`]), with when they missed it. The data file keeps `unreported_floor`
-    /// (`Meta::unreported_since`): after a restart, every missed session from then on is named again, so a name is
-    /// reported twice at worst, never lost.
-    pub(super) unreported: VecDeque<(u64, Sid)>,
-    /// The earliest time in `unreported` since it was last empty (a clock stepped back leaves later entries with
-    /// earlier times: the floor covers them too, at the cost of naming a few twice after a restart).
-    pub(super) unreported_floor: Option<u64>,
+    /// ([`Event::report_passed`]). The data file keeps `unreported_floor` (`Meta::unreported_since`): after a
+    /// restart, every missed session from then on is named again, so a name is reported twice at worst, never lost.
+    unreported: VecDeque<Sid>,
+    /// The earliest time one of `unreported` missed their turn since it was last empty (a clock stepped back leaves
+    /// later ones with earlier times: the floor covers them too, at the cost of naming a few twice after a restart).
+    unreported_floor: Option<u64>,
     /// Set by a restore: the last number given out before the loss.
     reclaim_upto: Option<u64>,
     /// Nobody is let in before this (ms), after a restore.
@@ -857,7 +856,7 @@ impl Event {
                 self.missed.push_back((t.now_ms, sid.clone()));
                 if from_line {
                     passed += 1;
-                    self.unreported.push_back((t.now_ms, sid.clone()));
+                    self.unreported.push_back(sid.clone());
                     self.unreported_floor =
                         Some(self.unreported_floor.map_or(t.now_ms, |f| f.min(t.now_ms)));
                 } else {
@@ -890,7 +889,7 @@ impl Event {
             .min(usize::try_from(budget).unwrap_or(usize::MAX));
         report
             .missed
-            .extend(self.unreported.drain(..n).map(|(_, sid)| sid.to_string()));
+            .extend(self.unreported.drain(..n).map(|sid| sid.to_string()));
         report.more |= !self.unreported.is_empty();
         if self.unreported.is_empty() {
             self.unreported_floor = None;

@@ -100,7 +100,7 @@ struct Meta {
     /// A number the head passed is taken back until this (ms), after a restore or a crash.
     #[serde(default)]
     late_until_ms: u64,
-    /// When the oldest session the head passed while away, not yet named in a tick's report, missed its turn
+    /// No later than the sessions the head passed while away and no tick's report named yet missed their turn
     /// (`None`: every one was named). A restart names every missed session from then on again.
     #[serde(default)]
     unreported_since: Option<u64>,
@@ -338,7 +338,7 @@ fn load_event(
             .missed
             .iter()
             .filter(|(at, _)| *at >= since)
-            .cloned()
+            .map(|(_, sid)| sid.clone())
             .collect();
         ev.unreported_floor = Some(since);
     }

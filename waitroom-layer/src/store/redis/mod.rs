@@ -246,11 +246,12 @@ pub const TICKET_BATCH: usize = 1_024;
 /// # Missing a turn and coming back
 ///
 /// A session taken from the head while away (by the liveness test above) is written `m<number>:<when>` and added to
-/// `missed` (scored by when); the same tick goes on to the next person. The `COME_BACK` script (the room's lookup of
+/// its second's `missed:<second>` (scored by when); the same tick goes on to the next person. The `COME_BACK` script (the room's lookup of
 /// a session that is here now) turns a missed session back within the return window into `r<number>:<now>` and
 /// pushes it on `returning`; each tick pops `returning` before the head, with the same liveness test and the same
 /// budget (capacity, per-minute cap, inventory), and turns it away first while closed or sold out. At the end of
-/// every tick the members of `missed` older than the window (at most `max_scan`, oldest first) end `x<number>:0`
+/// every tick the members of the `missed` sets older than the window (at most `max_scan`, oldest first, from the
+/// oldest second that may hold anyone, `meta.xlo`) end `x<number>:0`
 /// (abandoned); a late look writes `x<number>:1`, so a late return is counted once. Counters: `meta.missed`,
 /// `meta.returned`, `meta.rlate` and `meta.abandoned`.
 ///
@@ -425,13 +426,14 @@ pub const TICKET_BATCH: usize = 1_024;
 /// Redis grows its table all at once and frees the old one once its entries are moved. On a fresh Redis, the
 /// slowest of 1,100,000 `HSET`s into one hash took 0.6 to 2.9 ms in three runs (`one_shot.rs`
 /// `measure_one_hash_growing_past_a_million_fields`). During the seed's first polls two `REDEEM`s took 4.9 and 6.3 ms in
-/// 13 soaks, as the sessions hash passed 524,288 records. Spreading such keys over many smaller ones is not done
-/// yet.
-/// **Crossing 900,000 absent people** (each written `missed`, keeping the turn for the return window) is some
-/// 14,000 chunks; the head in `line` goes a run of up to 128 numbers of one block at a time (a few commands a run,
-/// not a dozen a person). The longest command meanwhile was **2.7 and 5.1 ms** in two runs (a chunk while Redis grew
-/// its `missed` set by 900,000; 3.9 and 5.4 ms one number at a time), and the room's other calls kept going between
-/// them (joins' p99 1.4 ms).
+/// 13 soaks, as the sessions hash passed 524,288 records. The sessions hash is not spread over smaller keys yet;
+/// the missed sessions are, a set a second (one set of everyone missed stalled a `ZADD` for 10 to 16 ms as it
+/// passed 524,288 members while the door crossed 900,000 people away).
+/// **Crossing 900,000 absent people**: the head passes them by bit operations (see "Liveness") and the sweep
+/// writes them missed behind it, a run of up to 128 numbers of one block at a time, out of what is left of each
+/// call's budget. Measured (BENCHMARKS.md, "The first polls after the draw ..."): the first person present goes in at
+/// the 4th tick; with the missed sessions a set a second the longest `ZADD` was 1.6 ms and every other call under
+/// 2.6 ms, but for one call of 69 to 101 ms a run while the machine's cores were taken away (steal).
 ///
 /// # Failures
 ///

@@ -57,7 +57,7 @@ if #expired > 0 then
 end
 local admitted, abandoned, turned, missed = {}, {}, {}, {}
 -- Last in every call: the missed sessions whose return window has passed (what is left of the budget, oldest
--- first) end abandoned. `missed` holds only sessions still missed (a return takes its entry out).
+-- first) end abandoned. The `missed` sets hold only sessions still missed (a return takes its entry out).
 local function report()
   local cutoff, want = now - window, math.max(left, 1)
   local due, taken = {}, {}
@@ -74,13 +74,13 @@ local function report()
   -- these are ended, and the next report starts after it. At most 64 seconds a call (empty ones after a quiet
   -- spell cost a read each); the next call goes on.
   local xlo = (m.xlo and m.xlo ~= '') and int(m.xlo) or nil
-  local last, steps = math.floor(cutoff / 1000), 0
-  while xlo and xlo <= last and #due < want and steps < 64 do
+  local upto, steps = math.floor(cutoff / 1000), 0
+  while xlo and xlo <= upto and #due < want and steps < 64 do
     steps = steps + 1
     local asked = want - #due
-    if take(KX .. ':' .. fmt(xlo)) < asked and xlo < last then xlo = xlo + 1 else break end
+    if take(xkey(xlo * 1000)) < asked and xlo < upto then xlo = xlo + 1 else break end
   end
-  if xlo and steps == 64 and xlo <= last then more = 1 end
+  if xlo and steps == 64 and xlo <= upto then more = 1 end
   if xlo and fmt(xlo) ~= m.xlo then
     m.xlo = fmt(xlo)
     redis.call('HSET', KM, 'xlo', m.xlo)
