@@ -1319,11 +1319,22 @@ async fn measure_crossing_absent_people_on_redis() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(900_000);
     const PRESENT: u64 = 1_000;
+    // `WAITROOM_DRAWN=1`: the same people join a random draw's pre-queue instead (the absent with draw keys below
+    // the present's, so the draw puts every absent person ahead of every person present), and the door crosses the
+    // drawn segment.
+    let drawn = std::env::var("WAITROOM_DRAWN").is_ok_and(|v| v == "1");
     let clock = ManualClock::new(1_800_000_000_000);
+    let opens = clock.now_ms() + 100_250;
     let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
     let store = RedisStore::connect(server.url()).await.unwrap();
     let event = format!("crossing-{}", std::process::id());
-    let room = WaitingRoom::builder(&event)
+    let mut builder = WaitingRoom::builder(&event);
+    if drawn {
+        builder = builder.fairness(waitroom_layer::Fairness::RandomAtOpen {
+            opens_at: std::time::UNIX_EPOCH + Duration::from_millis(opens),
+        });
+    }
+    let room = builder
         .capacity(1)
         .poll_interval(Duration::from_secs(20))
         .abandon_after(Duration::from_secs(60))
@@ -1337,25 +1348,42 @@ async fn measure_crossing_absent_people_on_redis() {
         .build()
         .await
         .unwrap();
-    room.join("inside-aaaaaaaaaaaaaaaa", None).await.unwrap();
-    room.tick_now().await.unwrap();
-    room.claim("inside-aaaaaaaaaaaaaaaa").await.unwrap();
+    if !drawn {
+        room.join("inside-aaaaaaaaaaaaaaaa", None).await.unwrap();
+        room.tick_now().await.unwrap();
+        room.claim("inside-aaaaaaaaaaaaaaaa").await.unwrap();
+    }
     // People who redeem a ticket (numbered in the order they were given out), from TASKS tasks at once.
     // People who redeem a ticket (numbered in the order they were given out), in number order.
+    // Drawn: the absent's draw keys in the lower 0.9 of the key space, the present's above it.
     let redeemed = |prefix: &'static str, n: u64| {
         let (store, event, t0) = (store.clone(), event.clone(), clock.now_ms());
         async move {
             let mut all = spread(&store, &event, n, move |store, event, i| async move {
-                let Ticket::Number(number) = store.ticket(&event, t0).await.unwrap() else {
-                    panic!("a numbered ticket");
+                let (number, draw_key) = if drawn {
+                    let split = u64::MAX / 10 * 9;
+                    let key = rand::random::<u64>() % split;
+                    (
+                        0,
+                        if prefix == "here" {
+                            split + key / 9
+                        } else {
+                            key
+                        },
+                    )
+                } else {
+                    let Ticket::Number(number) = store.ticket(&event, t0).await.unwrap() else {
+                        panic!("a numbered ticket");
+                    };
+                    (number, 0)
                 };
                 let r = Redeem {
                     session: format!("{prefix}{i:018}"),
-                    number: Some(number),
+                    number: (!drawn).then_some(number),
                     issued_ms: t0,
                     now_ms: t0,
                     grace_ms: 60_000,
-                    draw_key: 0,
+                    draw_key,
                 };
                 store.redeem(&event, &r).await.unwrap().expect("a place");
                 (r.session, number)
@@ -1376,12 +1404,15 @@ async fn measure_crossing_absent_people_on_redis() {
         let (room, present) = (room.clone(), present.clone());
         async move {
             for (s, n) in &present {
-                room.locate(s, Some(*n)).await.unwrap();
+                room.locate_marked(s, (!drawn).then_some(*n), drawn)
+                    .await
+                    .unwrap();
             }
         }
     };
-    // A minute on: the absent are past their abandon grace; the people present have polled.
-    for _ in 0..3 {
+    // A minute on: the absent are past their abandon grace; the people present have polled. Drawn: 100 s on, the
+    // present polling (marked in the last stretch before the opening); the crossing's first tick draws.
+    for _ in 0..if drawn { 5 } else { 3 } {
         clock.advance(Duration::from_secs(20));
         poll_all(&room).await;
         room.tick_now().await.unwrap();
@@ -1420,7 +1451,9 @@ async fn measure_crossing_absent_people_on_redis() {
             times
         })
     };
-    assert!(room.finish("inside-aaaaaaaaaaaaaaaa", 0).await.unwrap());
+    if !drawn {
+        assert!(room.finish("inside-aaaaaaaaaaaaaaaa", 0).await.unwrap());
+    }
     let first = &present[0].0;
     let steal_before = steal_seconds();
     let (mut ticks, mut poll_commands, mut tick_commands) = (0u64, 0u64, 0u64);
@@ -1441,8 +1474,14 @@ async fn measure_crossing_absent_people_on_redis() {
         poll_commands += store.commands_sent() - c1;
         tick_commands += c1 - c0;
         if let_in.is_none() {
-            let p = room.locate(first, Some(present[0].1)).await.unwrap();
-            if p.is_some_and(|p| p.state == SessionState::Admitted) {
+            // Drawn: nobody was inside, so the first let in is the first person present in the draw's order.
+            let admitted = if drawn {
+                room.snapshot().counters.admitted > 0
+            } else {
+                let p = room.locate(first, Some(present[0].1)).await.unwrap();
+                p.is_some_and(|p| p.state == SessionState::Admitted)
+            };
+            if admitted {
                 let_in = Some((ticks, crossing.elapsed().as_secs_f64()));
             }
         }

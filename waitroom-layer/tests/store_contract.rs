@@ -1914,6 +1914,89 @@ mod contract {
         assert_eq!(p.state, SessionState::Missed);
     }
 
+    /// The drawn segment likewise: 2,000 people joined the pre-queue and went quiet, drawn ahead of the one person
+    /// present. The door passes them beside its budget (each call looks at `CHUNK` sessions, as counted by what it
+    /// reports), so the one present goes in within a few calls (a store may pass a bounded number a call: the
+    /// embedded store all 2,000 at once, Redis 512 a call), not the 667 calls that deciding them out of the budget
+    /// took. Each passed person is missed, keeps their return window and is named missed by a later call.
+    pub async fn absent_drawn_run(store: Arc<dyn Store>, event: &str) {
+        const AWAY: u64 = 2_000;
+        let t0 = 71_000_000u64;
+        let opens = t0 + ABANDON_MS + 20_000;
+        store
+            .init(event, &settings(1, true, Some(opens)))
+            .await
+            .unwrap();
+        let join = |session: String, draw_key: u64| Join {
+            session,
+            account: None,
+            now_ms: t0,
+            draw_key,
+        };
+        for i in 0..AWAY {
+            let key = i * (u64::MAX / 2 / AWAY);
+            let p = store
+                .join(event, &join(format!("away-{i}"), key))
+                .await
+                .unwrap();
+            assert_eq!(p.state, SessionState::PreQueue);
+        }
+        store
+            .join(event, &join("z".into(), u64::MAX - 1))
+            .await
+            .unwrap();
+        // At the opening only z polled within the grace.
+        poll(&store, event, &["z"], opens).await;
+        let t = Tick {
+            max_scan: CHUNK,
+            ..tick_at(opens)
+        };
+        let mut calls = 0;
+        let mut named: HashSet<String> = HashSet::new();
+        let mut in_at = None;
+        loop {
+            let r = store.tick(event, &t).await.unwrap();
+            assert!(r.looked_at() <= CHUNK, "over the budget: {r:?}");
+            calls += 1;
+            if r.admitted.iter().any(|s| s == "z") {
+                in_at = Some(calls);
+            }
+            named.extend(r.missed);
+            if !r.more {
+                break;
+            }
+            assert!(calls < 10 * AWAY, "the calls never end");
+        }
+        let in_at = in_at.expect("z let in");
+        assert!(
+            in_at <= AWAY / 512 + 2,
+            "the one present goes in within a few calls whoever is away before them, not at call {in_at}"
+        );
+        for i in 0..AWAY {
+            assert!(
+                named.contains(&format!("away-{i}")),
+                "away-{i} never named missed"
+            );
+        }
+        let c = store.snapshot(event).await.unwrap().counters;
+        assert_eq!((c.missed, c.admitted), (AWAY, 1));
+        let late = format!("away-{}", AWAY - 1);
+        let p = store.lookup(event, &late).await.unwrap().unwrap();
+        assert_eq!(
+            (p.state, p.number),
+            (SessionState::Missed, Some(AWAY)),
+            "missed at their drawn number"
+        );
+        let (p, counted) = store
+            .come_back(event, &late, opens + 1_000, RETURN_MS)
+            .await
+            .unwrap();
+        assert_eq!(
+            (p.map(|p| p.state), counted),
+            (Some(SessionState::Returning), Some(Return::InTime))
+        );
+    }
+
     pub async fn return_window(store: Arc<dyn Store>, event: &str) {
         let t0 = 50_000_000u64;
         let tick = |now_ms| Tick {
@@ -3022,6 +3105,11 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn drawn_people_away_in_a_row_cost_the_door_none_of_its_budget() {
+        contract::absent_drawn_run(Arc::new(MemoryStore::new()), "drawnaway").await;
+    }
+
+    #[tokio::test]
     async fn numbers_alone_share_the_counter_and_are_counted_by_the_touch_that_brings_them() {
         contract::numbers_alone_share_the_counter_and_are_counted_by_a_touch(
             Arc::new(MemoryStore::new()),
@@ -3848,6 +3936,13 @@ mod redis {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
         contract::absent_run(Arc::new(store), &fresh_event("away"), async || {}).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn drawn_people_away_in_a_row_cost_the_door_none_of_its_budget() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::absent_drawn_run(Arc::new(store), &fresh_event("drawnaway")).await;
     }
 
     #[tokio::test]

@@ -126,6 +126,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
 /// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
+/// | `wr:{ev}:missed:unrep` | list   | sessions the drawn segment's head passed while away (already written missed), until a tick call names them missed |
 /// | `wr:{ev}:missed:<s>`   | zset   | sessions that missed their turn in second `s` and have not come back, scored by when (ms); the tick ends those past the return window, from the oldest second that may hold anyone (`meta.xlo`); one set a second, so none grows to the crowd (`wr:{ev}:missed`, the one set of versions before, is still read) |
 /// | `wr:{ev}:line:front`   | list   | sessions an operator moved to the front, let in before everyone else; their old places in `line` are freed (in a bucket, an empty id the head skips) |
 /// | `wr:{ev}:line:moved`   | zset   | those sessions, scored by their old number, until the head passes it (read with every snapshot) |
@@ -397,10 +398,13 @@ pub const TICKET_BATCH: usize = 1_024;
 /// - **Crossing absent people is bounded the same way**: each one skipped is a step of the budget; numbers nobody
 ///   holds cost no step at all (one `BITPOS`, "The numbers count the living").
 /// - **In the drawn segment the head moves a run at a time**: up to 256 sessions of one bucket (what the room and
-///   the budget allow) popped in one `ZPOPMIN`, their records read in one `HMGET`, the pre-queue marks of those
-///   whose last sign of life is older than the grace in another, the `seen` bits of those still unseen in one
-///   `BITFIELD` a slot, and the records, admissions and misses written in one `HSET` and two `ZADD`s: about ten
-///   commands a run instead of four to twenty-five a session.
+///   the budget allow, and a few more) read in one `ZRANGE`, their records in one `HMGET`, the pre-queue marks of
+///   those whose last sign of life is older than the grace in another, the `seen` bits of those still unseen in
+///   one `BITFIELD` a slot, the records, admissions and misses written in one `HSET` and two `ZADD`s, and those
+///   decided out of the bucket in one `ZREMRANGEBYRANK`: about ten commands a run instead of four to twenty-five a
+///   session. People away there use none of the budget: at most 512 a call are passed beside it, each written
+///   missed at once and pushed on `missed:unrep`, which later calls name out of their budgets (as the sweep
+///   names those `line`'s head passed by bits).
 /// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (256)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
 ///   5.3 ms).
 ///

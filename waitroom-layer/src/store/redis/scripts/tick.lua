@@ -56,9 +56,23 @@ if #expired > 0 then
   if left == 0 then more = 1 end
 end
 local admitted, abandoned, turned, missed = {}, {}, {}, {}
+-- The sessions the drawn head passed while away beside the budget (`drawn_run`): written missed when passed, kept
+-- in this list until a call names them, out of what is left of its budget.
+local KU = KX .. ':unrep'
 -- Last in every call: the missed sessions whose return window has passed (what is left of the budget, oldest
 -- first) end abandoned. The `missed` sets hold only sessions still missed (a return takes its entry out).
 local function report()
+  -- First those passed while away and not yet named.
+  if left > 0 then
+    local u = redis.call('LPOP', KU, left)
+    if u then
+      for _, sid in ipairs(u) do missed[#missed + 1] = sid end
+      left = left - #u
+      if left == 0 then more = 1 end
+    end
+  elseif redis.call('EXISTS', KU) == 1 then
+    more = 1
+  end
   local cutoff, want = now - window, math.max(left, 1)
   local due, taken = {}, {}
   -- The lowest entries of `key` up to the cutoff, as many as are still wanted (ZRANGEBYSCORE reads them in
@@ -339,15 +353,17 @@ local nreclaimed = redis.call('ZCARD', KB)
 local nback = redis.call('LLEN', KT)
 -- Decides for the session at number n, record time t, whether it is let in or missed (away), and collects the
 -- writes: one HSET of the records, one ZADD of the admissions and one of the misses for up to RUN sessions.
-local recs, adm_zs, miss_zs = {}, {}, {}
+local recs, adm_zs, miss_zs, unrep = {}, {}, {}, {}
 local function write()
   if #recs > 0 then redis.call('HSET', KS, unpack(recs)) end
   if #adm_zs > 0 then redis.call('ZADD', KA, unpack(adm_zs)) end
   if #miss_zs > 0 then missed_add(m, now, miss_zs) end
-  recs, adm_zs, miss_zs = {}, {}, {}
+  if #unrep > 0 then redis.call('RPUSH', KU, unpack(unrep)) end
+  recs, adm_zs, miss_zs, unrep = {}, {}, {}, {}
 end
--- `known`: whether it was seen within the grace, when the caller read it already (nil: not read).
-local function decide(sid, n, t, known)
+-- `known`: whether it was seen within the grace, when the caller read it already (nil: not read). `quiet`: one
+-- found away is named by a later call (`KU`), not this one. Returns whether it was let in.
+local function decide(sid, n, t, known, quiet)
   local away = t + abandon < now
   if away then
     if known == nil then away = not seen(sid, n) else away = not known end
@@ -355,7 +371,7 @@ local function decide(sid, n, t, known)
   if away then
     recs[#recs + 1], recs[#recs + 2] = sid, missed_rec(n)
     miss_zs[#miss_zs + 1], miss_zs[#miss_zs + 2] = fmt(now), sid
-    missed[#missed + 1] = sid
+    if quiet then unrep[#unrep + 1] = sid else missed[#missed + 1] = sid end
   else
     -- An admitted record keeps when it was let in (for an operator's lookup).
     recs[#recs + 1], recs[#recs + 2] = sid, 'a' .. struct.pack('>I5>I6', n, now)
@@ -365,6 +381,7 @@ local function decide(sid, n, t, known)
   end
   -- Commands of a bounded size (Lua's stack, and Redis's own work per command).
   if #recs >= 2 * RUN then write() end
+  return not away
 end
 -- A run of sessions at the head (`sids[i]` at number `number(i)`; `''`: a number with nobody's entry): their
 -- records in one HMGET (times no earlier than `floor`), and for those whose last sign of life is older than the
@@ -405,29 +422,46 @@ local function run_states(sids, number, floor)
   end
   return st, ts, marks
 end
--- The head in the drawn segment, a run at a time: up to what the room, the budget and the bucket allow popped in
--- one ZPOPMIN (the bucket's front is the segment's next numbers), their records read in one HMGET and, for those
--- whose last sign of life is older than the grace, their pre-queue marks in another: a few commands a run instead
--- of a few a session. Returns false when the head is not in the drawn segment (or its bucket is empty).
+-- The head in the drawn segment, a run at a time: the bucket's front (the segment's next numbers) read with one
+-- ZRANGE, their records in one HMGET and, for those whose last sign of life is older than the grace, their
+-- pre-queue marks in another (`run_states`); those decided leave the bucket in one ZREMRANGEBYRANK. People away
+-- cost the door none of its budget: only those let in count against it, and at most PASS_MAX away a call are
+-- passed beside it (each written missed at once, and named by a later call out of its budget: `KU`). A drawn
+-- person's number comes from their bucket's position (they joined before anyone knew it), so unlike `line`'s the
+-- drawn segment has no bitmaps by number to pass a run by; this costs Redis a few microseconds a person away,
+-- and PASS_MAX bounds what a call does. Each run reads up to `peek` past what the room and the budget allow (8 at
+-- first, four times more after each run that passed someone), so a door that lets in a few at a time reads a few.
+-- Returns false when the head is not in the drawn segment (or its bucket is empty), 'stop' when this call passed
+-- as many as it may.
+local PASS_MAX = 512
+local npassed, peek = 0, 8
 local function drawn_run()
   local n0 = served + 1
   if not (drawn and n0 > dlo and n0 <= dhi) then return false end
+  if npassed >= PASS_MAX then return 'stop' end
   local pos = n0 - dlo - 1
   reach(pos)
-  local k = math.min(room - nadm, left - scanned, cur_end - pos, RUN)
-  if k < 1 then return false end
-  local z = redis.call('ZPOPMIN', bucket(cur), k)
-  if #z == 0 then return false end
-  local sids = {}
-  for i = 1, #z, 2 do sids[#sids + 1] = z[i] end
+  local want = math.min(room - nadm, left - scanned)
+  local k = math.min(want + peek, cur_end - pos, RUN)
+  if want < 1 or k < 1 then return false end
+  local sids = redis.call('ZRANGE', bucket(cur), 0, k - 1)
+  if #sids == 0 then return false end
   local floor = (m.dfloor and m.dfloor ~= '') and int(m.dfloor) or 0
   local first = served
   local st, ts, marks = run_states(sids, function(i) return first + i end, floor)
+  local taken, before = 0, npassed
   for i, sid in ipairs(sids) do
+    if nadm >= room or scanned >= left or npassed >= PASS_MAX then break end
     served = served + 1
-    scanned = scanned + 1
-    if st[i] then decide(sid, served, ts[i], marks[i]) end
+    taken = i
+    if st[i] and decide(sid, served, ts[i], marks[i], true) then
+      scanned = scanned + 1
+    else
+      npassed = npassed + 1
+    end
   end
+  redis.call('ZREMRANGEBYRANK', bucket(cur), 0, taken - 1)
+  if npassed > before then peek = math.min(4 * peek, PASS_MAX) end
   return true
 end
 -- People away in a row cost the door nothing a person. A number in `line` may be live when it is held and its bit
@@ -547,7 +581,11 @@ local function fifo_run()
 end
 while nadm < room and scanned < left do
   local sid, n, t
-  if nreclaimed == 0 and nback == 0 and drawn_run() then
+  local dr = nreclaimed == 0 and nback == 0 and drawn_run()
+  if dr == 'stop' then
+    more = 1
+    break
+  elseif dr then
     -- done above
   elseif nreclaimed > 0 then
     local z = redis.call('ZPOPMIN', KB)
