@@ -1917,7 +1917,7 @@ mod contract {
     /// The drawn segment likewise: 2,000 people joined the pre-queue and went quiet, drawn ahead of the one person
     /// present. The door passes them beside its budget (each call looks at `CHUNK` sessions, as counted by what it
     /// reports), so the one present goes in within a few calls (a store may pass a bounded number a call: the
-    /// embedded store all 2,000 at once, Redis 512 a call), not the 667 calls that deciding them out of the budget
+    /// embedded store all 2,000 at once, Redis 256 a call), not the 667 calls that deciding them out of the budget
     /// took. Each passed person is missed, keeps their return window and is named missed by a later call.
     pub async fn absent_drawn_run(store: Arc<dyn Store>, event: &str) {
         const AWAY: u64 = 2_000;
@@ -1969,7 +1969,7 @@ mod contract {
         }
         let in_at = in_at.expect("z let in");
         assert!(
-            in_at <= AWAY / 512 + 2,
+            in_at <= AWAY / 256 + 2,
             "the one present goes in within a few calls whoever is away before them, not at call {in_at}"
         );
         for i in 0..AWAY {
@@ -1994,6 +1994,60 @@ mod contract {
         assert_eq!(
             (p.map(|p| p.state), counted),
             (Some(SessionState::Returning), Some(Return::InTime))
+        );
+        // Past the return window the others end abandoned, the one who came back does not.
+        let t = Tick {
+            max_scan: 1_000,
+            ..tick_at(opens + RETURN_MS + 1)
+        };
+        let mut abandoned = HashSet::new();
+        for _ in 0..100 {
+            let r = store.tick(event, &t).await.unwrap();
+            abandoned.extend(r.abandoned);
+            if !r.more {
+                break;
+            }
+        }
+        assert_eq!(abandoned.len() as u64, AWAY - 1);
+        assert!(!abandoned.contains(&late), "{late} came back");
+        let p = store.lookup(event, "away-0").await.unwrap().unwrap();
+        assert_eq!(p.state, SessionState::Abandoned);
+    }
+
+    /// A drawn person whose only sign of life is a poll in the draw's own liveness slot (after their join and with
+    /// no pre-queue poll, both older than the grace when the head reaches them) is present: a store that reads
+    /// liveness only from the slots after the draw's (no drawn number exists before it) must still read that one.
+    pub async fn drawn_marked_in_the_draws_slot(store: Arc<dyn Store>, event: &str) {
+        // The opening half a second into a 10-second slot (a store may keep marks in 10-second slots).
+        let opens = 72_000_500u64;
+        let t0 = opens - 2 * ABANDON_MS;
+        store
+            .init(event, &settings(1, true, Some(opens)))
+            .await
+            .unwrap();
+        for (sid, key) in [("first", 1u64), ("p", u64::MAX - 1)] {
+            let j = Join {
+                session: sid.into(),
+                account: None,
+                now_ms: t0,
+                draw_key: key,
+            };
+            store.join(event, &j).await.unwrap();
+        }
+        poll(&store, event, &["first"], opens).await;
+        let r = store.tick(event, &tick_at(opens)).await.unwrap();
+        assert_eq!(r.admitted, ["first"]);
+        // p polls with their number a second after the draw, in the draw's slot, and never again.
+        let p = store.lookup(event, "p").await.unwrap().unwrap();
+        assert_eq!((p.state, p.number), (SessionState::Waiting, Some(2)));
+        poll(&store, event, &["p"], opens + 1_000).await;
+        let now = opens + ABANDON_MS - 1_000;
+        assert!(store.finish(event, "first", 0, now).await.unwrap());
+        let r = store.tick(event, &tick_at(now)).await.unwrap();
+        assert_eq!(
+            (r.admitted, r.missed),
+            (vec!["p".to_owned()], vec![]),
+            "p polled within the grace"
         );
     }
 
@@ -3110,6 +3164,11 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn a_drawn_person_marked_in_the_draws_own_slot_is_present() {
+        contract::drawn_marked_in_the_draws_slot(Arc::new(MemoryStore::new()), "drawslot").await;
+    }
+
+    #[tokio::test]
     async fn numbers_alone_share_the_counter_and_are_counted_by_the_touch_that_brings_them() {
         contract::numbers_alone_share_the_counter_and_are_counted_by_a_touch(
             Arc::new(MemoryStore::new()),
@@ -3943,6 +4002,13 @@ mod redis {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
         contract::absent_drawn_run(Arc::new(store), &fresh_event("drawnaway")).await;
+    }
+
+    #[tokio::test]
+    async fn a_drawn_person_marked_in_the_draws_own_slot_is_present() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::drawn_marked_in_the_draws_slot(Arc::new(store), &fresh_event("drawslot")).await;
     }
 
     #[tokio::test]

@@ -402,9 +402,10 @@ pub const TICKET_BATCH: usize = 1_024;
 ///   those whose last sign of life is older than the grace in another, the `seen` bits of those still unseen in
 ///   one `BITFIELD` a slot, the records, admissions and misses written in one `HSET` and two `ZADD`s, and those
 ///   decided out of the bucket in one `ZREMRANGEBYRANK`: about ten commands a run instead of four to twenty-five a
-///   session. People away there use none of the budget: at most 512 a call are passed beside it, each written
-///   missed at once and pushed on `missed:unrep`, which later calls name out of their budgets (as the sweep
-///   names those `line`'s head passed by bits).
+///   session. People away there use none of the budget: at most 256 a call are passed beside it, each written
+///   missed at once and pushed on `missed:unrep`, which later calls name out of their budgets, putting them in
+///   their seconds' `missed` sets then (as the sweep names those `line`'s head passed by bits). The `seen` bits
+///   are read from the draw's slot on (`meta.dat`): no slot before it holds a drawn number.
 /// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (256)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
 ///   5.3 ms).
 ///

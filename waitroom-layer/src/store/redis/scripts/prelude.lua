@@ -44,6 +44,7 @@ local function counted(b, by)
   redis.call('BITFIELD', KD .. ':n', 'OVERFLOW', 'SAT', 'INCRBY', 'u32', '#' .. fmt(b), fmt(by))
 end
 -- The draw: freeze the buckets and write where each starts (2^dbits + 1 big-endian u32s). No session is touched.
+-- `meta.dat`: when it ran (no `seen` slot before it holds a drawn number's mark).
 -- A draw before the opening first configured (the door opened early) counts every drawn session as seen now
 -- (`dfloor`): rooms mark pre-queue polls only shortly before the scheduled opening. The buckets' sizes come from
 -- `draw:n` (one GET), read and written DRAW_RUN buckets to a `struct` call: a call per bucket made the draw of the
@@ -81,7 +82,9 @@ local function draw(m, now)
   local last = int(m.last)
   m.drawn, m.dbase, m.dcount, m.last = '1', fmt(last), fmt(c), fmt(last + c)
   m.dfloor = (m.sched == nil or m.sched == '' or now < int(m.sched)) and fmt(now) or ''
-  redis.call('HSET', KM, 'drawn', '1', 'dbase', m.dbase, 'dcount', m.dcount, 'last', m.last, 'dfloor', m.dfloor)
+  m.dat = fmt(now)
+  redis.call('HSET', KM, 'drawn', '1', 'dbase', m.dbase, 'dcount', m.dcount, 'last', m.last, 'dfloor', m.dfloor,
+    'dat', m.dat)
 end
 local function settings(m)
   return {m.cap, m.apm, m.paused, m.closed, m.opens, m.random, m.inv, m.pqopens or '', m.closes or ''}

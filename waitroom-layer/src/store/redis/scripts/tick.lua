@@ -62,11 +62,23 @@ local KU = KX .. ':unrep'
 -- Last in every call: the missed sessions whose return window has passed (what is left of the budget, oldest
 -- first) end abandoned. The `missed` sets hold only sessions still missed (a return takes its entry out).
 local function report()
-  -- First those passed while away and not yet named.
+  -- First those passed while away and not yet named: named now, and those still missed go into this second's
+  -- `missed` set, scored by when they were passed (the record's time), so the return window ends them. This
+  -- second's, not their own: a set then holds what the calls of a second name (out of their budgets), where a
+  -- tick passes tens of thousands at one time, and a set growing past 2^18 stalled a ZADD for 43 ms. Their
+  -- scores are no later than now, so the report, reading the sets oldest first, still ends each in time; a
+  -- come-back looks in the record's second and misses the entry, which the report then lets go (the record says
+  -- who is still missed).
   if left > 0 then
     local u = redis.call('LPOP', KU, left)
     if u then
-      for _, sid in ipairs(u) do missed[#missed + 1] = sid end
+      local got, zs = redis.call('HMGET', KS, unpack(u)), {}
+      for i, sid in ipairs(u) do
+        missed[#missed + 1] = sid
+        local st, _, t = unpacked(got[i])
+        if st == 'm' then zs[#zs + 1], zs[#zs + 2] = fmt(t), sid end
+      end
+      if #zs > 0 then missed_add(m, now, zs) end
       left = left - #u
       if left == 0 then more = 1 end
     end
@@ -370,8 +382,13 @@ local function decide(sid, n, t, known, quiet)
   end
   if away then
     recs[#recs + 1], recs[#recs + 2] = sid, missed_rec(n)
-    miss_zs[#miss_zs + 1], miss_zs[#miss_zs + 2] = fmt(now), sid
-    if quiet then unrep[#unrep + 1] = sid else missed[#missed + 1] = sid end
+    if quiet then
+      -- Into its `missed` set when named (`report`).
+      unrep[#unrep + 1] = sid
+    else
+      miss_zs[#miss_zs + 1], miss_zs[#miss_zs + 2] = fmt(now), sid
+      missed[#missed + 1] = sid
+    end
   else
     -- An admitted record keeps when it was let in (for an operator's lookup).
     recs[#recs + 1], recs[#recs + 2] = sid, 'a' .. struct.pack('>I5>I6', n, now)
@@ -388,7 +405,7 @@ end
 -- grace, whether they were seen within it: their `pseen` marks in one HMGET, then, for the ones without a fresh
 -- mark, their bits in each `seen` slot covering the grace, one BITFIELD a slot (as `seen` reads them one GETBIT at
 -- a time). Returns the states, the times and the marks (nil: not read, the time is within the grace).
-local function run_states(sids, number, floor)
+local function run_states(sids, number, floor, since)
   local got = redis.call('HMGET', KS, unpack(sids))
   local st, ts, stale = {}, {}, {}
   for i, sid in ipairs(sids) do
@@ -407,7 +424,7 @@ local function run_states(sids, number, floor)
     marks[i] = int(q[j]) + abandon >= now
     if not marks[i] then unseen[#unseen + 1] = i end
   end
-  for sl = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
+  for sl = math.floor(now / slot), math.max(math.floor((now - abandon) / slot), since), -1 do
     if #unseen == 0 then break end
     local get = {}
     for j, i in ipairs(unseen) do
@@ -433,8 +450,11 @@ end
 -- first, four times more after each run that passed someone), so a door that lets in a few at a time reads a few.
 -- Returns false when the head is not in the drawn segment (or its bucket is empty), 'stop' when this call passed
 -- as many as it may.
-local PASS_MAX = 512
+local PASS_MAX = 256
 local npassed, peek = 0, 8
+-- No `seen` slot before the draw's holds a drawn number's mark (the numbers did not exist): run_states reads the
+-- slots from the draw's on (all of the grace's for an on-sale drawn by a version that did not keep `meta.dat`).
+local dslot = (m.dat and m.dat ~= '') and math.floor(int(m.dat) / slot) or -1
 local function drawn_run()
   local n0 = served + 1
   if not (drawn and n0 > dlo and n0 <= dhi) then return false end
@@ -448,7 +468,7 @@ local function drawn_run()
   if #sids == 0 then return false end
   local floor = (m.dfloor and m.dfloor ~= '') and int(m.dfloor) or 0
   local first = served
-  local st, ts, marks = run_states(sids, function(i) return first + i end, floor)
+  local st, ts, marks = run_states(sids, function(i) return first + i end, floor, dslot)
   local taken, before = 0, npassed
   for i, sid in ipairs(sids) do
     if nadm >= room or scanned >= left or npassed >= PASS_MAX then break end
@@ -567,7 +587,7 @@ local function fifo_run()
   local k = math.min(left - scanned, RUN)
   if k < 1 or nadm >= room then return false end
   local ns, sids = held_run(h, hi, k)
-  local st, ts, marks = run_states(sids, function(i) return ns[i] end, 0)
+  local st, ts, marks = run_states(sids, function(i) return ns[i] end, 0, -1)
   local taken = 0
   for i, sid in ipairs(sids) do
     if nadm >= room then break end
