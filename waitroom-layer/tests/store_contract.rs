@@ -2014,10 +2014,176 @@ mod contract {
         assert_eq!(p.state, SessionState::Abandoned);
     }
 
-    /// A drawn person whose only sign of life is a poll in the draw's own liveness slot (after their join and with
-    /// no pre-queue poll, both older than the grace when the head reaches them) is present: a store that reads
-    /// liveness only from the slots after the draw's (no drawn number exists before it) must still read that one.
-    pub async fn drawn_marked_in_the_draws_slot(store: Arc<dyn Store>, event: &str) {
+    /// 600 people away drawn ahead of one present, the clock going on 50 ms a call (a store with few draw
+    /// buckets cuts its runs in the middle of one): every drawn number stays what it was whoever has been passed;
+    /// one of them who comes back before a call names them missed is taken back in time; every one is named
+    /// missed once; the one present goes in; and past the return window after the last naming all but the one who
+    /// came back end abandoned, none of them earlier than a return window after the opening. (Two places: the one
+    /// who came back goes in ahead of the line.)
+    pub async fn drawn_run_passed_across_calls(store: Arc<dyn Store>, event: &str) {
+        const AWAY: u64 = 600;
+        let t0 = 73_000_000u64;
+        let opens = t0 + ABANDON_MS + 20_000;
+        store
+            .init(event, &settings(2, true, Some(opens)))
+            .await
+            .unwrap();
+        for i in 0..AWAY {
+            let j = Join {
+                session: format!("away-{i}"),
+                account: None,
+                now_ms: t0,
+                draw_key: i * (u64::MAX / 2 / AWAY),
+            };
+            store.join(event, &j).await.unwrap();
+        }
+        let j = Join {
+            session: "z".into(),
+            account: None,
+            now_ms: t0,
+            draw_key: u64::MAX - 1,
+        };
+        store.join(event, &j).await.unwrap();
+        poll(&store, event, &["z"], opens).await;
+        let numbers_hold = async |when: &str| {
+            for i in (0..AWAY).step_by(37).chain([AWAY - 1]) {
+                let p = store
+                    .lookup(event, &format!("away-{i}"))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(p.number, Some(i + 1), "away-{i}'s number {when}");
+            }
+        };
+        let mut now = opens;
+        let mut named: HashMap<String, u32> = HashMap::new();
+        let mut abandoned = HashSet::new();
+        let mut z_in = false;
+        let mut calls = 0;
+        loop {
+            let t = Tick {
+                max_scan: CHUNK,
+                ..tick_at(now)
+            };
+            let r = store.tick(event, &t).await.unwrap();
+            assert!(r.looked_at() <= CHUNK, "over the budget: {r:?}");
+            calls += 1;
+            z_in |= r.admitted.iter().any(|s| s == "z");
+            if !r.abandoned.is_empty() {
+                assert!(
+                    now >= opens + RETURN_MS,
+                    "abandoned before a return window passed: {r:?}"
+                );
+            }
+            for s in r.missed {
+                *named.entry(s).or_default() += 1;
+            }
+            abandoned.extend(r.abandoned);
+            if calls == 1 {
+                numbers_hold("after the first call").await;
+                assert!(!named.contains_key("away-100"));
+                let (p, counted) = store
+                    .come_back(event, "away-100", now + 500, RETURN_MS)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    (p.map(|p| p.state), counted),
+                    (Some(SessionState::Returning), Some(Return::InTime)),
+                    "passed while away, not yet named: taken back"
+                );
+            }
+            now += 50;
+            if !r.more {
+                break;
+            }
+            assert!(calls < 10_000, "the calls never end");
+        }
+        assert!(z_in, "the one present went in");
+        for i in 0..AWAY {
+            assert_eq!(
+                named.get(&format!("away-{i}")),
+                Some(&1),
+                "away-{i} named once"
+            );
+        }
+        numbers_hold("at the end").await;
+        // Past the return window after the last call: everyone but away-100 ended.
+        let t = Tick {
+            max_scan: 1_000,
+            ..tick_at(now + RETURN_MS)
+        };
+        for _ in 0..100 {
+            let r = store.tick(event, &t).await.unwrap();
+            abandoned.extend(r.abandoned);
+            if !r.more {
+                break;
+            }
+        }
+        assert!(!abandoned.contains("away-100"), "away-100 came back");
+        assert_eq!(abandoned.len() as u64, AWAY - 1);
+    }
+
+    /// 9,000 drawn people away passed by small calls, then named by one call with a large budget: all of them
+    /// named in it (a store must not choke on naming thousands at once).
+    pub async fn drawn_backlog_named_by_one_large_call(store: Arc<dyn Store>, event: &str) {
+        const AWAY: u64 = 9_000;
+        let t0 = 74_000_000u64;
+        let opens = t0 + ABANDON_MS + 20_000;
+        store
+            .init(event, &settings(1, true, Some(opens)))
+            .await
+            .unwrap();
+        for i in 0..=AWAY {
+            let (session, draw_key) = if i == AWAY {
+                ("z".to_owned(), u64::MAX - 1)
+            } else {
+                (format!("away-{i}"), i * (u64::MAX / 2 / AWAY))
+            };
+            let j = Join {
+                session,
+                account: None,
+                now_ms: t0,
+                draw_key,
+            };
+            store.join(event, &j).await.unwrap();
+        }
+        poll(&store, event, &["z"], opens).await;
+        let mut named = HashSet::new();
+        let mut calls = 0;
+        loop {
+            let t = Tick {
+                max_scan: CHUNK,
+                ..tick_at(opens)
+            };
+            let r = store.tick(event, &t).await.unwrap();
+            named.extend(r.missed);
+            calls += 1;
+            if r.admitted.iter().any(|s| s == "z") {
+                break;
+            }
+            assert!(r.more && calls < 1_000, "z never let in");
+        }
+        let t = Tick {
+            max_scan: 2 * AWAY,
+            ..tick_at(opens)
+        };
+        let r = store.tick(event, &t).await.unwrap();
+        named.extend(r.missed);
+        assert_eq!(
+            named.len() as u64,
+            AWAY,
+            "every one named: {} calls before",
+            calls
+        );
+        assert_eq!(store.snapshot(event).await.unwrap().counters.missed, AWAY);
+    }
+
+    /// A drawn person whose only sign of life is a poll just after the draw, timed by an instance whose clock is a
+    /// second behind the one that drew (so before the draw, in the liveness slot before the draw's), after their
+    /// join and with no pre-queue poll, both older than the grace when the head reaches them, is present: a store
+    /// that reads liveness only from about the draw's slot on (no drawn number exists before it) must still read
+    /// that one.
+    pub async fn drawn_marked_by_a_clock_behind(store: Arc<dyn Store>, event: &str) {
         // The opening half a second into a 10-second slot (a store may keep marks in 10-second slots).
         let opens = 72_000_500u64;
         let t0 = opens - 2 * ABANDON_MS;
@@ -2037,10 +2203,11 @@ mod contract {
         poll(&store, event, &["first"], opens).await;
         let r = store.tick(event, &tick_at(opens)).await.unwrap();
         assert_eq!(r.admitted, ["first"]);
-        // p polls with their number a second after the draw, in the draw's slot, and never again.
+        // p polls with their number just after the draw, at an instance whose clock says a second before it, and
+        // never again.
         let p = store.lookup(event, "p").await.unwrap().unwrap();
         assert_eq!((p.state, p.number), (SessionState::Waiting, Some(2)));
-        poll(&store, event, &["p"], opens + 1_000).await;
+        poll(&store, event, &["p"], opens - 1_000).await;
         let now = opens + ABANDON_MS - 1_000;
         assert!(store.finish(event, "first", 0, now).await.unwrap());
         let r = store.tick(event, &tick_at(now)).await.unwrap();
@@ -3164,8 +3331,19 @@ mod memory {
     }
 
     #[tokio::test]
-    async fn a_drawn_person_marked_in_the_draws_own_slot_is_present() {
-        contract::drawn_marked_in_the_draws_slot(Arc::new(MemoryStore::new()), "drawslot").await;
+    async fn a_backlog_of_drawn_people_passed_is_named_by_one_large_call() {
+        contract::drawn_backlog_named_by_one_large_call(Arc::new(MemoryStore::new()), "backlog")
+            .await;
+    }
+
+    #[tokio::test]
+    async fn drawn_people_passed_across_calls_keep_their_numbers_and_end_once() {
+        contract::drawn_run_passed_across_calls(Arc::new(MemoryStore::new()), "drawncalls").await;
+    }
+
+    #[tokio::test]
+    async fn a_drawn_person_marked_by_a_clock_a_second_behind_the_draw_is_present() {
+        contract::drawn_marked_by_a_clock_behind(Arc::new(MemoryStore::new()), "drawslot").await;
     }
 
     #[tokio::test]
@@ -4004,11 +4182,31 @@ mod redis {
         contract::absent_drawn_run(Arc::new(store), &fresh_event("drawnaway")).await;
     }
 
-    #[tokio::test]
-    async fn a_drawn_person_marked_in_the_draws_own_slot_is_present() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_backlog_of_drawn_people_passed_is_named_by_one_large_call() {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
-        contract::drawn_marked_in_the_draws_slot(Arc::new(store), &fresh_event("drawslot")).await;
+        contract::drawn_backlog_named_by_one_large_call(Arc::new(store), &fresh_event("backlog"))
+            .await;
+    }
+
+    /// With two draw buckets, so the door's runs stop in the middle of one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn drawn_people_passed_across_calls_keep_their_numbers_and_end_once() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::builder(server.url())
+            .draw_buckets_log2(1)
+            .connect()
+            .await
+            .unwrap();
+        contract::drawn_run_passed_across_calls(Arc::new(store), &fresh_event("drawncalls")).await;
+    }
+
+    #[tokio::test]
+    async fn a_drawn_person_marked_by_a_clock_a_second_behind_the_draw_is_present() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::drawn_marked_by_a_clock_behind(Arc::new(store), &fresh_event("drawslot")).await;
     }
 
     #[tokio::test]

@@ -404,8 +404,11 @@ pub const TICKET_BATCH: usize = 1_024;
 ///   decided out of the bucket in one `ZREMRANGEBYRANK`: about ten commands a run instead of four to twenty-five a
 ///   session. People away there use none of the budget: at most 256 a call are passed beside it, each written
 ///   missed at once and pushed on `missed:unrep`, which later calls name out of their budgets, putting them in
-///   their seconds' `missed` sets then (as the sweep names those `line`'s head passed by bits). The `seen` bits
-///   are read from the draw's slot on (`meta.dat`): no slot before it holds a drawn number.
+///   the `missed` set of the second they are named in (as the sweep names those `line`'s head passed by bits),
+///   so the return window ends them a window after they are named: late by as long as the naming waited (600,000
+///   passed at the opening are named over some 30 ticks of 20,000), in their favour; a come-back is judged by the
+///   record's time. The `seen` bits are read from the slot before the draw's on (`meta.dat`; the slot before for
+///   an instance's clock a little behind the one that drew): no earlier slot holds a drawn number.
 /// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (256)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
 ///   5.3 ms).
 ///

@@ -62,29 +62,30 @@ local KU = KX .. ':unrep'
 -- Last in every call: the missed sessions whose return window has passed (what is left of the budget, oldest
 -- first) end abandoned. The `missed` sets hold only sessions still missed (a return takes its entry out).
 local function report()
-  -- First those passed while away and not yet named: named now, and those still missed go into this second's
-  -- `missed` set, scored by when they were passed (the record's time), so the return window ends them. This
-  -- second's, not their own: a set then holds what the calls of a second name (out of their budgets), where a
-  -- tick passes tens of thousands at one time, and a set growing past 2^18 stalled a ZADD for 43 ms. Their
-  -- scores are no later than now, so the report, reading the sets oldest first, still ends each in time; a
-  -- come-back looks in the record's second and misses the entry, which the report then lets go (the record says
-  -- who is still missed).
-  if left > 0 then
-    local u = redis.call('LPOP', KU, left)
-    if u then
-      local got, zs = redis.call('HMGET', KS, unpack(u)), {}
-      for i, sid in ipairs(u) do
-        missed[#missed + 1] = sid
-        local st, _, t = unpacked(got[i])
-        if st == 'm' then zs[#zs + 1], zs[#zs + 2] = fmt(t), sid end
-      end
-      if #zs > 0 then missed_add(m, now, zs) end
-      left = left - #u
-      if left == 0 then more = 1 end
+  -- First those passed while away and not yet named (RUN at a time, within what is left of the budget): named
+  -- now, and those still missed go into this second's `missed` set, scored by when they were passed (the
+  -- record's time, no later than now). This second's, not their own: a set then holds what the calls of a second
+  -- name (out of their budgets), where a tick passes tens of thousands at one time, and a set growing past 2^18
+  -- stalled a ZADD for 43 ms. So the report, reading the sets oldest first, ends them a return window after they
+  -- were named, late by as long as the naming waited (the door passes up to PASS_MAX a call, the calls name what
+  -- their budgets leave: 600,000 passed at the opening are named over some 30 ticks); a come-back is judged by
+  -- the record's time all the same. A come-back looks in the record's second and misses the entry, which the
+  -- report then lets go (the record says who is still missed).
+  while left > 0 do
+    local ask = math.min(left, RUN)
+    local u = redis.call('LPOP', KU, ask)
+    if not u then break end
+    local got, zs = redis.call('HMGET', KS, unpack(u)), {}
+    for i, sid in ipairs(u) do
+      missed[#missed + 1] = sid
+      local st, _, t = unpacked(got[i])
+      if st == 'm' then zs[#zs + 1], zs[#zs + 2] = fmt(math.min(t, now)), sid end
     end
-  elseif redis.call('EXISTS', KU) == 1 then
-    more = 1
+    if #zs > 0 then missed_add(m, now, zs) end
+    left = left - #u
+    if #u < ask then break end
   end
+  if left == 0 and redis.call('EXISTS', KU) == 1 then more = 1 end
   local cutoff, want = now - window, math.max(left, 1)
   local due, taken = {}, {}
   -- The lowest entries of `key` up to the cutoff, as many as are still wanted (ZRANGEBYSCORE reads them in
@@ -453,8 +454,10 @@ end
 local PASS_MAX = 256
 local npassed, peek = 0, 8
 -- No `seen` slot before the draw's holds a drawn number's mark (the numbers did not exist): run_states reads the
--- slots from the draw's on (all of the grace's for an on-sale drawn by a version that did not keep `meta.dat`).
-local dslot = (m.dat and m.dat ~= '') and math.floor(int(m.dat) / slot) or -1
+-- slots from the one before the draw's on (all of the grace's for an on-sale drawn by a version that did not keep `meta.dat`).
+-- A slot's margin: the draw's time is the clock of whichever caller ran it, and another instance's clock a little
+-- behind marks a drawn number in the slot before.
+local dslot = (m.dat and m.dat ~= '') and math.floor(int(m.dat) / slot) - 1 or -1
 local function drawn_run()
   local n0 = served + 1
   if not (drawn and n0 > dlo and n0 <= dhi) then return false end
