@@ -404,7 +404,7 @@ end
 -- A run of sessions at the head (`sids[i]` at number `number(i)`; `''`: a number with nobody's entry): their
 -- records in one HMGET (times no earlier than `floor`), and for those whose last sign of life is older than the
 -- grace, whether they were seen within it: their `pseen` marks in one HMGET, then, for the ones without a fresh
--- mark, their bits in each `seen` slot covering the grace, one BITFIELD a slot (as `seen` reads them one GETBIT at
+-- mark, their bits in each `seen` slot covering the grace, one GETRANGE a slot (as `seen` reads them one GETBIT at
 -- a time). Returns the states, the times and the marks (nil: not read, the time is within the grace).
 local function run_states(sids, number, floor, since)
   local got = redis.call('HMGET', KS, unpack(sids))
@@ -425,16 +425,23 @@ local function run_states(sids, number, floor, since)
     marks[i] = int(q[j]) + abandon >= now
     if not marks[i] then unseen[#unseen + 1] = i end
   end
+  -- A run's numbers lie within a few hundred of each other (a block of `line`, or a bucket's consecutive
+  -- numbers): each slot's bits for them are one GETRANGE of a few dozen bytes, tested here.
+  local lo, hi = math.huge, 0
+  for _, i in ipairs(unseen) do
+    local n = number(i)
+    if n < lo then lo = n end
+    if n > hi then hi = n end
+  end
+  local b0 = math.floor(lo / 8)
   for sl = math.floor(now / slot), math.max(math.floor((now - abandon) / slot), since), -1 do
     if #unseen == 0 then break end
-    local get = {}
-    for j, i in ipairs(unseen) do
-      get[3 * j - 2], get[3 * j - 1], get[3 * j] = 'GET', 'u1', fmt(number(i))
-    end
-    local bits = redis.call('BITFIELD', KN .. ':' .. fmt(sl), unpack(get))
+    local bytes = redis.call('GETRANGE', KN .. ':' .. fmt(sl), fmt(b0), fmt(math.floor(hi / 8)))
     local still = {}
-    for j, i in ipairs(unseen) do
-      if bits[j] == 1 then marks[i] = true else still[#still + 1] = i end
+    for _, i in ipairs(unseen) do
+      local n = number(i)
+      local byte = string.byte(bytes, math.floor(n / 8) - b0 + 1) or 0
+      if math.floor(byte / 2 ^ (7 - n % 8)) % 2 == 1 then marks[i] = true else still[#still + 1] = i end
     end
     unseen = still
   end
