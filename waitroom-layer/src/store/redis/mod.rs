@@ -402,7 +402,7 @@ pub const TICKET_BATCH: usize = 1_024;
 ///   those whose last sign of life is older than the grace in another, the `seen` bits of those still unseen in
 ///   one `BITFIELD` a slot, the records, admissions and misses written in one `HSET` and two `ZADD`s, and those
 ///   decided out of the bucket in one `ZREMRANGEBYRANK`: about ten commands a run instead of four to twenty-five a
-///   session. People away there use none of the budget: at most 256 a call are passed beside it, each written
+///   session. People away there use none of the budget: at most 128 a call are passed beside it, each written
 ///   missed at once and pushed on `missed:unrep`, which later calls name out of their budgets, putting them in
 ///   the `missed` set of the second they are named in (as the sweep names those `line`'s head passed by bits),
 ///   so the return window ends them a window after they are named: late by as long as the naming waited (600,000
@@ -444,9 +444,9 @@ pub const TICKET_BATCH: usize = 1_024;
 /// **2.4 ms**, none over 5 ms. (The calls of 40 to 100 ms in earlier runs were the kernel stopping Redis, run at
 /// `SCHED_FIFO`, for the rest of each second once it had run 950 ms of it, and the test server's append-only
 /// file's rewrites; the measurement now lifts the one and turns off the other.)
-/// **Crossing 600,000 drawn people away** (each read and written missed, 256 a call beside the budget): the first
-/// person present goes in at the 8th tick (at the 31st when they used the budget), the longest call **3.9 to
-/// 4.5 ms**.
+/// **Crossing 600,000 drawn people away** (each read and written missed, 128 a call beside the budget): the first
+/// person present goes in at the 15th tick (at the 31st when they used the budget), the longest call **2.9 and
+/// 3.5 ms** in two runs, none over 5 ms.
 ///
 /// # Failures
 ///

@@ -458,7 +458,7 @@ end
 -- first, four times more after each run that passed someone), so a door that lets in a few at a time reads a few.
 -- Returns false when the head is not in the drawn segment (or its bucket is empty), 'stop' when this call passed
 -- as many as it may.
-local PASS_MAX = 256
+local PASS_MAX = 128
 local npassed, peek = 0, 8
 -- No `seen` slot before the draw's holds a drawn number's mark (the numbers did not exist): run_states reads the
 -- slots from the one before the draw's on (all of the grace's for an on-sale drawn by a version that did not keep `meta.dat`).
