@@ -1304,7 +1304,11 @@ async fn on_redis_a_ticket_presented_again_is_redeemed_once() {
 /// from the finish on (`SLOWLOG`, commands over 500 µs, those inside scripts included) and how many took over 5 ms,
 /// the joins' p50 / p99 / worst, the ticks the crossing took, and the Redis commands the 1,000 people's polls sent
 /// (between ticks: none is expected, they are answered from the room's memory) against the ticks' own. Redis runs
-/// at SCHED_FIFO 10 when it can (as the soak does).
+/// at SCHED_FIFO 10 when it can (as the soak does), with nothing persisted; while it does, the kernel's real-time
+/// throttling is lifted (`/proc/sys/kernel/sched_rt_runtime_us` set to -1, as root) and put back when the crossing
+/// ends or the test panics (a process killed meanwhile leaves it lifted: `echo 950000 >
+/// /proc/sys/kernel/sched_rt_runtime_us` puts it back). `WAITROOM_DRAWN=1`: the same people in a random draw's
+/// pre-queue, all the absent drawn ahead of the present, nobody inside (the crossing's first tick draws).
 /// `cargo test -p waitroom-layer --release --features redis --test one_shot measure_crossing -- --ignored --nocapture`
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
