@@ -465,13 +465,7 @@ async fn redis_figures() {
         );
         if random {
             // The draw is O(1): time a tick that runs it over the whole pre-queue.
-            store
-                .update(
-                    &ev,
-                    &waitroom_layer::store::SettingsChange::OpenNow { now_ms: 1 },
-                )
-                .await
-                .unwrap();
+            open_now(&store, &ev, 1).await;
             let t0 = Instant::now();
             let r = store
                 .tick(
@@ -1020,13 +1014,7 @@ async fn a_page_of_the_draw_looks_at_a_bounded_number_of_buckets() {
         WaitingRoom::new_session_id()
     })
     .await;
-    store
-        .update(
-            &ev,
-            &waitroom_layer::store::SettingsChange::OpenNow { now_ms: start },
-        )
-        .await
-        .unwrap();
+    open_now(&store, &ev, start).await;
     // The draw (paused: nobody goes in).
     let tick = waitroom_layer::store::Tick {
         now_ms: start + 1_000,
@@ -1081,13 +1069,7 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
         None,
         "nothing is drawn before the opening"
     );
-    store
-        .update(
-            &ev,
-            &waitroom_layer::store::SettingsChange::OpenNow { now_ms: start },
-        )
-        .await
-        .unwrap();
+    open_now(&store, &ev, start).await;
     let tick = |now_ms| waitroom_layer::store::Tick {
         now_ms,
         arrival_window_ms: 60_000,
@@ -1160,6 +1142,17 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
     assert_eq!(waiting, kept.len() - kept_let_in(&store, &ev, &kept).await);
     assert!(let_in_between > 0, "the door let people in between pages");
     assert!(pages >= 300 / 7, "{pages} pages");
+}
+
+/// The operator opens the door now (`at`): the draw runs at the next tick.
+async fn open_now(store: &RedisStore, ev: &str, at: u64) {
+    store
+        .update(
+            ev,
+            &waitroom_layer::store::SettingsChange::OpenNow { now_ms: at },
+        )
+        .await
+        .unwrap();
 }
 
 /// A Redis store with 2^`log2` draw buckets and an on-sale of capacity 10 (paused or not) whose random draw is

@@ -1914,6 +1914,57 @@ mod contract {
         assert_eq!(p.state, SessionState::Missed);
     }
 
+    /// The drawn tests' line: `away` people (`away-<i>`) join the pre-queue at `t0` and go quiet, and `z` joins
+    /// with a draw key above all of theirs, so the draw puts every one of them ahead of z; the opening (returned)
+    /// is two slots past their grace, and z polls at it. `capacity` places.
+    async fn drawn_ahead_of_z(
+        store: &Arc<dyn Store>,
+        event: &str,
+        away: u64,
+        t0: u64,
+        capacity: u64,
+    ) -> u64 {
+        let opens = t0 + ABANDON_MS + 20_000;
+        store
+            .init(event, &settings(capacity, true, Some(opens)))
+            .await
+            .unwrap();
+        for i in 0..=away {
+            let (session, draw_key) = if i == away {
+                ("z".to_owned(), u64::MAX - 1)
+            } else {
+                (format!("away-{i}"), i * (u64::MAX / 2 / away))
+            };
+            let j = Join {
+                session,
+                account: None,
+                now_ms: t0,
+                draw_key,
+            };
+            let p = store.join(event, &j).await.unwrap();
+            assert_eq!(p.state, SessionState::PreQueue);
+        }
+        poll(store, event, &["z"], opens).await;
+        opens
+    }
+
+    /// Ticks at `now_ms` (calls of 1,000) until a call says it is done (100 calls at most): who ended abandoned.
+    async fn abandoned_at(store: &Arc<dyn Store>, event: &str, now_ms: u64) -> HashSet<String> {
+        let t = Tick {
+            max_scan: 1_000,
+            ..tick_at(now_ms)
+        };
+        let mut abandoned = HashSet::new();
+        for _ in 0..100 {
+            let r = store.tick(event, &t).await.unwrap();
+            abandoned.extend(r.abandoned);
+            if !r.more {
+                break;
+            }
+        }
+        abandoned
+    }
+
     /// The drawn segment likewise: 2,000 people joined the pre-queue and went quiet, drawn ahead of the one person
     /// present. The door passes them beside its budget (each call looks at `CHUNK` sessions, as counted by what it
     /// reports), so the one present goes in within a few calls (a store may pass a bounded number a call: the
@@ -1921,32 +1972,8 @@ mod contract {
     /// took. Each passed person is missed, keeps their return window and is named missed by a later call.
     pub async fn absent_drawn_run(store: Arc<dyn Store>, event: &str) {
         const AWAY: u64 = 2_000;
-        let t0 = 71_000_000u64;
-        let opens = t0 + ABANDON_MS + 20_000;
-        store
-            .init(event, &settings(1, true, Some(opens)))
-            .await
-            .unwrap();
-        let join = |session: String, draw_key: u64| Join {
-            session,
-            account: None,
-            now_ms: t0,
-            draw_key,
-        };
-        for i in 0..AWAY {
-            let key = i * (u64::MAX / 2 / AWAY);
-            let p = store
-                .join(event, &join(format!("away-{i}"), key))
-                .await
-                .unwrap();
-            assert_eq!(p.state, SessionState::PreQueue);
-        }
-        store
-            .join(event, &join("z".into(), u64::MAX - 1))
-            .await
-            .unwrap();
         // At the opening only z polled within the grace.
-        poll(&store, event, &["z"], opens).await;
+        let opens = drawn_ahead_of_z(&store, event, AWAY, 71_000_000, 1).await;
         let t = Tick {
             max_scan: CHUNK,
             ..tick_at(opens)
@@ -1996,18 +2023,7 @@ mod contract {
             (Some(SessionState::Returning), Some(Return::InTime))
         );
         // Past the return window the others end abandoned, the one who came back does not.
-        let t = Tick {
-            max_scan: 1_000,
-            ..tick_at(opens + RETURN_MS + 1)
-        };
-        let mut abandoned = HashSet::new();
-        for _ in 0..100 {
-            let r = store.tick(event, &t).await.unwrap();
-            abandoned.extend(r.abandoned);
-            if !r.more {
-                break;
-            }
-        }
+        let abandoned = abandoned_at(&store, event, opens + RETURN_MS + 1).await;
         assert_eq!(abandoned.len() as u64, AWAY - 1);
         assert!(!abandoned.contains(&late), "{late} came back");
         let p = store.lookup(event, "away-0").await.unwrap().unwrap();
@@ -2022,29 +2038,7 @@ mod contract {
     /// who came back goes in ahead of the line.)
     pub async fn drawn_run_passed_across_calls(store: Arc<dyn Store>, event: &str) {
         const AWAY: u64 = 600;
-        let t0 = 73_000_000u64;
-        let opens = t0 + ABANDON_MS + 20_000;
-        store
-            .init(event, &settings(2, true, Some(opens)))
-            .await
-            .unwrap();
-        for i in 0..AWAY {
-            let j = Join {
-                session: format!("away-{i}"),
-                account: None,
-                now_ms: t0,
-                draw_key: i * (u64::MAX / 2 / AWAY),
-            };
-            store.join(event, &j).await.unwrap();
-        }
-        let j = Join {
-            session: "z".into(),
-            account: None,
-            now_ms: t0,
-            draw_key: u64::MAX - 1,
-        };
-        store.join(event, &j).await.unwrap();
-        poll(&store, event, &["z"], opens).await;
+        let opens = drawn_ahead_of_z(&store, event, AWAY, 73_000_000, 2).await;
         let numbers_hold = async |when: &str| {
             for i in (0..AWAY).step_by(37).chain([AWAY - 1]) {
                 let p = store
@@ -2108,17 +2102,7 @@ mod contract {
         }
         numbers_hold("at the end").await;
         // Past the return window after the last call: everyone but away-100 ended.
-        let t = Tick {
-            max_scan: 1_000,
-            ..tick_at(now + RETURN_MS)
-        };
-        for _ in 0..100 {
-            let r = store.tick(event, &t).await.unwrap();
-            abandoned.extend(r.abandoned);
-            if !r.more {
-                break;
-            }
-        }
+        abandoned.extend(abandoned_at(&store, event, now + RETURN_MS).await);
         assert!(!abandoned.contains("away-100"), "away-100 came back");
         assert_eq!(abandoned.len() as u64, AWAY - 1);
     }
@@ -2127,27 +2111,7 @@ mod contract {
     /// named in it (a store must not choke on naming thousands at once).
     pub async fn drawn_backlog_named_by_one_large_call(store: Arc<dyn Store>, event: &str) {
         const AWAY: u64 = 9_000;
-        let t0 = 74_000_000u64;
-        let opens = t0 + ABANDON_MS + 20_000;
-        store
-            .init(event, &settings(1, true, Some(opens)))
-            .await
-            .unwrap();
-        for i in 0..=AWAY {
-            let (session, draw_key) = if i == AWAY {
-                ("z".to_owned(), u64::MAX - 1)
-            } else {
-                (format!("away-{i}"), i * (u64::MAX / 2 / AWAY))
-            };
-            let j = Join {
-                session,
-                account: None,
-                now_ms: t0,
-                draw_key,
-            };
-            store.join(event, &j).await.unwrap();
-        }
-        poll(&store, event, &["z"], opens).await;
+        let opens = drawn_ahead_of_z(&store, event, AWAY, 74_000_000, 1).await;
         let mut named = HashSet::new();
         let mut calls = 0;
         loop {
