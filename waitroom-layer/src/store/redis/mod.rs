@@ -434,9 +434,10 @@ pub const TICKET_BATCH: usize = 1_024;
 /// Redis grows its table all at once and frees the old one once its entries are moved. On a fresh Redis, the
 /// slowest of 1,100,000 `HSET`s into one hash took 0.6 to 2.9 ms in three runs (`one_shot.rs`
 /// `measure_one_hash_growing_past_a_million_fields`). During the seed's first polls two `REDEEM`s took 4.9 and 6.3 ms in
-/// 13 soaks, as the sessions hash passed 524,288 records. The sessions hash is not spread over smaller keys yet;
-/// the missed sessions are, a set a second (one set of everyone missed stalled a `ZADD` for 10 to 16 ms as it
-/// passed 524,288 members while the door crossed 900,000 people away).
+/// 13 soaks, as the sessions hash passed 524,288 records (soaks with Redis at `SCHED_FIFO`: the kernel's real-time
+/// throttling may account for some of them, see below). The sessions hash is not spread over smaller keys; the
+/// missed sessions are kept a set a second, so none grows to the crowd (the `ZADD`s of 10 to 16 ms that led to it
+/// were the throttling's: one set of everyone missed showed none over 3.7 ms with it lifted).
 /// **Crossing 900,000 absent people**: the head passes them by bit operations (see "Liveness") and the sweep
 /// writes them missed behind it, a run of up to 128 numbers of one block at a time, out of what is left of each
 /// call's budget. Measured (BENCHMARKS.md, "The drawn segment's people away, and the calls of 40 to 100 ms

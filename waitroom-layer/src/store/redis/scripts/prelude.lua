@@ -113,12 +113,13 @@ end
 local LINE_BLOCK = 128
 local function line_set(n) return KL .. ':' .. fmt(math.floor(n / LINE_BLOCK)) end
 -- `missed` is kept a second a set (`missed:<second>`, member the session, score when it missed its turn in ms), so
--- no set holds more than a second of the door's work: one sorted set of everyone missed grew past 2^19 members
--- while the door crossed 900,000 people away, and Redis's growing its table stalled a `ZADD` for 10 to 16 ms.
+-- no set holds more than a second of the door's work. (It was made so for `ZADD`s of 10 to 16 ms logged while one
+-- set of everyone missed grew past 2^19 members; run again with the kernel's real-time throttling lifted, the one
+-- set showed none over 3.7 ms: those were the throttling's. BENCHMARKS.md, "The drawn segment's people away".)
 -- `meta.xlo`: the oldest second that may hold anyone (the tick's report reads from there). `missed` itself, as
 -- versions before kept it, is still read and emptied.
 local function xkey(t) return KX .. ':' .. fmt(math.floor(t / 1000)) end
--- Score/member pairs `zs`, all missed at `t`, into their second's set.
+-- Score/member pairs `zs` into the set of the second of `t` (the scores are when each missed, at `t` or before).
 local function missed_add(m, t, zs)
   redis.call('ZADD', xkey(t), unpack(zs))
   local sec = math.floor(t / 1000)

@@ -65,8 +65,7 @@ local function report()
   -- First those passed while away and not yet named (RUN at a time, within what is left of the budget): named
   -- now, and those still missed go into this second's `missed` set, scored by when they were passed (the
   -- record's time, no later than now). This second's, not their own: a set then holds what the calls of a second
-  -- name (out of their budgets), where a tick passes tens of thousands at one time, and a set growing past 2^18
-  -- stalled a ZADD for 43 ms. So the report, reading the sets oldest first, ends them a return window after they
+  -- name (out of their budgets), where a tick passes tens of thousands at one time. So the report, reading the sets oldest first, ends them a return window after they
   -- were named, late by as long as the naming waited (the door passes up to PASS_MAX a call, the calls name what
   -- their budgets leave: 600,000 passed at the opening are named over some 30 ticks); a come-back is judged by
   -- the record's time all the same. A come-back looks in the record's second and misses the entry, which the
