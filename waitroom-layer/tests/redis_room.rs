@@ -1144,6 +1144,109 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
     assert!(pages >= 300 / 7, "{pages} pages");
 }
 
+/// Every room instance reads the same pages of the draw, so Redis works each out once: a second instance's store
+/// gets the pages the first read (the same cursors, the same numbers) with no `ZRANGE` of a bucket, also after the
+/// door let people in between the two reads. Those let in since are in the kept pages at numbers at or below the
+/// head, as in a page an instance has kept since the draw; everyone still waiting has the number a lookup gives.
+/// Once the kept pages are gone (they expire after a minute), the pages are worked out again, without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_again() {
+    let server = RedisServer::start(); // its own: the test counts the server's ZRANGEs
+    let (store, ev, sessions, start) = prequeue_on(&server, "drawkeep", 3, false, 300, |_| {
+        WaitingRoom::new_session_id()
+    })
+    .await;
+    open_now(&store, &ev, start).await;
+    let tick = |now_ms| waitroom_layer::store::Tick {
+        now_ms,
+        arrival_window_ms: 60_000,
+        abandon_after_ms: 600_000,
+        return_window_ms: 600_000,
+        max_scan: 20_000,
+    };
+    assert_eq!(
+        let_in_and_finish(&store, &ev, &tick(start + 1_000)).await,
+        10
+    );
+    // Pages of 7 in buckets of about 37: most pages end inside a bucket (a cursor with a score and a member).
+    async fn pages(store: &RedisStore, ev: &str) -> Vec<DrawnPage> {
+        let mut out = Vec::new();
+        let mut next = Some(DrawCursor::default());
+        while let Some(from) = next {
+            let page = store
+                .drawn_numbers(ev, &from, 7)
+                .await
+                .unwrap()
+                .expect("a page after the draw");
+            next = page.next.clone();
+            out.push(page);
+            assert!(out.len() < 1_000, "the pages never end");
+        }
+        out
+    }
+    let first = pages(&store, &ev).await;
+    assert!(
+        first.iter().any(|p| p.next.as_ref().is_some_and(|c| c.after.is_some())),
+        "some page ends inside a bucket"
+    );
+    assert_eq!(
+        let_in_and_finish(&store, &ev, &tick(start + 2_000)).await,
+        10
+    );
+    let other = RedisStore::builder(server.url())
+        .draw_buckets_log2(3)
+        .connect()
+        .await
+        .unwrap();
+    let zranges = command_calls(&server, "zrange");
+    let second = pages(&other, &ev).await;
+    assert_eq!(
+        command_calls(&server, "zrange"),
+        zranges,
+        "no bucket read again for the second instance"
+    );
+    assert_eq!(second, first, "the same pages");
+    let served = other.snapshot(&ev).await.unwrap().served;
+    let mut let_in_since = 0;
+    let mut seen = 0;
+    for (sid, n) in second.iter().flat_map(|p| &p.numbers) {
+        let p = other.lookup(&ev, sid).await.unwrap().expect("known");
+        if p.state == SessionState::Waiting {
+            assert_eq!(p.number, Some(*n), "{sid} waits with the number kept");
+        } else {
+            assert!(*n <= served, "{sid}, let in since, at {n}: at or below the head ({served})");
+            let_in_since += 1;
+        }
+        seen += 1;
+    }
+    assert_eq!(let_in_since, 10, "the ten let in between the reads");
+    assert_eq!(seen, sessions.len() - 10, "everyone waiting at the first read");
+    // The kept pages gone: worked out again from the buckets, without the people let in.
+    let kept = server.command(&["KEYS", &format!("*{{{ev}}}:draw:page:*")]);
+    let kept: Vec<&str> = kept.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(kept.len(), first.len(), "a page kept per cursor: {kept:?}");
+    for k in &kept {
+        server.command(&["DEL", k]);
+    }
+    let third = pages(&other, &ev).await;
+    assert!(command_calls(&server, "zrange") > zranges, "the buckets read again");
+    assert_eq!(
+        third.iter().map(|p| p.numbers.len()).sum::<usize>(),
+        sessions.len() - 20,
+        "only the people still waiting"
+    );
+}
+
+/// How many times Redis ran `cmd` since it started (`INFO commandstats`; commands run by scripts included).
+fn command_calls(server: &RedisServer, cmd: &str) -> u64 {
+    let info = server.command(&["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The operator opens the door now (`at`): the draw runs at the next tick.
 async fn open_now(store: &RedisStore, ev: &str, at: u64) {
     store

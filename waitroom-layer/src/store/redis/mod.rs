@@ -117,6 +117,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
 /// | `wr:{ev}:draw:n`       | string | until the draw: how many sessions each pre-queue bucket holds (a big-endian u32 per bucket, kept by every script that adds to a bucket or pops from one), so the draw needs no `ZCARD` per bucket |
 /// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
+/// | `wr:{ev}:draw:page:<dbase>:<dcount>:<b>:<most>:<score>:<member>` | string | a page of the draw's numbers as the `DRAWN` script worked it out for that cursor (msgpack), for the next room instance that asks; expires after 60 s |
 /// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
 /// | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
@@ -207,6 +208,12 @@ pub const TICKET_BATCH: usize = 1_024;
 /// one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on
 /// two instances send no Redis command once the numbers are kept; without them each is one `COME_BACK` call). Until an instance has read a
 /// person's page (a few seconds after the draw at 600,000), that person is asked of the store as before.
+/// Every instance reads the same pages (the same first cursor and page size), so a page worked out is kept in
+/// Redis for 60 s under its cursor (`wr:{ev}:draw:page:…`) and the next instance gets it with one `GET`: Redis
+/// works the pages out once, not once an instance (with ten instances, the opening's index work is one instance's
+/// and nine `GET`s a page). A kept page holds what it held when worked out; the numbers in it do not change, and
+/// people let in or moved since are answered as from a page an instance has kept for minutes (nobody at or below
+/// the head is answered from the pages; anyone moved is asked of the store).
 ///
 /// # Liveness
 ///

@@ -12,9 +12,25 @@
 -- not fit in what is left of the page is left for the next page (which starts at its front), so no bucket is
 -- counted (ZCARD) or searched for a cursor (ZCOUNT), but for one bucket alone larger than a page. The buckets'
 -- starts come from `drawidx` SPAN buckets to a GETRANGE.
+-- Each room instance reads every page, from the same first cursor and with the same page size, within seconds of
+-- the draw: so a page worked out here is kept for PAGE_KEEP_MS under its cursor (and the draw's segment), and the
+-- next instance asking for it gets it back with one GET instead of the buckets' ZRANGEs. A page kept a few seconds
+-- holds what it held when worked out: its numbers stay exact (numbers do not change while people wait), and
+-- people let in since, moved to the front or gone are in it as they were, which a reader already meets in a page
+-- it keeps for minutes (the room answers nobody at or below the head from the pages, and asks the store about
+-- anyone moved). So Redis works the draw's pages out once, not once a room instance.
+local PAGE_KEEP_MS = 60000
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 if m.drawn ~= '1' then return {-2} end
+local kept_at = KD .. ':page:' .. m.dbase .. ':' .. m.dcount .. ':' .. ARGV[1] .. ':' .. ARGV[4] .. ':' .. ARGV[2]
+  .. ':' .. ARGV[3]
+local kept = redis.call('GET', kept_at)
+if kept then return cmsgpack.unpack(kept) end
+local function keep(page)
+  redis.call('SET', kept_at, cmsgpack.pack(page), 'PX', PAGE_KEEP_MS)
+  return page
+end
 local b, after, member, most = int(ARGV[1]), ARGV[2], ARGV[3], int(ARGV[4])
 local nb = 2 ^ int(m.dbits)
 local dbase = int(m.dbase)
@@ -57,7 +73,7 @@ end
 while b < nb do
   if got >= most or (after == '' and looked >= BUCKETS) then
     out[1], out[2], out[3] = b, after, member
-    return out
+    return keep(out)
   end
   looked = looked + 1
   local lo, hi = bounds(b)
@@ -82,7 +98,7 @@ while b < nb do
   -- Does not fit after what the page holds: the next page takes it whole.
   if not whole and got > 0 and after == '' then
     out[1], out[2], out[3] = b, '', ''
-    return out
+    return keep(out)
   end
   local card = whole and first + #z / step or redis.call('ZCARD', key)
   local last_sid, last_score = nil, nil
@@ -121,4 +137,4 @@ while b < nb do
     b, after, member = b + 1, '', ''
   end
 end
-return out
+return keep(out)
