@@ -1186,7 +1186,9 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
     }
     let first = pages(&store, &ev).await;
     assert!(
-        first.iter().any(|p| p.next.as_ref().is_some_and(|c| c.after.is_some())),
+        first
+            .iter()
+            .any(|p| p.next.as_ref().is_some_and(|c| c.after.is_some())),
         "some page ends inside a bucket"
     );
     assert_eq!(
@@ -1214,13 +1216,20 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         if p.state == SessionState::Waiting {
             assert_eq!(p.number, Some(*n), "{sid} waits with the number kept");
         } else {
-            assert!(*n <= served, "{sid}, let in since, at {n}: at or below the head ({served})");
+            assert!(
+                *n <= served,
+                "{sid}, let in since, at {n}: at or below the head ({served})"
+            );
             let_in_since += 1;
         }
         seen += 1;
     }
     assert_eq!(let_in_since, 10, "the ten let in between the reads");
-    assert_eq!(seen, sessions.len() - 10, "everyone waiting at the first read");
+    assert_eq!(
+        seen,
+        sessions.len() - 10,
+        "everyone waiting at the first read"
+    );
     // The kept pages gone: worked out again from the buckets, without the people let in.
     let kept = server.command(&["KEYS", &format!("*{{{ev}}}:draw:page:*")]);
     let kept: Vec<&str> = kept.lines().filter(|l| !l.is_empty()).collect();
@@ -1229,7 +1238,10 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         server.command(&["DEL", k]);
     }
     let third = pages(&other, &ev).await;
-    assert!(command_calls(&server, "zrange") > zranges, "the buckets read again");
+    assert!(
+        command_calls(&server, "zrange") > zranges,
+        "the buckets read again"
+    );
     assert_eq!(
         third.iter().map(|p| p.numbers.len()).sum::<usize>(),
         sessions.len() - 20,
