@@ -35,6 +35,13 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
     headers
         .get_all(ACCEPT)
         .iter()
+        // Both HTML types end in `html`: a value without it (`application/json`, `*/*`: every poll of a page's
+        // script) names neither, and is not split and compared range by range.
+        .filter(|v| {
+            v.as_bytes()
+                .windows(4)
+                .any(|w| w.eq_ignore_ascii_case(b"html"))
+        })
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|range| range.split(';').next().unwrap_or("").trim())
@@ -68,6 +75,7 @@ mod tests {
             "text/html,application/xhtml+xml,application/json;q=0.9"
         ])));
         assert!(wants_html(&accept(&["application/json", "text/html"])));
+        assert!(wants_html(&accept(&["text/plain", "TEXT/HTML"])));
     }
 
     #[test]
@@ -78,6 +86,11 @@ mod tests {
         assert!(!wants_html(&accept(&["application/problem+json"])));
         assert!(!wants_html(&accept(&["text/plain"])));
         assert!(!wants_html(&accept(&["text/htmlx, text/*"])));
+        assert!(!wants_html(&accept(&[
+            "application/json",
+            "text/plain;q=0.5"
+        ])));
+        assert!(!wants_html(&accept(&["application/xml, text/xhtml"])));
         let mut h = HeaderMap::new();
         h.insert(ACCEPT, HeaderValue::from_bytes(b"text/html\xff").unwrap());
         assert!(!wants_html(&h), "an unreadable Accept names nothing");

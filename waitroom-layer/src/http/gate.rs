@@ -132,7 +132,10 @@ async fn place(
         Some(c) => (c.id, (c.number, c.prequeue, c.issued), false),
         None => (WaitingRoom::new_session_id(), (None, false, None), true),
     };
-    let original = session.clone();
+    // The cookie's session, to tell whether the answer names another (a new id after a finish, or an account's
+    // place adopted). A first contact's id is new: only an adopted place renames it (`renamed`), no copy kept.
+    let original = (!fresh).then(|| session.clone());
+    let mut renamed = false;
     let mut placed = Placed {
         session: String::new(),
         placement: None,
@@ -230,6 +233,7 @@ async fn place(
         match taken {
             Ok(p) => {
                 // With an account key, the account's place may belong to another browser's session: adopt it.
+                renamed |= session != p.session;
                 session.clone_from(&p.session);
                 // Straight through when there is room: a newcomer with a free place and nobody ahead goes in on
                 // this request (the admission tick runs now instead of at its interval). A ticket is in no store
@@ -255,7 +259,7 @@ async fn place(
         None => (None, false, None),
     };
     if (fresh && join)
-        || session != original
+        || original.as_ref().map_or(renamed, |o| *o != session)
         || ((joined || !fresh) && mark != hint && placed.placement.is_some())
     {
         let sealed = cookies_codec.seal_ticket(&session, mark.0, mark.1, mark.2);
@@ -333,28 +337,32 @@ fn status_reply(
     res
 }
 
+/// The holding answer: the JSON status, or the holding page. `next` (where the client goes once let in) is worked
+/// out only for an answer that names it: the page, or the JSON of a session let in (a first contact's JSON, the
+/// opening's whole crowd, needs none).
 fn held_reply(
     shared: &Shared,
     parts: &Parts,
     placed: Placed,
-    next: &str,
+    next: impl FnOnce() -> String,
     carrier: Carrier,
 ) -> Reply {
     let status = status_of(&shared.room, &placed);
     if !negotiate::wants_html(&parts.headers) {
-        let next = (status.state == ViewState::Admitted).then_some(next);
+        let next = (status.state == ViewState::Admitted).then(next);
         return status_reply(
             respond::held_status(&status),
             &status,
-            next,
+            next.as_deref(),
             placed,
             carrier,
         );
     }
+    let next = next();
     let base = shared.paths.base();
-    let enc = percent::encode(next);
+    let enc = percent::encode(&next);
     let ctx = PageContext {
-        next: next.to_owned(),
+        next,
         status_url: format!("{base}/status?return_to={enc}"),
         join_url: format!("{base}/join?return_to={enc}"),
         script_url: format!("{base}/holding.js"),
@@ -430,8 +438,13 @@ pub(crate) async fn hold(
     if !placed.store_ok && shared.room.fails_open() {
         return Decision::PassOpen { parts };
     }
-    let next = asked_for(&parts);
-    Decision::Reply(held_reply(&shared, &parts, placed, &next, carrier))
+    Decision::Reply(held_reply(
+        &shared,
+        &parts,
+        placed,
+        || asked_for(&parts),
+        carrier,
+    ))
 }
 
 /// A valid token past half its life: the session claims again (its idle deadline moves) and, while still active,
@@ -628,7 +641,7 @@ pub(crate) async fn endpoint(
                 let next = (status.state == ViewState::Admitted).then_some(next.as_str());
                 return status_reply(StatusCode::OK, &status, next, placed, carrier);
             }
-            held_reply(&shared, &parts, placed, &next, carrier)
+            held_reply(&shared, &parts, placed, || next, carrier)
         }
         // The layer and the endpoint service send admin calls to `admin::handle` with their body; never here.
         Endpoint::Unknown | Endpoint::Admin(_) => respond::problem(

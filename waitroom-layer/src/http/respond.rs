@@ -64,6 +64,18 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>, handover: &Ha
             None => out.extend_from_slice(b"null"),
         }
     }
+    // The room's own fixed names (`ViewState`, `EtaBasis`, `Stopped`): plain lowercase ASCII, written as they are
+    // (`every_fixed_name_is_written_as_serde_writes_it` checks them all).
+    fn name(out: &mut Vec<u8>, v: Option<&'static str>) {
+        match v {
+            Some(v) => {
+                out.push(b'"');
+                out.extend_from_slice(v.as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
+    }
     fn num(out: &mut Vec<u8>, v: Option<u64>) {
         match v {
             Some(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
@@ -78,7 +90,7 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>, handover: &Ha
     out.extend_from_slice(b",\"name\":");
     text(out, Some(&s.name));
     out.extend_from_slice(b",\"state\":");
-    text(out, Some(s.state.as_str()));
+    name(out, Some(s.state.as_str()));
     out.extend_from_slice(b",\"position\":");
     num(out, s.position);
     out.extend_from_slice(b",\"number\":");
@@ -90,7 +102,7 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>, handover: &Ha
     out.extend_from_slice(b",\"eta_high_seconds\":");
     num(out, s.eta_high_seconds);
     out.extend_from_slice(b",\"eta_basis\":");
-    text(out, s.eta_basis.map(EtaBasis::as_str));
+    name(out, s.eta_basis.map(EtaBasis::as_str));
     out.extend_from_slice(b",\"reach_position\":");
     num(out, s.reach_position);
     out.extend_from_slice(b",\"beyond_reach\":");
@@ -102,7 +114,7 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>, handover: &Ha
     out.extend_from_slice(b",\"opens_at\":");
     text(out, s.opens_at.as_deref());
     out.extend_from_slice(b",\"stopped\":");
-    text(out, s.stopped.map(Stopped::as_str));
+    name(out, s.stopped.map(Stopped::as_str));
     out.extend_from_slice(b",\"store_ok\":");
     flag(out, s.store_ok);
     out.extend_from_slice(b",\"updated_at\":");
@@ -299,6 +311,30 @@ mod tests {
         let r = problem(StatusCode::NOT_FOUND, "not_in_line", "Not found", "x");
         assert_eq!(r.headers()[CACHE_CONTROL], "no-store");
         assert_eq!(r.headers()[STATE_HEADER], "not_in_line");
+    }
+
+    /// The room's fixed names go into the JSON without the escaping check: each is what serde writes for it.
+    #[test]
+    fn every_fixed_name_is_written_as_serde_writes_it() {
+        fn same<T: serde::Serialize>(v: T, name: &'static str) {
+            assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{name}\""));
+            assert!(
+                name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{name}"
+            );
+        }
+        use ViewState::*;
+        for s in [
+            Prequeue, Waiting, Admitted, SoldOut, Closed, Paused, NotInLine, Returning, Missed,
+        ] {
+            same(s, s.as_str());
+        }
+        for b in [EtaBasis::Measured, EtaBasis::Configured] {
+            same(b, b.as_str());
+        }
+        for s in [Stopped::Paused, Stopped::SeatsHeld, Stopped::NotOpen] {
+            same(s, s.as_str());
+        }
     }
 
     /// The hand-written status body is byte for byte what serde writes for the same status and `next`.
