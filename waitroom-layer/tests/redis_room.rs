@@ -1148,7 +1148,9 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
 /// gets the pages the first read (the same cursors, the same numbers) with no `ZRANGE` of a bucket, also after the
 /// door let people in between the two reads. Those let in since are in the kept pages at numbers at or below the
 /// head, as in a page an instance has kept since the draw; everyone still waiting has the number a lookup gives.
-/// Once the kept pages are gone (they expire after a minute), the pages are worked out again, without them.
+/// Once the kept pages are gone (they expire after a minute), the pages are worked out again, without them. Pages
+/// kept for one draw are never read for another (the on-sale purged and made again under the same id), and a Redis
+/// that refuses writes answers the pages all the same, keeping none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_again() {
     let server = RedisServer::start(); // its own: the test counts the server's ZRANGEs
@@ -1247,6 +1249,61 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         sessions.len() - 20,
         "only the people still waiting"
     );
+    // The on-sale purged and made again under the same id, and drawn again, later, with as many other people (the
+    // same drawn segment): the pages kept from the first draw, set aside and put back as if an instance still
+    // reading had written them while the purge ran, are not read for the second.
+    let kept = server.command(&["KEYS", &format!("*{{{ev}}}:draw:page:*")]);
+    let kept: Vec<&str> = kept.lines().filter(|l| !l.is_empty()).collect();
+    assert!(!kept.is_empty(), "the third read kept its pages");
+    for (i, k) in kept.iter().enumerate() {
+        server.command(&["COPY", k, &format!("aside:{i}")]);
+    }
+    other.purge(&ev).await.unwrap();
+    for (i, k) in kept.iter().enumerate() {
+        server.command(&["RENAME", &format!("aside:{i}"), k]);
+    }
+    assert!(other.snapshot(&ev).await.is_err(), "the on-sale is gone");
+    let later = start + 3_600_000;
+    other.init(&ev, &far_draw(false)).await.unwrap();
+    let newcomers = fill_prequeue(&other, &ev, later, sessions.len() as u64, |_| {
+        WaitingRoom::new_session_id()
+    })
+    .await;
+    open_now(&other, &ev, later).await;
+    assert_eq!(
+        let_in_and_finish(&other, &ev, &tick(later + 1_000)).await,
+        10
+    );
+    let fourth = pages(&other, &ev).await;
+    let drawn: Vec<&String> = fourth
+        .iter()
+        .flat_map(|p| p.numbers.iter().map(|(s, _)| s))
+        .collect();
+    assert_eq!(
+        drawn.len(),
+        newcomers.len() - 10,
+        "the second draw's people still waiting"
+    );
+    assert!(
+        drawn.iter().all(|s| newcomers.contains(s)),
+        "nobody of the first draw in the second's pages"
+    );
+    // A Redis that refuses writes (full, under `noeviction`) still answers the pages; it keeps none.
+    let kept_keys = || {
+        let k = server.command(&["KEYS", &format!("*{{{ev}}}:draw:page:*")]);
+        k.lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    for k in kept_keys() {
+        server.command(&["DEL", &k]);
+    }
+    server.command(&["CONFIG", "SET", "maxmemory", "1"]);
+    let full = pages(&other, &ev).await;
+    server.command(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(full, fourth, "the same pages from a full Redis");
+    assert!(kept_keys().is_empty(), "none kept");
 }
 
 /// How many times Redis ran `cmd` since it started (`INFO commandstats`; commands run by scripts included).
@@ -1287,7 +1344,15 @@ async fn prequeue_on(
         .await
         .unwrap();
     let ev = event(tag);
-    let settings = Settings {
+    store.init(&ev, &far_draw(paused)).await.unwrap();
+    let start = 1_800_000_000_000u64;
+    let sessions = fill_prequeue(&store, &ev, start, people, id).await;
+    (store, ev, sessions, start)
+}
+
+/// An on-sale of capacity 10 (paused or not) whose random draw is far off.
+fn far_draw(paused: bool) -> Settings {
+    Settings {
         capacity: 10,
         admit_per_minute: None,
         paused,
@@ -1297,9 +1362,17 @@ async fn prequeue_on(
         inventory: None,
         prequeue_opens_at_ms: None,
         closes_at_ms: None,
-    };
-    store.init(&ev, &settings).await.unwrap();
-    let start = 1_800_000_000_000u64;
+    }
+}
+
+/// `people` join the pre-queue of `ev`, one a millisecond from `start`, their ids from `id`: the ids in join order.
+async fn fill_prequeue(
+    store: &RedisStore,
+    ev: &str,
+    start: u64,
+    people: u64,
+    id: impl Fn(u64) -> String,
+) -> Vec<String> {
     let mut sessions = Vec::new();
     for k in 0..people {
         let join = Join {
@@ -1308,11 +1381,11 @@ async fn prequeue_on(
             now_ms: start + k,
             draw_key: rand::random(),
         };
-        let p = store.join(&ev, &join).await.unwrap();
+        let p = store.join(ev, &join).await.unwrap();
         assert_eq!(p.state, SessionState::PreQueue);
         sessions.push(join.session);
     }
-    (store, ev, sessions, start)
+    sessions
 }
 
 /// Runs a tick, and the sessions it lets in take their place and finish at once (their places free). Returns how many

@@ -35,7 +35,7 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
     headers
         .get_all(ACCEPT)
         .iter()
-        // Both HTML types end in `html`: a value without it (`application/json`, `*/*`: every poll of a page's
+        // Both HTML types contain `html`: a value without it (`application/json`, `*/*`: every poll of a page's
         // script) names neither, and is not split and compared range by range.
         .filter(|v| {
             v.as_bytes()

@@ -117,7 +117,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
 /// | `wr:{ev}:draw:n`       | string | until the draw: how many sessions each pre-queue bucket holds (a big-endian u32 per bucket, kept by every script that adds to a bucket or pops from one), so the draw needs no `ZCARD` per bucket |
 /// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
-/// | `wr:{ev}:draw:page:<dbase>:<dcount>:<b>:<most>:<score>:<member>` | string | a page of the draw's numbers as the `DRAWN` script worked it out for that cursor (msgpack), for the next room instance that asks; expires after 60 s |
+/// | `wr:{ev}:draw:page:1:<dat>:<dbase>:<dcount>:<b>:<most>:<score>:<member>` | string | a page of the draw's numbers as the `DRAWN` script worked it out for that cursor (msgpack; `1`: the format, `dat`: the draw's time), for the next room instance that asks; expires after 60 s; written best effort (a refused write costs nothing but the next instance's work) |
 /// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
 /// | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |

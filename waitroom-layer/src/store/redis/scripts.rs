@@ -33,7 +33,8 @@ const REDEEM: &str = include_str!("scripts/redeem.lua");
 /// ARGV: session.
 const LOOKUP: &str = include_str!("scripts/lookup.lua");
 
-/// ARGV: bucket, score, member, most. A page of the random draw's numbers (see the script's head).
+/// ARGV: bucket, score, member, most. A page of the random draw's numbers (see the script's head), kept in Redis for
+/// a minute for the next room instance (the one write it makes, best effort).
 const DRAWN: &str = include_str!("scripts/drawn.lua");
 
 /// ARGV: session, now, return window. A lookup of a session that is here now: a missed one comes back (or is told

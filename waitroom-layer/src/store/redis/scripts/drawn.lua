@@ -18,17 +18,20 @@
 -- holds what it held when worked out: its numbers stay exact (numbers do not change while people wait), and
 -- people let in since, moved to the front or gone are in it as they were, which a reader already meets in a page
 -- it keeps for minutes (the room answers nobody at or below the head from the pages, and asks the store about
--- anyone moved). So Redis works the draw's pages out once, not once a room instance.
+-- anyone moved). So Redis works the draw's pages out once, not once a room instance. The key names the draw (its
+-- time, `meta.dat`, and its segment) and the page's format, so a page of an earlier draw of an on-sale purged and
+-- made again, or of another version, is never read. Keeping is best effort: a Redis that refuses the write (full,
+-- with `noeviction`) still answers the page.
 local PAGE_KEEP_MS = 60000
 local m = meta()
 if not m then return redis.error_reply(NOEVENT) end
 if m.drawn ~= '1' then return {-2} end
-local kept_at = KD .. ':page:' .. m.dbase .. ':' .. m.dcount .. ':' .. ARGV[1] .. ':' .. ARGV[4] .. ':' .. ARGV[2]
-  .. ':' .. ARGV[3]
+local kept_at = KD .. ':page:1:' .. (m.dat or '') .. ':' .. m.dbase .. ':' .. m.dcount .. ':' .. ARGV[1] .. ':'
+  .. ARGV[4] .. ':' .. ARGV[2] .. ':' .. ARGV[3]
 local kept = redis.call('GET', kept_at)
 if kept then return cmsgpack.unpack(kept) end
 local function keep(page)
-  redis.call('SET', kept_at, cmsgpack.pack(page), 'PX', PAGE_KEEP_MS)
+  redis.pcall('SET', kept_at, cmsgpack.pack(page), 'PX', PAGE_KEEP_MS)
   return page
 end
 local b, after, member, most = int(ARGV[1]), ARGV[2], ARGV[3], int(ARGV[4])
