@@ -905,7 +905,15 @@ def report_stalls(slow, stalls, problems, steal, seconds, shas, cores, disk):
           "on any core, begun within its second or the one before: it timed the stall, not the command): "
           + "; ".join(f"{int(e[2]):,} µs {command_name(e, shas)}" for e in inside)
           + ("" if len(inside) == len(over) else "; not in one: " + "; ".join(
-              f"{int(e[2]):,} µs {command_name(e, shas)}" + waited(disk, int(e[1])) for e in over if e not in inside)))
+              f"{int(e[2]):,} µs {command_name(e, shas)}{shape(e)}" + waited(disk, int(e[1])) for e in over if e not in inside)))
+
+
+def shape(entry):
+    """A SLOWLOG entry's size: how many arguments (Redis keeps the first 32 and says how many more), and its key."""
+    a = [str(x) for x in (entry[3] or [])]
+    more = next((int(m.group(1)) for x in a[-1:] if (m := re.match(r"\.\.\. \((\d+) more arguments\)", x))), 0)
+    count = len(a) - (1 if more else 0) + more
+    return f" ({count:,} arguments, key {a[1][:40]!r})" if len(a) > 1 else ""
 
 
 def waited(disk, t):
