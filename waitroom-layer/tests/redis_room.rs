@@ -507,20 +507,6 @@ async fn redis_figures() {
             number: p.number,
         });
     }
-    let stat = |s: &RedisServer, cmd: &str| -> (u64, u64) {
-        let info = s.command(&["INFO", "commandstats"]);
-        let line = info
-            .lines()
-            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
-            .unwrap_or("");
-        let field = |name: &str| {
-            line.split([':', ','])
-                .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("calls"), field("usec"))
-    };
     for (label, numbered) in [
         ("by number (bitmap)", true),
         ("by session (pseen hash)", false),
@@ -554,7 +540,7 @@ async fn redis_figures() {
         let wall = t0.elapsed().as_secs_f64();
         let usec: u64 = ["bitfield", "hset", "pexpire", "evalsha"]
             .iter()
-            .map(|c| stat(&server, c).1)
+            .map(|c| command_stat(&server, c).1)
             .sum();
         let n = (batch.len() as u64 * rounds) as f64;
         println!(
@@ -1016,29 +1002,10 @@ async fn a_page_of_the_draw_looks_at_a_bounded_number_of_buckets() {
     .await;
     open_now(&store, &ev, start).await;
     // The draw (paused: nobody goes in).
-    let tick = waitroom_layer::store::Tick {
-        now_ms: start + 1_000,
-        arrival_window_ms: 60_000,
-        abandon_after_ms: 600_000,
-        return_window_ms: 600_000,
-        max_scan: 20_000,
-    };
-    store.tick(&ev, &tick).await.unwrap();
-    let mut kept: HashMap<String, u64> = HashMap::new();
-    let mut next = Some(waitroom_layer::store::DrawCursor::default());
-    let mut pages = 0;
-    while let Some(from) = next {
-        let page = store
-            .drawn_numbers(&ev, &from, 500)
-            .await
-            .unwrap()
-            .expect("a page after the draw");
-        kept.extend(page.numbers);
-        next = page.next;
-        pages += 1;
-        assert!(pages <= 10, "the pages never end");
-    }
-    assert_eq!(pages, 4, "1,024 buckets, 256 a page");
+    store.tick(&ev, &door_tick(start + 1_000)).await.unwrap();
+    let pages = drawn_pages(&store, &ev, 500).await;
+    assert_eq!(pages.len(), 4, "1,024 buckets, 256 a page");
+    let kept: HashMap<String, u64> = pages.into_iter().flat_map(|p| p.numbers).collect();
     assert_eq!(kept.len(), 100, "everyone drawn is in a page");
     for sid in &sessions {
         let p = store.lookup(&ev, sid).await.unwrap().expect("known");
@@ -1070,16 +1037,9 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
         "nothing is drawn before the opening"
     );
     open_now(&store, &ev, start).await;
-    let tick = |now_ms| waitroom_layer::store::Tick {
-        now_ms,
-        arrival_window_ms: 60_000,
-        abandon_after_ms: 600_000,
-        return_window_ms: 600_000,
-        max_scan: 20_000,
-    };
     // The draw, and the first 10 go in (and leave).
     assert_eq!(
-        let_in_and_finish(&store, &ev, &tick(start + 1_000)).await,
+        let_in_and_finish(&store, &ev, &door_tick(start + 1_000)).await,
         10
     );
     // Two people still waiting moved to the front: their numbers in the drawn segment are nobody's now (an empty
@@ -1119,7 +1079,7 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
         // Every fifth page, the door lets the next 10 in.
         if pages % 5 == 0 {
             let now = start + 2_000 + pages;
-            let_in_between += let_in_and_finish(&store, &ev, &tick(now)).await;
+            let_in_between += let_in_and_finish(&store, &ev, &door_tick(now)).await;
         }
         assert!(pages < 1_000, "the pages never end");
     }
@@ -1159,34 +1119,12 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
     })
     .await;
     open_now(&store, &ev, start).await;
-    let tick = |now_ms| waitroom_layer::store::Tick {
-        now_ms,
-        arrival_window_ms: 60_000,
-        abandon_after_ms: 600_000,
-        return_window_ms: 600_000,
-        max_scan: 20_000,
-    };
     assert_eq!(
-        let_in_and_finish(&store, &ev, &tick(start + 1_000)).await,
+        let_in_and_finish(&store, &ev, &door_tick(start + 1_000)).await,
         10
     );
     // Pages of 7 in buckets of about 37: most pages end inside a bucket (a cursor with a score and a member).
-    async fn pages(store: &RedisStore, ev: &str) -> Vec<DrawnPage> {
-        let mut out = Vec::new();
-        let mut next = Some(DrawCursor::default());
-        while let Some(from) = next {
-            let page = store
-                .drawn_numbers(ev, &from, 7)
-                .await
-                .unwrap()
-                .expect("a page after the draw");
-            next = page.next.clone();
-            out.push(page);
-            assert!(out.len() < 1_000, "the pages never end");
-        }
-        out
-    }
-    let first = pages(&store, &ev).await;
+    let first = drawn_pages(&store, &ev, 7).await;
     assert!(
         first
             .iter()
@@ -1194,7 +1132,7 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         "some page ends inside a bucket"
     );
     assert_eq!(
-        let_in_and_finish(&store, &ev, &tick(start + 2_000)).await,
+        let_in_and_finish(&store, &ev, &door_tick(start + 2_000)).await,
         10
     );
     let other = RedisStore::builder(server.url())
@@ -1202,10 +1140,10 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         .connect()
         .await
         .unwrap();
-    let zranges = command_calls(&server, "zrange");
-    let second = pages(&other, &ev).await;
+    let zranges = command_stat(&server, "zrange").0;
+    let second = drawn_pages(&other, &ev, 7).await;
     assert_eq!(
-        command_calls(&server, "zrange"),
+        command_stat(&server, "zrange").0,
         zranges,
         "no bucket read again for the second instance"
     );
@@ -1233,15 +1171,14 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         "everyone waiting at the first read"
     );
     // The kept pages gone: worked out again from the buckets, without the people let in.
-    let kept = server.command(&["KEYS", &format!("*{{{ev}}}:draw:page:*")]);
-    let kept: Vec<&str> = kept.lines().filter(|l| !l.is_empty()).collect();
+    let kept = kept_pages(&server, &ev);
     assert_eq!(kept.len(), first.len(), "a page kept per cursor: {kept:?}");
     for k in &kept {
         server.command(&["DEL", k]);
     }
-    let third = pages(&other, &ev).await;
+    let third = drawn_pages(&other, &ev, 7).await;
     assert!(
-        command_calls(&server, "zrange") > zranges,
+        command_stat(&server, "zrange").0 > zranges,
         "the buckets read again"
     );
     assert_eq!(
@@ -1252,8 +1189,7 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
     // The on-sale purged and made again under the same id, and drawn again, later, with as many other people (the
     // same drawn segment): the pages kept from the first draw, set aside and put back as if an instance still
     // reading had written them while the purge ran, are not read for the second.
-    let kept = server.command(&["KEYS", &format!("*{{{ev}}}:draw:page:*")]);
-    let kept: Vec<&str> = kept.lines().filter(|l| !l.is_empty()).collect();
+    let kept = kept_pages(&server, &ev);
     assert!(!kept.is_empty(), "the third read kept its pages");
     for (i, k) in kept.iter().enumerate() {
         server.command(&["COPY", k, &format!("aside:{i}")]);
@@ -1271,10 +1207,10 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
     .await;
     open_now(&other, &ev, later).await;
     assert_eq!(
-        let_in_and_finish(&other, &ev, &tick(later + 1_000)).await,
+        let_in_and_finish(&other, &ev, &door_tick(later + 1_000)).await,
         10
     );
-    let fourth = pages(&other, &ev).await;
+    let fourth = drawn_pages(&other, &ev, 7).await;
     let drawn: Vec<&String> = fourth
         .iter()
         .flat_map(|p| p.numbers.iter().map(|(s, _)| s))
@@ -1289,31 +1225,68 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         "nobody of the first draw in the second's pages"
     );
     // A Redis that refuses writes (full, under `noeviction`) still answers the pages; it keeps none.
-    let kept_keys = || {
-        let k = server.command(&["KEYS", &format!("*{{{ev}}}:draw:page:*")]);
-        k.lines()
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect::<Vec<_>>()
-    };
-    for k in kept_keys() {
+    for k in kept_pages(&server, &ev) {
         server.command(&["DEL", &k]);
     }
     server.command(&["CONFIG", "SET", "maxmemory", "1"]);
-    let full = pages(&other, &ev).await;
+    let full = drawn_pages(&other, &ev, 7).await;
     server.command(&["CONFIG", "SET", "maxmemory", "0"]);
     assert_eq!(full, fourth, "the same pages from a full Redis");
-    assert!(kept_keys().is_empty(), "none kept");
+    assert!(kept_pages(&server, &ev).is_empty(), "none kept");
 }
 
-/// How many times Redis ran `cmd` since it started (`INFO commandstats`; commands run by scripts included).
-fn command_calls(server: &RedisServer, cmd: &str) -> u64 {
+/// How many times Redis ran `cmd` since it started and the µs it took (`INFO commandstats`; commands run by
+/// scripts included).
+fn command_stat(server: &RedisServer, cmd: &str) -> (u64, u64) {
     let info = server.command(&["INFO", "commandstats"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    let line = info
+        .lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+        .unwrap_or("");
+    let field = |name: &str| {
+        line.split([':', ','])
+            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("calls"), field("usec"))
+}
+
+/// A tick of the door over a draw's tests: a minute's arrival window, ten minutes' grace and return window.
+fn door_tick(now_ms: u64) -> waitroom_layer::store::Tick {
+    waitroom_layer::store::Tick {
+        now_ms,
+        arrival_window_ms: 60_000,
+        abandon_after_ms: 600_000,
+        return_window_ms: 600_000,
+        max_scan: 20_000,
+    }
+}
+
+/// Every page of the draw of `ev`, `most` sessions a page, read from the first.
+async fn drawn_pages(store: &RedisStore, ev: &str, most: usize) -> Vec<DrawnPage> {
+    let mut out = Vec::new();
+    let mut next = Some(DrawCursor::default());
+    while let Some(from) = next {
+        let page = store
+            .drawn_numbers(ev, &from, most)
+            .await
+            .unwrap()
+            .expect("a page after the draw");
+        next = page.next.clone();
+        out.push(page);
+        assert!(out.len() < 1_000, "the pages never end");
+    }
+    out
+}
+
+/// The draw's pages Redis keeps for `ev` (their keys).
+fn kept_pages(server: &RedisServer, ev: &str) -> Vec<String> {
+    let keys = server.command(&["KEYS", &format!("*{{{ev}}}:draw:page:*")]);
+    keys.lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The operator opens the door now (`at`): the draw runs at the next tick.

@@ -133,9 +133,8 @@ async fn place(
         None => (WaitingRoom::new_session_id(), (None, false, None), true),
     };
     // The cookie's session, to tell whether the answer names another (a new id after a finish, or an account's
-    // place adopted). A first contact's id is new: only an adopted place renames it (`renamed`), no copy kept.
+    // place adopted). A first contact keeps no copy: its answer carries a new cookie anyway (`fresh && join`).
     let original = (!fresh).then(|| session.clone());
-    let mut renamed = false;
     let mut placed = Placed {
         session: String::new(),
         placement: None,
@@ -233,7 +232,6 @@ async fn place(
         match taken {
             Ok(p) => {
                 // With an account key, the account's place may belong to another browser's session: adopt it.
-                renamed |= session != p.session;
                 session.clone_from(&p.session);
                 // Straight through when there is room: a newcomer with a free place and nobody ahead goes in on
                 // this request (the admission tick runs now instead of at its interval). A ticket is in no store
@@ -259,7 +257,7 @@ async fn place(
         None => (None, false, None),
     };
     if (fresh && join)
-        || original.as_ref().map_or(renamed, |o| *o != session)
+        || original.as_ref().is_some_and(|o| *o != session)
         || ((joined || !fresh) && mark != hint && placed.placement.is_some())
     {
         let sealed = cookies_codec.seal_ticket(&session, mark.0, mark.1, mark.2);

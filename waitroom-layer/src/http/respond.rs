@@ -55,9 +55,7 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>, handover: &Ha
                 if v.bytes()
                     .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') =>
             {
-                out.push(b'"');
-                out.extend_from_slice(v.as_bytes());
-                out.push(b'"');
+                quoted(out, v);
             }
             // Writing a string into a `Vec` cannot fail.
             Some(v) => serde_json::to_writer(&mut *out, v).unwrap_or(()),
@@ -68,13 +66,14 @@ fn write_status(out: &mut Vec<u8>, s: &Status, next: Option<&str>, handover: &Ha
     // (`every_fixed_name_is_written_as_serde_writes_it` checks them all).
     fn name(out: &mut Vec<u8>, v: Option<&'static str>) {
         match v {
-            Some(v) => {
-                out.push(b'"');
-                out.extend_from_slice(v.as_bytes());
-                out.push(b'"');
-            }
+            Some(v) => quoted(out, v),
             None => out.extend_from_slice(b"null"),
         }
+    }
+    fn quoted(out: &mut Vec<u8>, v: &str) {
+        out.push(b'"');
+        out.extend_from_slice(v.as_bytes());
+        out.push(b'"');
     }
     fn num(out: &mut Vec<u8>, v: Option<u64>) {
         match v {
