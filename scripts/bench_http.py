@@ -44,7 +44,7 @@ The demo is built with `cargo build --release --example onsale` and run from $CA
 ROOT/target); --binary runs a given build instead (no build), e.g. to compare two builds.
 Loopback only; every run is bounded by --seconds and stops by itself.
 """
-import argparse, glob, http.client, json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
+import argparse, glob, http.client, json, os, re, secrets, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_DIR = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
@@ -159,6 +159,7 @@ def wrk_result(out):
 TARGETS = {
     "healthz": ("/healthz", "waiting"),
     "poll": ("/waitroom/status", "waiting"),
+    "poll_drawn": ("/waitroom/status", "waiting"),
     "ping": ("/api/ping", "admitted"),
     "me": ("/api/me", "admitted"),
     "healthz_admitted": ("/healthz", "admitted"),
@@ -168,6 +169,7 @@ TARGETS = {
 NAMES = {
     "healthz": "GET /healthz (bare, baseline)",
     "poll": "GET /waitroom/status (waiting poll)",
+    "poll_drawn": "GET /waitroom/status after the draw (with --drawn: the same people, the same cookies)",
     "ping": "GET /api/ping (admitted, both layers, bare handler)",
     "me": "GET /api/me (admitted, both layers, JSON handler)",
     "healthz_admitted": "GET /healthz with the admitted cookies (bare)",
@@ -214,6 +216,14 @@ def run(store, args, redis_url=None):
     if args.prequeue:
         # The door shut for an hour, a random draw at its opening: every first contact joins the pre-queue.
         cmd += ["--fairness", "random", "--opens-in", "3600"]
+    token = None
+    if args.drawn:
+        # The opening is moved to now through the admin API once the pre-queue's polls are measured.
+        token = secrets.token_urlsafe(32)
+        token_file = os.path.join(tempfile.mkdtemp(prefix="waitroom-bench-admin-"), "admin-token")
+        with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(f"bench:{token}\n")
+        cmd += ["--admin-token-file", token_file]
     data_dir = tempfile.mkdtemp(prefix="waitroom-bench-data-")
     if redis_url:
         cmd += ["--redis", redis_url, "--data-dir", data_dir]
@@ -245,7 +255,9 @@ def run(store, args, redis_url=None):
                     break
                 time.sleep(0.5)
             assert state == "admitted" and "waitroom_token" in jar, f"not admitted: {state}"
-        for jar in waiting[:5]:
+        for jar in (waiting if args.drawn else waiting[:5]):
+            # With --drawn every ticket is redeemed (as the holding page's first poll does): the polls measured
+            # are pre-queued people's, then the same people's after the draw, with the cookies they hold.
             st, body = get(port, "/waitroom/status", jar)
             state = json.loads(body)["state"]
             assert state == ("prequeue" if args.prequeue else "waiting"), body
@@ -262,12 +274,45 @@ def run(store, args, redis_url=None):
                     f.write("; ".join(f"{k}={v}" for k, v in jar.items()) + "\n")
             files[name] = path
         res = {label: [] for label in targets}
+        before = [t for t in targets if t != "poll_drawn"]
+        after = ["healthz", "poll_drawn"] if "poll_drawn" in targets else []
+
+        def draw():
+            # The opening now: the draw runs at the next tick; measured once every person asked is waiting (the
+            # instance has read the draw's pages) and a few more seconds have passed for the draw's own work.
+            opens = int(time.time() * 1000)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("POST", "/waitroom/admin/schedule", body=json.dumps({"opens_at": opens}),
+                      headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            r = c.getresponse()
+            assert r.status == 200, f"schedule answered {r.status}: {r.read()[:200]!r}"
+            c.close()
+            deadline = time.time() + (120 if cg_out else 30)
+            while True:
+                st, body = get(port, "/waitroom/status", dict(waiting[0]))
+                state = json.loads(body)["state"]
+                if state in ("waiting", "admitted"):
+                    break
+                assert time.time() < deadline, f"no draw: {state}"
+                time.sleep(0.5)
+            time.sleep(10 if cg_out else 3)
+            # Those let in leave the polls (their page goes on to the shop, as in the soak); the rest poll with the
+            # cookies they held before the draw (each asked with a copy, so no cookie learns its number here).
+            kept = [jar for jar in waiting if json.loads(get(port, "/waitroom/status", dict(jar))[1])["state"] == "waiting"]
+            assert len(kept) >= len(waiting) - args.capacity, f"only {len(kept)} of {len(waiting)} waiting after the draw"
+            with open(files["waiting"], "w") as f:
+                for jar in kept:
+                    f.write("; ".join(f"{k}={v}" for k, v in jar.items()) + "\n")
+
         if cg_out:
             # Warm every path once, then count each target over one run.
-            for label in targets:
+            for label in before:
                 path, jar = TARGETS[label]
                 wrk(port, path, files[jar], 2, 4)
-            for label in targets:
+            for label in before + (["draw"] if after else []) + after:
+                if label == "draw":
+                    draw()
+                    continue
                 path, jar = TARGETS[label]
                 callgrind_total(cg_out, demo.pid)
                 r = wrk(port, path, files[jar], args.seconds, 4)
@@ -286,10 +331,16 @@ def run(store, args, redis_url=None):
                 r["redis_per_request"] = (redis_commands(rport) - cmds - 1) / max(r["requests"], 1)
             return r
         for _ in range(args.rounds):
-            for label in targets:
+            for label in before:
                 res[label].append(measure(label))
         # The closing baseline: every round sits between two /healthz runs.
         res["healthz"].append(measure("healthz"))
+        if after:
+            draw()
+            res["healthz_drawn"] = [measure("healthz")]
+            for _ in range(args.rounds):
+                res["poll_drawn"].append(measure("poll_drawn"))
+                res["healthz_drawn"].append(measure("healthz"))
         if args.p99_at and "join" in targets:
             # Joins at a fraction of the highest join rate measured above: each connection waits `delay` ms after
             # each answer (wrk's `delay()`, whole milliseconds), and the number of connections is set so the
@@ -330,14 +381,23 @@ def main():
     ap.add_argument("--prequeue", action="store_true",
                     help="the door shut for an hour before a random draw: joins are pre-queue joins, polls pre-queued "
                          "people's (targets healthz, healthz_none, join, poll only)")
+    ap.add_argument("--drawn", action="store_true",
+                    help="--prequeue, every ticket redeemed; then with target poll_drawn the opening moved to now (the "
+                         "admin API) and the same people's polls measured again after the draw (targets healthz, "
+                         "poll, poll_drawn only)")
     ap.add_argument("--instructions", action="store_true",
                     help="count the demo's instructions per request under valgrind's callgrind instead of timing")
     args = ap.parse_args()
     args.targets = ["healthz"] + [t for t in args.targets.split(",") if t and t != "healthz"]
+    args.prequeue = args.prequeue or args.drawn
+    if "poll_drawn" in args.targets and not args.drawn:
+        sys.exit("target poll_drawn needs --drawn")
+    if args.drawn and not set(args.targets) <= {"healthz", "poll", "poll_drawn"}:
+        sys.exit("--drawn runs healthz, poll and poll_drawn only")
     for t in args.targets:
         if t not in TARGETS:
             sys.exit(f"unknown target {t}; one of {', '.join(TARGETS)}")
-        if args.prequeue and t not in ("healthz", "healthz_none", "join", "poll"):
+        if args.prequeue and t not in ("healthz", "healthz_none", "join", "poll", "poll_drawn"):
             sys.exit(f"--prequeue runs healthz, healthz_none, join and poll only (nobody is admitted), not {t}")
     if args.instructions and not (shutil.which("valgrind") and shutil.which("callgrind_control")):
         sys.exit("--instructions needs valgrind: apt-get install valgrind")
@@ -386,7 +446,12 @@ def main():
             for label in args.targets:
                 name = NAMES[label]
                 runs = r[label]
-                ratios = [1.0] * args.rounds if label == "healthz" else [x["rps"] / b for x, b in zip(runs, bases)]
+                if label == "poll_drawn":
+                    # After the draw: against the /healthz runs around each round after it.
+                    hd = [x["rps"] for x in r["healthz_drawn"]]
+                    ratios = [x["rps"] / ((hd[i] + hd[i + 1]) / 2) for i, x in enumerate(runs)]
+                else:
+                    ratios = [1.0] * args.rounds if label == "healthz" else [x["rps"] / b for x, b in zip(runs, bases)]
                 rps = med([x["rps"] for x in runs])
                 cpu = med([x["cpu_us"] for x in runs])
                 print(f"| {store} | {name} | {rps:,.0f} | {100 * med(ratios):.0f}% | {med([x['p50'] for x in runs]) / 1000:.2f} ms | "

@@ -30,8 +30,13 @@ Starts one redis-server on a free loopback port (`SLOWLOG` at `--slowlog-us`, 1,
    each core at SCHED_FIFO 11 (above Redis), and which SLOWLOG entries over 5 ms fall in one of them (they timed the
    core being taken away, not the command).
    For a long command no stall explains: whether redis-server waited on the disk around it (its major page faults,
-   and the machine's time with every task stalled on the disk, `/proc/pressure/io`), and whether the wall clock
-   stepped, sampled every 100 ms.
+   and the machine's time with every task stalled on the disk, `/proc/pressure/io`), its minor page faults (pages
+   met for the first time: on a machine whose hypervisor takes free memory back each is a fault it serves), and
+   whether the wall clock stepped, sampled every 100 ms; for one of 200 ms or more, what each of redis-server's
+   threads did meanwhile (time on a core and waiting for one, `/proc/<pid>/task/*/schedstat`, and its state as
+   sampled, the main thread's with its kernel wait channel and, in state D, its innermost kernel frames). A
+   command whose main thread was sampled in state D for half its length or more timed a wait in the kernel (a lock
+   of its memory map held by the machine's memory manager, say), not its own work, and is shown apart.
 
 Then a table: the rounds before the opening, the 30 s after it, the minute after that, against the targets of
 issue #31 (none over 5 ms; polls a second after / before >= 0.9; Redis commands a poll <= 0.05 in the 30 s after,
@@ -128,15 +133,74 @@ class DiskWaits(threading.Thread):
         return 0
 
     def majflt(self):
+        """redis-server's major page faults so far, and its minor ones (a page taken for the first time: on a
+        machine whose hypervisor takes free memory back, each costs a fault the hypervisor serves)."""
         try:
             with open(f"/proc/{self.pid}/stat") as f:
-                return int(f.read().rsplit(")", 1)[1].split()[9])
+                fields = f.read().rsplit(")", 1)[1].split()
+                return int(fields[9]), int(fields[7])
         except (OSError, IndexError, ValueError):
-            return 0
+            return 0, 0
+
+    def threads(self):
+        """Each of redis-server's threads: (name, state, ns on a core, ns runnable but waiting for one), from
+        `/proc/<pid>/task/<tid>/{comm,stat,schedstat}`; the main thread's kernel wait channel as its name's suffix."""
+        out = {}
+        try:
+            tids = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return out
+        for tid in tids:
+            base = f"/proc/{self.pid}/task/{tid}"
+            try:
+                with open(f"{base}/comm") as f:
+                    name = f.read().strip()
+                with open(f"{base}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+                with open(f"{base}/schedstat") as f:
+                    run_ns, wait_ns = (int(x) for x in f.read().split()[:2])
+                if tid == str(self.pid):
+                    with open(f"{base}/wchan") as f:
+                        state += ":" + (f.read().strip() or "-")
+                    if state.startswith("D"):
+                        # Where in the kernel it waits (root only): the innermost frames.
+                        try:
+                            with open(f"{base}/stack") as f:
+                                frames = [l.split()[-1].split("+")[0] for l in f if l.strip()][:5]
+                            state += " (" + " < ".join(frames) + ")"
+                        except OSError:
+                            pass
+            except (OSError, ValueError, IndexError):
+                continue
+            out[tid] = (name, state, run_ns, wait_ns)
+        return out
 
     def run(self):
         while not self.done.wait(0.1):
-            self.samples.append((time.time(), self.majflt(), self.io_full_us(), time.time() - time.monotonic()))
+            (maj, minor) = self.majflt()
+            self.samples.append((time.time(), maj, self.io_full_us(), time.time() - time.monotonic(),
+                                 self.threads(), minor))
+
+    def threads_during(self, start, end):
+        """redis-server's threads from start to end (wall clock): per thread, its name, the ms it ran, the ms it
+        waited for a core while runnable, and its states as sampled (the main thread's with its wait channel)."""
+        inside = [x for x in self.samples if start <= x[0] <= end]
+        before = [x for x in self.samples if x[0] < start]
+        if not inside:
+            return []
+        first = before[-1] if before else inside[0]
+        rows = []
+        for tid, (name, _, run0, wait0) in first[4].items():
+            last = inside[-1][4].get(tid)
+            if not last:
+                continue
+            states = {}
+            for x in inside:
+                st = x[4].get(tid)
+                if st:
+                    states[st[1]] = states.get(st[1], 0) + 1
+            rows.append((name, (last[2] - run0) / 1e6, (last[3] - wait0) / 1e6, states))
+        return rows
 
     def around(self, t):
         """Redis's major faults, the machine's full disk stall (ms) and the wall clock's steps (ms, summed) from
@@ -144,10 +208,10 @@ class DiskWaits(threading.Thread):
         inside = [x for x in self.samples if t - 1 <= x[0] < t + 2]
         before = [x for x in self.samples if x[0] < t - 1]
         if not inside:
-            return 0, 0.0, 0.0
+            return 0, 0.0, 0.0, 0
         first = before[-1] if before else inside[0]
         return (inside[-1][1] - first[1], (inside[-1][2] - first[2]) / 1000,
-                (inside[-1][3] - first[3]) * 1000)
+                (inside[-1][3] - first[3]) * 1000, inside[-1][5] - first[5])
 
     def clock_steps(self):
         """The wall clock's steps over 2 ms between two samples: (when, ms)."""
@@ -255,7 +319,7 @@ local function now() ffi.C.clock_gettime(0, ts); return tonumber(ts.tv_sec) + to
 local threads = 0
 setup = function(thread) thread:set("slot", threads); threads = threads + 1 end
 
-local cookies, reqs, gone, n, i, last = {}, {}, {}, 0, 0, 0
+local cookies, reqs, n, i, last = {}, {}, 0, 0, 0
 local stats, t0, len, sent_at
 local cur, count, bad, bins = nil, 0, 0, {}
 local STEP = math.log(1.04)
@@ -278,20 +342,18 @@ local function flush()
 end
 request = function()
   sent_at = now()
-  for _ = 1, n do
-    i = i % n + 1
-    if not gone[i] then
-      last = i
-      local r = reqs[i]
-      if not r then
-        r = wrk.format("GET", "/waitroom/status", { ["Cookie"] = cookies[i], ["Accept"] = "application/json" })
-        reqs[i] = r
-      end
-      return r
-    end
+  if n == 0 then
+    last = 0
+    return wrk.format("GET", "/healthz")
   end
-  last = 0
-  return wrk.format("GET", "/healthz")
+  i = i % n + 1
+  last = i
+  local r = reqs[i]
+  if not r then
+    r = wrk.format("GET", "/waitroom/status", { ["Cookie"] = cookies[i], ["Accept"] = "application/json" })
+    reqs[i] = r
+  end
+  return r
 end
 response = function(status, headers, body)
   local t = now()
@@ -307,7 +369,11 @@ response = function(status, headers, body)
   if not v then return end
   -- The answer is the last request's (one connection a thread): that person is let in, or has a new cookie.
   if state_of(headers) == "admitted" then
-    gone[last], reqs[last] = true, nil
+    -- Out of the rotation: the last person takes the slot (no table of people gone to look up on every
+    -- request, which costs this script more once people start leaving, after the opening, than before).
+    cookies[last], reqs[last] = cookies[n], reqs[n]
+    cookies[n], reqs[n] = nil, nil
+    n = n - 1
     return
   end
   local c = session_pair(headers)
@@ -885,7 +951,8 @@ def report_stalls(slow, stalls, problems, steal, seconds, shas, cores, disk):
     if disk.samples:
         first, last = disk.samples[0], disk.samples[-1]
         print(f"The disk: redis-server took {last[1] - first[1]:,} major page faults (its pages read back from disk), and "
-              f"every task here waited on the disk for {(last[2] - first[2]) / 1e6:.1f} s in all (`/proc/pressure/io`, full).")
+              f"every task here waited on the disk for {(last[2] - first[2]) / 1e6:.1f} s in all (`/proc/pressure/io`, full); "
+              f"it took {last[5] - first[5]:,} minor page faults (pages touched for the first time).")
         steps = disk.clock_steps()
         print(f"The wall clock: {len(steps)} steps over 2 ms against the monotonic clock"
               + (": " + ", ".join(f"{ms:+,.0f} ms at {time.strftime('%H:%M:%S', time.gmtime(t))}" for t, ms in steps)
@@ -901,11 +968,18 @@ def report_stalls(slow, stalls, problems, steal, seconds, shas, cores, disk):
         t, us = int(e[1]), int(e[2])
         if any(t - 1 <= st < t + 1 and ms * 1000 >= us / 2 for st, ms, _ in stalls):
             inside.append(e)
+    rest = [e for e in over if e not in inside]
+    kernel = [e for e in rest if held(disk, int(e[1]), int(e[2]))]
     print(f"Of the {len(over)} commands over 5 ms, {len(inside)} fall in such a stall (a stall of half its length or more, "
           "on any core, begun within its second or the one before: it timed the stall, not the command): "
           + "; ".join(f"{int(e[2]):,} µs {command_name(e, shas)}" for e in inside)
-          + ("" if len(inside) == len(over) else "; not in one: " + "; ".join(
-              f"{int(e[2]):,} µs {command_name(e, shas)}{shape(e)}" + waited(disk, int(e[1])) for e in over if e not in inside)))
+          + (f"; {len(kernel)} while the kernel held redis-server's main thread for half of it or more (sampled in "
+             "state D, an uninterruptible wait in the kernel: it timed that wait, not the command): " + "; ".join(
+              f"{int(e[2]):,} µs {command_name(e, shas)}{shape(e)}" + waited(disk, int(e[1]), int(e[2])) for e in kernel)
+             if kernel else "")
+          + ("" if len(inside) + len(kernel) == len(over) else "; neither: " + "; ".join(
+              f"{int(e[2]):,} µs {command_name(e, shas)}{shape(e)}" + waited(disk, int(e[1]), int(e[2]))
+              for e in rest if e not in kernel)))
 
 
 def shape(entry):
@@ -916,13 +990,37 @@ def shape(entry):
     return f" ({count:,} arguments, key {a[1][:40]!r})" if len(a) > 1 else ""
 
 
-def waited(disk, t):
-    """What the disk did around second t, for a long command no stall explains."""
-    faults, full_ms, step_ms = disk.around(t)
+def held(disk, t, us):
+    """Whether redis-server's main thread was held in the kernel (state D: an uninterruptible wait, such as a lock
+    of its memory map) for at least half of a command of `us` µs that SLOWLOG logged in second t: then the command
+    timed the kernel's wait, not its own work. Needs 100 ms samples inside it, so commands of 200 ms or more."""
+    if us < 200_000:
+        return False
+    rows = disk.threads_during(t + 1 - us / 1e6 - 1, t + 1)
+    main = next((r for r in rows if r[0] == "redis-server"), None)
+    if not main:
+        return False
+    waits = sum(n for st, n in main[3].items() if st.startswith("D"))
+    return waits * 100_000 >= us / 2
+
+
+def waited(disk, t, us=0):
+    """What the disk did around second t, for a long command no stall explains; and, for one of 200 ms or more
+    (enough 100 ms samples inside it), what each of redis-server's threads did while it ran."""
+    faults, full_ms, step_ms, minor = disk.around(t)
     if not faults and full_ms < 1 and abs(step_ms) < 2:
-        return " (no disk wait or clock step around it)"
-    return (f" (around it redis-server took {faults} major page faults; every task waited on the disk {full_ms:,.0f} ms; "
-            f"the wall clock stepped {step_ms:+,.0f} ms)")
+        out = " (no disk wait or clock step around it"
+    else:
+        out = (f" (around it redis-server took {faults} major page faults; every task waited on the disk {full_ms:,.0f} ms; "
+               f"the wall clock stepped {step_ms:+,.0f} ms")
+    out += f"; {minor:,} minor page faults of redis-server from the second before it to the one after)"
+    if us >= 200_000:
+        # SLOWLOG dates the entry by the second it was logged in, at the command's end.
+        rows = disk.threads_during(t + 1 - us / 1e6 - 1, t + 1)
+        out += "; redis-server's threads from a second before it to its end: " + "; ".join(
+            f"{name} ran {run:,.0f} ms, waited for a core {wait:,.0f} ms, sampled "
+            + ", ".join(f"{st} x{n}" for st, n in sorted(states.items())) for name, run, wait, states in rows)
+    return out
 
 
 if __name__ == "__main__":

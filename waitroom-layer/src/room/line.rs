@@ -398,6 +398,21 @@ impl WaitingRoom {
             self.mark_waiting(session, Some(n), &snap);
             return Some((SessionState::Waiting, Some(n)));
         }
+        // After the draw, a drawn person whose cookie has no number yet: its number from the draw's index read
+        // by this instance (see `drawn.rs`), while the head has not reached it and the door still lets people in.
+        // Asked before the cache of people let in lately, as a number in the cookie is: nobody beyond the head was
+        // let in (most polls after the draw are these, and the index answers them with one lookup).
+        if prequeue_hint
+            && number_hint.is_none()
+            && snap.drawn
+            && !snap.settings.turning_away()
+            && let Some(n) = self.inner.drawn.get(session)
+            && n > snap.served
+        {
+            self.note_number(n);
+            self.mark_waiting(session, Some(n), &snap);
+            return Some((SessionState::Waiting, Some(n)));
+        }
         // Let in lately, as this instance heard (its tick, or another's through the snapshot): admitted, its pass
         // to claim (see `claim`), while the door still lets people in.
         if !snap.settings.turning_away()
@@ -418,18 +433,6 @@ impl WaitingRoom {
         if prequeue_hint && !snap.drawn && snap.counters.turned_away == 0 {
             self.mark_waiting(session, None, &snap);
             return Some((SessionState::PreQueue, None));
-        }
-        // After the draw, a drawn person whose cookie has no number yet: its number from the draw's index read
-        // by this instance (see `drawn.rs`), while the head has not reached it.
-        if prequeue_hint
-            && number_hint.is_none()
-            && snap.drawn
-            && let Some(n) = self.inner.drawn.get(session)
-            && n > snap.served
-        {
-            self.note_number(n);
-            self.mark_waiting(session, Some(n), &snap);
-            return Some((SessionState::Waiting, Some(n)));
         }
         // After the draw, a drawn person this instance has not read yet while it reads the draw's numbers (in
         // number order, already past the head): their number lies beyond, so they are still in line; answered from

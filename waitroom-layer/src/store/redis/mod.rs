@@ -30,18 +30,22 @@ use super::{SessionState, Store, TURN_AWAY_PER_TICK};
 use crate::error::StoreError;
 use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, connect};
 
-/// Most sessions in one `touch` command (a liveness `BITFIELD` or `HSET`, or an active-session script call); a bigger
-/// batch is split into commands of this many, sent in one pipeline, so no single command holds Redis for long:
-/// 5,000 fields an `HSET` took 3.5 to 5.3 ms, 256 about 0.9 ms (the opening's figures in BENCHMARKS.md).
-pub const TOUCH_CHUNK: usize = 256;
+/// Most fields in one liveness `HSET` of pre-queued sessions' marks; a bigger batch is split into commands of this
+/// many, sent in one pipeline, so no single command holds Redis for long: 5,000 fields an `HSET` took 3.5 to 5.3
+/// ms, 256 about 0.9 ms (the opening's figures in BENCHMARKS.md), and 256 took 3 to 5 ms while `pseen` grew past
+/// 262,144 and 524,288 fields in the seed's soak: each field moves a bucket of the growing table into the new,
+/// twice as large one, and on a machine where a page Redis touches for the first time costs 12.5 µs (memory the
+/// hypervisor takes back once it is free, as on the 2-core box of BENCHMARKS.md) the new table's pages are found one
+/// fault at a time. 64 bounds that to well under a millisecond (716,800 fields into a fresh hash, none over 0.5 ms).
+pub const TOUCH_CHUNK: usize = 64;
 
 /// Most numbered liveness marks in one `BITFIELD … SET u1` command: a bit each, far less work than a hash field,
-/// so four times [`TOUCH_CHUNK`] (after an opening these are most of the Redis commands the polls cause: one a
+/// so sixteen times [`TOUCH_CHUNK`] (after an opening these are most of the Redis commands the polls cause: one a
 /// second per 1,024 people polling an instance).
 pub const MARK_CHUNK: usize = 1_024;
 
 /// Most sessions in one call of the touch script (active sessions' idle deadlines, and the claims a room makes from
-/// what it heard of admissions): a quarter of [`TOUCH_CHUNK`], as each costs a record read, a `ZADD` pair and, for a
+/// what it heard of admissions): as many as [`TOUCH_CHUNK`], as each costs a record read, a `ZADD` pair and, for a
 /// claim, a record written (calls of 256 took up to 7.7 ms in the soak's opening, while 8,000 claims went out).
 pub const ACTIVE_CHUNK: usize = 64;
 
@@ -416,8 +420,8 @@ pub const TICKET_BATCH: usize = 1_024;
 ///   passed at the opening are named over some 30 ticks of 20,000), in their favour; a come-back is judged by the
 ///   record's time. The `seen` bits are read from the slot before the draw's on (`meta.dat`; the slot before for
 ///   an instance's clock a little behind the one that drew): no earlier slot holds a drawn number.
-/// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (256)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
-///   5.3 ms).
+/// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (64)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
+///   5.3 ms; 256 fields 3 to 5 ms while the `pseen` hash grew, see [`TOUCH_CHUNK`]).
 ///
 /// **The largest unit of work** of a tick call is `admit_chunk` sessions (default 64). Measured (BENCHMARKS.md,
 /// "The opening in runs": an opening of 8,000 places over 200,000 pre-queued people, half of them gone, two
@@ -445,6 +449,13 @@ pub const TICKET_BATCH: usize = 1_024;
 /// throttling may account for some of them, see below). The sessions hash is not spread over smaller keys; the
 /// missed sessions are kept a set a second, so none grows to the crowd (the `ZADD`s of 10 to 16 ms that led to it
 /// were the throttling's: one set of everyone missed showed none over 3.7 ms with it lifted).
+/// **A machine that holds Redis in the kernel** makes a call as long as the hold, whatever the call: on the 2-core
+/// box of BENCHMARKS.md a `DRAWN` call of the seed's soak took 4.7 s while Redis's main thread ran for well under
+/// half a second of it and was sampled 43 times in 4.3 s in an uninterruptible wait in `vma_prepare` (its memory
+/// map being changed, as the allocator maps more memory for a Redis that grows, while the machine's own memory
+/// manager, a DAMON page-out scheme, walks that memory); three `HSET`s of `pseen` of 0.14 to 6.6 s in earlier soaks
+/// came at the same kind of moment (Redis growing fast), before the soak sampled threads. The soak
+/// (`scripts/soak_redis.py`) shows such commands apart from the calls' own work.
 /// **Crossing 900,000 absent people**: the head passes them by bit operations (see "Liveness") and the sweep
 /// writes them missed behind it, a run of up to 128 numbers of one block at a time, out of what is left of each
 /// call's budget. Measured (BENCHMARKS.md, "The drawn segment's people away, and the calls of 40 to 100 ms
