@@ -1244,11 +1244,10 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
 async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields() {
     // A private server: the test counts its commands.
     let server = RedisServer::start();
-    let (store, ev, sessions, start) =
-        prequeue_on(&server, "pseenchunks", 10, true, 1_000, |_| {
-            WaitingRoom::new_session_id()
-        })
-        .await;
+    let (store, ev, sessions, start) = prequeue_on(&server, "pseenchunks", 10, true, 1_000, |_| {
+        WaitingRoom::new_session_id()
+    })
+    .await;
     let before = command_stat(&server, "hset").0;
     let touches = Touches {
         now_ms: start + 60_000,
@@ -1271,7 +1270,11 @@ async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields() {
         "1,000 marks in HSETs of at most 64 fields"
     );
     let key = format!("wr:{{{ev}}}:pseen");
-    assert_eq!(server.command(&["HLEN", &key]).trim(), "1000", "every mark written");
+    assert_eq!(
+        server.command(&["HLEN", &key]).trim(),
+        "1000",
+        "every mark written"
+    );
     let ttl: i64 = server.command(&["PTTL", &key]).trim().parse().unwrap();
     assert!(ttl > 180_000, "kept past the grace: {ttl} ms");
 }
