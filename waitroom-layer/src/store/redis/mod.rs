@@ -452,8 +452,8 @@ pub const TICKET_BATCH: usize = 1_024;
 /// **A machine that holds Redis in the kernel** makes a call as long as the hold, whatever the call: on the 2-core
 /// box of BENCHMARKS.md a `DRAWN` call of the seed's soak took 4.7 s while Redis's main thread ran for well under
 /// half a second of it and was sampled 43 times in 4.3 s in an uninterruptible wait in `vma_prepare` (its memory
-/// map being changed, as the allocator maps more memory for a Redis that grows, while the machine's own memory
-/// manager, a DAMON page-out scheme, walks that memory); three `HSET`s of `pseen` of 0.14 to 6.6 s in earlier soaks
+/// map being changed, as the allocator maps more memory for a Redis that grows, on a machine whose memory manager,
+/// a DAMON page-out scheme, works on that memory meanwhile); three `HSET`s of `pseen` of 0.14 to 6.6 s in earlier soaks
 /// came at the same kind of moment (Redis growing fast), before the soak sampled threads. The soak
 /// (`scripts/soak_redis.py`) shows such commands apart from the calls' own work.
 /// **Crossing 900,000 absent people**: the head passes them by bit operations (see "Liveness") and the sweep
