@@ -32,6 +32,10 @@ the kernel's share of a request, about half of it, is not counted). Under valgri
 its portable code (no SHA-NI), which inflates the session cookie's HMAC check: about 7,000 instructions on every
 request the room reads a cookie for.
 
+With --drawn (a random draw's pre-queue, every ticket redeemed) and the targets poll,poll_drawn, the same people's
+polls are measured before the draw and again after it (the opening moved to now through the admin API), with the
+cookies they held before it, those let in left out: what a drawn person's poll costs against a pre-queued one's.
+
 With --redis the table also gives the Redis commands per request (the server's total_commands_processed over each
 run, background ticks, refreshes and flushes included). With --p99-at 0.8 the joins then run at 80% of their
 highest rate (each connection waits 1 ms after each answer, the number of connections set to reach the rate) and
@@ -39,7 +43,7 @@ their latency percentiles are printed.
 
 Usage: scripts/bench_http.py [--sessions 2000] [--capacity 200] [--seconds 8] [--connections 32] [--rounds 5]
                              [--redis] [--binary PATH] [--instructions] [--targets healthz_none,join]
-                             [--stores memory,redis] [--p99-at 0.8]
+                             [--stores memory,redis] [--p99-at 0.8] [--prequeue] [--drawn --targets poll,poll_drawn]
 The demo is built with `cargo build --release --example onsale` and run from $CARGO_TARGET_DIR (default
 ROOT/target); --binary runs a given build instead (no build), e.g. to compare two builds.
 Loopback only; every run is bounded by --seconds and stops by itself.
