@@ -374,6 +374,7 @@ response = function(status, headers, body)
     cookies[last], reqs[last] = cookies[n], reqs[n]
     cookies[n], reqs[n] = nil, nil
     n = n - 1
+    if i > n then i = 0 end
     return
   end
   local c = session_pair(headers)
@@ -993,15 +994,19 @@ def shape(entry):
 def held(disk, t, us):
     """Whether redis-server's main thread was held in the kernel (state D: an uninterruptible wait, such as a lock
     of its memory map) for at least half of a command of `us` µs that SLOWLOG logged in second t: then the command
-    timed the kernel's wait, not its own work. Needs 100 ms samples inside it, so commands of 200 ms or more."""
+    timed the kernel's wait, not its own work. The command lies somewhere in [t - us, t + 1) (SLOWLOG dates it by
+    the second of its end), so the samples in state D are counted in each stretch of its length there, and the
+    most is taken. Needs 100 ms samples inside it, so commands of 200 ms or more; below a second the stretch is
+    not known exactly, so a wait just beside the command may be counted (the report says "for half of it or more"
+    of the stretch, not of the command)."""
     if us < 200_000:
         return False
-    rows = disk.threads_during(t + 1 - us / 1e6 - 1, t + 1)
-    main = next((r for r in rows if r[0] == "redis-server"), None)
-    if not main:
-        return False
-    waits = sum(n for st, n in main[3].items() if st.startswith("D"))
-    return waits * 100_000 >= us / 2
+    dur = us / 1e6
+    pid = str(disk.pid)
+    d = [x[0] for x in disk.samples
+         if t - dur <= x[0] < t + 1 and pid in x[4] and x[4][pid][1].startswith("D")]
+    most = max((sum(1 for y in d if s <= y <= s + dur) for s in d), default=0)
+    return most * 0.1 >= dur / 2
 
 
 def waited(disk, t, us=0):
@@ -1016,8 +1021,8 @@ def waited(disk, t, us=0):
     out += f"; {minor:,} minor page faults of redis-server from the second before it to the one after)"
     if us >= 200_000:
         # SLOWLOG dates the entry by the second it was logged in, at the command's end.
-        rows = disk.threads_during(t + 1 - us / 1e6 - 1, t + 1)
-        out += "; redis-server's threads from a second before it to its end: " + "; ".join(
+        rows = disk.threads_during(t - us / 1e6, t + 1)
+        out += "; redis-server's threads from a second before it to a second after its end: " + "; ".join(
             f"{name} ran {run:,.0f} ms, waited for a core {wait:,.0f} ms, sampled "
             + ", ".join(f"{st} x{n}" for st, n in sorted(states.items())) for name, run, wait, states in rows)
     return out

@@ -36,7 +36,8 @@ use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, con
 /// 262,144 and 524,288 fields in the seed's soak: each field moves a bucket of the growing table into the new,
 /// twice as large one, and on a machine where a page Redis touches for the first time costs 12.5 µs (memory the
 /// hypervisor takes back once it is free, as on the 2-core box of BENCHMARKS.md) the new table's pages are found one
-/// fault at a time. 64 bounds that to well under a millisecond (716,800 fields into a fresh hash, none over 0.5 ms).
+/// fault at a time. 64 fields meet at most 64 buckets of it: 716,800 fields into a fresh hash by hand, none over
+/// 0.5 ms; in the soaks the longest `HSET` outside the machine's stalls was 1.3 to 2.9 ms (3 to 5.8 ms with 256).
 pub const TOUCH_CHUNK: usize = 64;
 
 /// Most numbered liveness marks in one `BITFIELD … SET u1` command: a bit each, far less work than a hash field,
@@ -45,7 +46,7 @@ pub const TOUCH_CHUNK: usize = 64;
 pub const MARK_CHUNK: usize = 1_024;
 
 /// Most sessions in one call of the touch script (active sessions' idle deadlines, and the claims a room makes from
-/// what it heard of admissions): as many as [`TOUCH_CHUNK`], as each costs a record read, a `ZADD` pair and, for a
+/// what it heard of admissions): 64, as each costs a record read, a `ZADD` pair and, for a
 /// claim, a record written (calls of 256 took up to 7.7 ms in the soak's opening, while 8,000 claims went out).
 pub const ACTIVE_CHUNK: usize = 64;
 
@@ -390,7 +391,8 @@ pub const TICKET_BATCH: usize = 1_024;
 /// Polls of waiting sessions never reach this store: the room answers them from its snapshot. What reaches it per
 /// room instance is, per tick interval, one `tick` call per chunk of work (one while nothing is to be done, see
 /// below), one `finished_since` and one `snapshot`, and once a second one `touch` batch (one pipeline: a `BITFIELD`
-/// or `HSET` per [`TOUCH_CHUNK`] liveness marks plus their expiry, and a script call per chunk of active sessions),
+/// per [`MARK_CHUNK`] numbered liveness marks or an `HSET` per [`TOUCH_CHUNK`] pre-queue ones, plus their expiry, and
+/// a script call per [`ACTIVE_CHUNK`] active sessions),
 /// plus one call per join, claim and finish. [`RedisStore::commands_sent`] counts every command sent, to check this.
 ///
 /// # Every call short
@@ -420,7 +422,7 @@ pub const TICKET_BATCH: usize = 1_024;
 ///   passed at the opening are named over some 30 ticks of 20,000), in their favour; a come-back is judged by the
 ///   record's time. The `seen` bits are read from the slot before the draw's on (`meta.dat`; the slot before for
 ///   an instance's clock a little behind the one that drew): no earlier slot holds a drawn number.
-/// - **Liveness marks go in commands of [`TOUCH_CHUNK`] (64)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
+/// - **Pre-queue liveness marks go in commands of [`TOUCH_CHUNK`] (64)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
 ///   5.3 ms; 256 fields 3 to 5 ms while the `pseen` hash grew, see [`TOUCH_CHUNK`]).
 ///
 /// **The largest unit of work** of a tick call is `admit_chunk` sessions (default 64). Measured (BENCHMARKS.md,

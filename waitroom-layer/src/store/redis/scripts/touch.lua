@@ -1,5 +1,5 @@
 if redis.call('HEXISTS', KM, 'cap') == 0 then return redis.error_reply(NOEVENT) end
--- ARGV: now, idle timeout, tickets, then the sessions (up to TOUCH_CHUNK): an active one's idle deadline moves; an
+-- ARGV: now, idle timeout, tickets, then the sessions (up to ACTIVE_CHUNK): an active one's idle deadline moves; an
 -- admitted one claims its pass (turns active, keeping when it was let in), as CLAIM does. Their records in one
 -- HMGET, the deadlines in one ZADD, the claimed records in one HSET. `tickets`: tickets the room gave out since its
 -- last flush that no call counted (`line_tickets`' numbers, pre-queue tickets from its snapshot), added to
