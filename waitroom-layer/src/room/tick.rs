@@ -30,10 +30,15 @@ impl WaitingRoom {
             snap = (**self.inner.snap.load()).clone();
         }
         let sold_out = snap.settings.sold_out();
-        for (s, number) in std::mem::take(&mut snap.admitted_lately) {
+        let admitted = std::mem::take(&mut snap.admitted_lately);
+        let restored = self.install_snapshot(snap);
+        // Noted once the snapshot that names them is in force (its head at or past their numbers), so no poll
+        // meets one of them in the cache of people let in lately while an older head says they still wait; and
+        // after a restore, which empties that cache, these admissions (the restored store's) stay noted.
+        for (s, number) in admitted {
             self.note_admitted(s, number);
         }
-        if self.install_snapshot(snap) {
+        if restored {
             let reapplied = self.reapply_finishes().await;
             tracing::info!(event = %self.event(), reapplied, "the store was restored; finishes this instance made lately applied again");
         }
