@@ -272,15 +272,18 @@ def run(store, args, redis_url=None):
             st, _ = get(port, path, dict(waiting[0]))
             assert st != 200, f"{path} without a token answered {st}"
         files = {}
-        for name, jars in (("waiting", waiting), ("admitted", admitted), ("none", [{}])):
-            path = os.path.join(tempfile.gettempdir(), f"waitroom-cookies-{name}-{os.getpid()}")
+        def write_cookies(path, jars):
+            # A line of cookies a session, as a browser sends them (an empty line: none).
             with open(path, "w") as f:
                 for jar in jars:
                     f.write("; ".join(f"{k}={v}" for k, v in jar.items()) + "\n")
-            files[name] = path
+
+        for name, jars in (("waiting", waiting), ("admitted", admitted), ("none", [{}])):
+            files[name] = os.path.join(tempfile.gettempdir(), f"waitroom-cookies-{name}-{os.getpid()}")
+            write_cookies(files[name], jars)
         res = {label: [] for label in targets}
-        before = [t for t in targets if t != "poll_drawn"]
-        after = ["healthz", "poll_drawn"] if "poll_drawn" in targets else []
+        pre_draw = [t for t in targets if t != "poll_drawn"]
+        post_draw = ["healthz", "poll_drawn"] if "poll_drawn" in targets else []
 
         def draw():
             # Open now (the admin API's `open-now`: a draw before the scheduled opening counts everyone drawn as
@@ -310,25 +313,28 @@ def run(store, args, redis_url=None):
             # cookies they held before the draw (each asked with a copy, so no cookie learns its number here).
             kept = [jar for jar in waiting if json.loads(get(port, "/waitroom/status", dict(jar))[1])["state"] == "waiting"]
             assert len(kept) >= len(waiting) - args.capacity, f"only {len(kept)} of {len(waiting)} waiting after the draw"
-            with open(files["waiting"], "w") as f:
-                for jar in kept:
-                    f.write("; ".join(f"{k}={v}" for k, v in jar.items()) + "\n")
+            write_cookies(files["waiting"], kept)
 
         if cg_out:
             # Warm every path once, then count each target over one run.
-            for label in before:
+            for label in pre_draw:
                 path, jar = TARGETS[label]
                 wrk(port, path, files[jar], 2, 4)
-            for label in before + (["draw"] if after else []) + after:
-                if label == "draw":
-                    draw()
-                    continue
+
+            def count(label):
                 path, jar = TARGETS[label]
                 callgrind_total(cg_out, demo.pid)
                 r = wrk(port, path, files[jar], args.seconds, 4)
                 total, r["dump"] = callgrind_total(cg_out, demo.pid)
                 r["instructions"] = total / max(r["requests"], 1)
                 res[label].append(r)
+
+            for label in pre_draw:
+                count(label)
+            if post_draw:
+                draw()
+            for label in post_draw:
+                count(label)
             return res
         rport = int(redis_url.rsplit(":", 1)[1]) if redis_url else None
         def measure(label, connections=args.connections, delay_ms=0, seconds=args.seconds):
@@ -341,11 +347,11 @@ def run(store, args, redis_url=None):
                 r["redis_per_request"] = (redis_commands(rport) - cmds - 1) / max(r["requests"], 1)
             return r
         for _ in range(args.rounds):
-            for label in before:
+            for label in pre_draw:
                 res[label].append(measure(label))
         # The closing baseline: every round sits between two /healthz runs.
         res["healthz"].append(measure("healthz"))
-        if after:
+        if post_draw:
             draw()
             res["healthz_drawn"] = [measure("healthz")]
             for _ in range(args.rounds):
@@ -410,7 +416,7 @@ def main():
         if t not in TARGETS:
             sys.exit(f"unknown target {t}; one of {', '.join(TARGETS)}")
         if args.prequeue and t not in ("healthz", "healthz_none", "join", "poll", "poll_drawn"):
-            sys.exit(f"--prequeue runs healthz, healthz_none, join and poll only (nobody is admitted), not {t}")
+            sys.exit(f"--prequeue runs healthz, healthz_none, join, poll and poll_drawn only (nobody is admitted), not {t}")
     if args.instructions and not (shutil.which("valgrind") and shutil.which("callgrind_control")):
         sys.exit("--instructions needs valgrind: apt-get install valgrind")
     if args.rounds < 1:
@@ -450,20 +456,17 @@ def main():
         notes = []
         for store, url in stores:
             r = run(store, args, url)
-            h = [x["rps"] for x in r["healthz"]]
-            # Round i is bracketed by /healthz runs i and i + 1.
-            bases = [(h[i] + h[i + 1]) / 2 for i in range(args.rounds)]
-            med = lambda xs: statistics.median(xs)
-            base_cpu = med([x["cpu_us"] for x in r["healthz"]])
+            med = statistics.median
             for label in args.targets:
                 name = NAMES[label]
                 runs = r[label]
-                if label == "poll_drawn":
-                    # After the draw: against the /healthz runs around each round after it.
-                    hd = [x["rps"] for x in r["healthz_drawn"]]
-                    ratios = [x["rps"] / ((hd[i] + hd[i + 1]) / 2) for i, x in enumerate(runs)]
-                else:
-                    ratios = [1.0] * args.rounds if label == "healthz" else [x["rps"] / b for x, b in zip(runs, bases)]
+                # The /healthz runs around this target's rounds (those after the draw for poll_drawn): round i
+                # between runs i and i + 1.
+                base = r["healthz_drawn" if label == "poll_drawn" else "healthz"]
+                h = [x["rps"] for x in base]
+                ratios = ([1.0] * len(runs) if label == "healthz"
+                          else [x["rps"] / ((h[i] + h[i + 1]) / 2) for i, x in enumerate(runs)])
+                base_cpu = med([x["cpu_us"] for x in base])
                 rps = med([x["rps"] for x in runs])
                 cpu = med([x["cpu_us"] for x in runs])
                 print(f"| {store} | {name} | {rps:,.0f} | {100 * med(ratios):.0f}% | {med([x['p50'] for x in runs]) / 1000:.2f} ms | "

@@ -54,6 +54,7 @@ Ctrl-C; the whole run is bounded by --max-minutes, each wrk run by its own time 
 """
 import argparse, hashlib, http.client, json, math, os, re, secrets, shutil, signal, socket, statistics, subprocess, sys
 import tempfile, threading, time
+from collections import namedtuple
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout for the import below
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -109,13 +110,22 @@ def steal_seconds():
     return int(fields[8]) / os.sysconf("SC_CLK_TCK")
 
 
-class DiskWaits(threading.Thread):
-    """Every 100 ms: redis-server's major page faults (its own pages read back from disk: `/proc/<pid>/stat`), the
-    machine's time with every task stalled on the disk (`/proc/pressure/io`, `full`, µs), and the wall clock's
-    offset from the monotonic one. A command that waits for the disk in the middle (a code or data page of Redis
-    read back) is slow with no CPU taken from it, which the stall detector, whose threads never touch the disk, does
-    not see; and a step of the wall clock during a command (the host setting the machine's time) lengthens the
-    command by the step wherever Redis times it by that clock."""
+# One sample of `RedisWaits`: when (wall clock), redis-server's major and minor page faults so far, the machine's
+# full disk stall so far (µs), the wall clock's offset from the monotonic one (s), and redis-server's threads.
+Sample = namedtuple("Sample", "t majflt minflt io_full_us clock_offset threads")
+
+# The shortest command whose threads' samples say anything (100 ms samples, two inside it).
+THREADS_US = 200_000
+
+
+class RedisWaits(threading.Thread):
+    """Every 100 ms: redis-server's major page faults (its own pages read back from disk: `/proc/<pid>/stat`) and
+    minor ones, the machine's time with every task stalled on the disk (`/proc/pressure/io`, `full`, µs), the wall
+    clock's offset from the monotonic one, and what each of redis-server's threads is doing. A command that waits
+    for the disk in the middle (a code or data page of Redis read back) is slow with no CPU taken from it, which the
+    stall detector, whose threads never touch the disk, does not see; a step of the wall clock during a command
+    (the host setting the machine's time) lengthens the command by the step wherever Redis times it by that clock;
+    and a main thread held in the kernel (state D) makes the command as long as the hold."""
 
     def __init__(self, pid):
         super().__init__(daemon=True)
@@ -132,7 +142,7 @@ class DiskWaits(threading.Thread):
             pass
         return 0
 
-    def majflt(self):
+    def faults(self):
         """redis-server's major page faults so far, and its minor ones (a page taken for the first time: on a
         machine whose hypervisor takes free memory back, each costs a fault the hypervisor serves)."""
         try:
@@ -177,45 +187,50 @@ class DiskWaits(threading.Thread):
 
     def run(self):
         while not self.done.wait(0.1):
-            (maj, minor) = self.majflt()
-            self.samples.append((time.time(), maj, self.io_full_us(), time.time() - time.monotonic(),
-                                 self.threads(), minor))
+            majflt, minflt = self.faults()
+            self.samples.append(Sample(time.time(), majflt, minflt, self.io_full_us(), time.time() - time.monotonic(),
+                                       self.threads()))
+
+    def span(self, start, end):
+        """The samples from start to end (wall clock), and the last one before them to count from (or the first
+        inside): ([], None) when none falls inside."""
+        inside = [x for x in self.samples if start <= x.t < end]
+        if not inside:
+            return [], None
+        before = [x for x in self.samples if x.t < start]
+        return inside, before[-1] if before else inside[0]
 
     def threads_during(self, start, end):
         """redis-server's threads from start to end (wall clock): per thread, its name, the ms it ran, the ms it
         waited for a core while runnable, and its states as sampled (the main thread's with its wait channel)."""
-        inside = [x for x in self.samples if start <= x[0] <= end]
-        before = [x for x in self.samples if x[0] < start]
-        if not inside:
-            return []
-        first = before[-1] if before else inside[0]
+        inside, first = self.span(start, end)
         rows = []
-        for tid, (name, _, run0, wait0) in first[4].items():
-            last = inside[-1][4].get(tid)
+        for tid, (name, _, run0, wait0) in (first.threads.items() if first else ()):
+            last = inside[-1].threads.get(tid)
             if not last:
                 continue
             states = {}
             for x in inside:
-                st = x[4].get(tid)
+                st = x.threads.get(tid)
                 if st:
                     states[st[1]] = states.get(st[1], 0) + 1
             rows.append((name, (last[2] - run0) / 1e6, (last[3] - wait0) / 1e6, states))
         return rows
 
     def around(self, t):
-        """Redis's major faults, the machine's full disk stall (ms) and the wall clock's steps (ms, summed) from
-        second t - 1 to the end of second t."""
-        inside = [x for x in self.samples if t - 1 <= x[0] < t + 2]
-        before = [x for x in self.samples if x[0] < t - 1]
-        if not inside:
+        """Redis's major faults, the machine's full disk stall (ms), the wall clock's steps (ms, summed) and Redis's
+        minor faults from second t - 1 to the end of second t + 1."""
+        inside, first = self.span(t - 1, t + 2)
+        if not first:
             return 0, 0.0, 0.0, 0
-        first = before[-1] if before else inside[0]
-        return (inside[-1][1] - first[1], (inside[-1][2] - first[2]) / 1000,
-                (inside[-1][3] - first[3]) * 1000, inside[-1][5] - first[5])
+        last = inside[-1]
+        return (last.majflt - first.majflt, (last.io_full_us - first.io_full_us) / 1000,
+                (last.clock_offset - first.clock_offset) * 1000, last.minflt - first.minflt)
 
     def clock_steps(self):
         """The wall clock's steps over 2 ms between two samples: (when, ms)."""
-        return [(b[0], (b[3] - a[3]) * 1000) for a, b in zip(self.samples, self.samples[1:]) if abs(b[3] - a[3]) > 0.002]
+        return [(b.t, (b.clock_offset - a.clock_offset) * 1000) for a, b in zip(self.samples, self.samples[1:])
+                if abs(b.clock_offset - a.clock_offset) > 0.002]
 
 
 # --- wrk scripts ------------------------------------------------------------------------------------------------
@@ -636,7 +651,7 @@ def main():
         stall_files = [(c, os.path.join(tmp, f"stalls-{c}.txt")) for c in sorted(os.sched_getaffinity(0))]
         detectors = [run.start([sys.executable, "-c", STALL_PY, str(c), path, str(STALL_MS)]) for c, path in stall_files]
         steal_start, stall_t0 = steal_seconds(), time.time()
-        disk = DiskWaits(redis.pid)
+        disk = RedisWaits(redis.pid)
         disk.start()
         r = Resp(rport)
         # The admin token: in a file (mode 0600) the demos read, never on a command line.
@@ -951,9 +966,9 @@ def report_stalls(slow, stalls, problems, steal, seconds, shas, cores, disk):
           f"{sum(ms for _, ms, _ in stalls) / 1000:.1f} s in all.")
     if disk.samples:
         first, last = disk.samples[0], disk.samples[-1]
-        print(f"The disk: redis-server took {last[1] - first[1]:,} major page faults (its pages read back from disk), and "
-              f"every task here waited on the disk for {(last[2] - first[2]) / 1e6:.1f} s in all (`/proc/pressure/io`, full); "
-              f"it took {last[5] - first[5]:,} minor page faults (pages touched for the first time).")
+        print(f"The disk: redis-server took {last.majflt - first.majflt:,} major page faults (its pages read back from disk), and "
+              f"every task here waited on the disk for {(last.io_full_us - first.io_full_us) / 1e6:.1f} s in all (`/proc/pressure/io`, full); "
+              f"it took {last.minflt - first.minflt:,} minor page faults (pages touched for the first time).")
         steps = disk.clock_steps()
         print(f"The wall clock: {len(steps)} steps over 2 ms against the monotonic clock"
               + (": " + ", ".join(f"{ms:+,.0f} ms at {time.strftime('%H:%M:%S', time.gmtime(t))}" for t, ms in steps)
@@ -999,12 +1014,12 @@ def held(disk, t, us):
     most is taken. Needs 100 ms samples inside it, so commands of 200 ms or more; below a second the stretch is
     not known exactly, so a wait just beside the command may be counted (the report says "for half of it or more"
     of the stretch, not of the command)."""
-    if us < 200_000:
+    if us < THREADS_US:
         return False
     dur = us / 1e6
     pid = str(disk.pid)
-    d = [x[0] for x in disk.samples
-         if t - dur <= x[0] < t + 1 and pid in x[4] and x[4][pid][1].startswith("D")]
+    d = [x.t for x in disk.samples
+         if t - dur <= x.t < t + 1 and pid in x.threads and x.threads[pid][1].startswith("D")]
     most = max((sum(1 for y in d if s <= y <= s + dur) for s in d), default=0)
     return most * 0.1 >= dur / 2
 
@@ -1019,7 +1034,7 @@ def waited(disk, t, us=0):
         out = (f" (around it redis-server took {faults} major page faults; every task waited on the disk {full_ms:,.0f} ms; "
                f"the wall clock stepped {step_ms:+,.0f} ms")
     out += f"; {minor:,} minor page faults of redis-server from the second before it to the one after)"
-    if us >= 200_000:
+    if us >= THREADS_US:
         # SLOWLOG dates the entry by the second it was logged in, at the command's end.
         rows = disk.threads_during(t - us / 1e6, t + 1)
         out += "; redis-server's threads from a second before it to a second after its end: " + "; ".join(

@@ -1619,15 +1619,22 @@ fn steal_seconds() -> f64 {
         .map_or(0.0, |ticks| ticks / 100.0)
 }
 
-/// A hash growing to the crowd's size on a fresh Redis: 1,100,000 `HSET`s of 22-character ids and 12-byte values
-/// (the sessions hash's shape), pipelined 1,000 a round trip. Printed: the `SLOWLOG` entries over 500 µs (Redis grows
-/// a hash's table all at once, so the `HSET` that passes a power of two is the slow one) and the hash's size at each.
-/// `cargo test -p waitroom-layer --release --features redis --test one_shot measure_one_hash_growing -- --ignored --nocapture`
+/// A hash growing to the crowd's size on a fresh Redis: 1,100,000 fields of 22-character ids and 12-byte values
+/// (the sessions hash's shape), `WAITROOM_FIELDS_PER_HSET` fields an `HSET` (default 1; the pre-queue marks' are
+/// `TOUCH_CHUNK`), pipelined 1,000 fields a round trip. Printed: the `SLOWLOG` entries over 500 µs (Redis grows a
+/// hash's table all at once and moves a bucket into the new one at each field written, so the `HSET`s after a power
+/// of two are the slow ones) and the hash's size at each.
+/// `WAITROOM_FIELDS_PER_HSET=64 cargo test -p waitroom-layer --release --features redis --test one_shot measure_one_hash_growing -- --ignored --nocapture`
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement for BENCHMARKS.md"]
 async fn measure_one_hash_growing_past_a_million_fields() {
     const FIELDS: usize = 1_100_000;
+    let per: usize = std::env::var("WAITROOM_FIELDS_PER_HSET")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| (1..=1_000).contains(&n))
+        .unwrap_or(1);
     let server = waitroom_testkit::redis::RedisServer::start();
     server.command(&["CONFIG", "SET", "slowlog-log-slower-than", "500"]);
     server.command(&["CONFIG", "SET", "slowlog-max-len", "10000"]);
@@ -1638,14 +1645,14 @@ async fn measure_one_hash_growing_past_a_million_fields() {
     let mut at = std::collections::HashMap::new();
     for round in 0..FIELDS / 1_000 {
         let mut pipe = ::redis::pipe();
-        for i in 0..1_000 {
-            let id = WaitingRoom::new_session_id();
-            at.insert(id.clone(), round * 1_000 + i + 1);
-            pipe.cmd("HSET")
-                .arg("h")
-                .arg(id)
-                .arg("w-twelve-byt")
-                .ignore();
+        for first in (0..1_000).step_by(per) {
+            let cmd = pipe.cmd("HSET").arg("h");
+            for i in first..(first + per).min(1_000) {
+                let id = WaitingRoom::new_session_id();
+                at.insert(id.clone(), round * 1_000 + i + 1);
+                cmd.arg(id).arg("w-twelve-byt");
+            }
+            cmd.ignore();
         }
         pipe.query_async::<()>(&mut con).await.unwrap();
     }
@@ -1661,7 +1668,8 @@ async fn measure_one_hash_growing_past_a_million_fields() {
         .collect();
     slow.sort_by_key(|s| std::cmp::Reverse(s.0));
     println!(
-        "{FIELDS} HSETs into one hash: {} over 500 µs; the slowest (µs at the field count): {:?}",
+        "{FIELDS} fields into one hash, {per} an HSET: {} HSETs over 500 µs; the slowest (µs at the field count of \
+         its first field): {:?}",
         slow.len(),
         &slow[..slow.len().min(10)]
     );

@@ -1036,12 +1036,8 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
         None,
         "nothing is drawn before the opening"
     );
-    open_now(&store, &ev, start).await;
     // The draw, and the first 10 go in (and leave).
-    assert_eq!(
-        let_in_and_finish(&store, &ev, &door_tick(start + 1_000)).await,
-        10
-    );
+    draw_and_let_in_ten(&store, &ev, start).await;
     // Two people still waiting moved to the front: their numbers in the drawn segment are nobody's now (an empty
     // member in the page's run, which must not shift the numbers after it).
     let mut waiting_now = Vec::new();
@@ -1118,11 +1114,7 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         WaitingRoom::new_session_id()
     })
     .await;
-    open_now(&store, &ev, start).await;
-    assert_eq!(
-        let_in_and_finish(&store, &ev, &door_tick(start + 1_000)).await,
-        10
-    );
+    draw_and_let_in_ten(&store, &ev, start).await;
     // Pages of 7 in buckets of about 37: most pages end inside a bucket (a cursor with a score and a member).
     let first = drawn_pages(&store, &ev, 7).await;
     assert!(
@@ -1205,11 +1197,7 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
         WaitingRoom::new_session_id()
     })
     .await;
-    open_now(&other, &ev, later).await;
-    assert_eq!(
-        let_in_and_finish(&other, &ev, &door_tick(later + 1_000)).await,
-        10
-    );
+    draw_and_let_in_ten(&other, &ev, later).await;
     let fourth = drawn_pages(&other, &ev, 7).await;
     let drawn: Vec<&String> = fourth
         .iter()
@@ -1331,6 +1319,16 @@ fn kept_pages(server: &RedisServer, ev: &str) -> Vec<String> {
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// The door opened at `at` on an on-sale of capacity 10 (`far_draw`, not paused): the draw's tick a second later
+/// lets the first 10 in, and they take their places and finish.
+async fn draw_and_let_in_ten(store: &RedisStore, ev: &str, at: u64) {
+    open_now(store, ev, at).await;
+    assert_eq!(
+        let_in_and_finish(store, ev, &door_tick(at + 1_000)).await,
+        10
+    );
 }
 
 /// The operator opens the door now (`at`): the draw runs at the next tick.

@@ -36,8 +36,10 @@ use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, con
 /// 262,144 and 524,288 fields in the seed's soak: each field moves a bucket of the growing table into the new,
 /// twice as large one, and on a machine where a page Redis touches for the first time costs 12.5 µs (memory the
 /// hypervisor takes back once it is free, as on the 2-core box of BENCHMARKS.md) the new table's pages are found one
-/// fault at a time. 64 fields meet at most 64 buckets of it: 716,800 fields into a fresh hash by hand, none over
-/// 0.5 ms; in the soaks the longest `HSET` outside the machine's stalls was 1.3 to 2.9 ms (3 to 5.8 ms with 256).
+/// fault at a time. 64 fields meet at most 64 buckets of it: 1,100,000 fields into a fresh hash (`one_shot.rs`
+/// `measure_one_hash_growing_past_a_million_fields`), 0 and 2 `HSET`s over 0.5 ms and none over 0.73 ms, where 256 a
+/// command had 78 and 80, the slowest 3.8 ms; in the soaks the longest outside the machine's stalls was 1.3 to
+/// 2.9 ms (3 to 5.8 ms with 256).
 pub const TOUCH_CHUNK: usize = 64;
 
 /// Most numbered liveness marks in one `BITFIELD … SET u1` command: a bit each, far less work than a hash field,
@@ -422,8 +424,8 @@ pub const TICKET_BATCH: usize = 1_024;
 ///   passed at the opening are named over some 30 ticks of 20,000), in their favour; a come-back is judged by the
 ///   record's time. The `seen` bits are read from the slot before the draw's on (`meta.dat`; the slot before for
 ///   an instance's clock a little behind the one that drew): no earlier slot holds a drawn number.
-/// - **Pre-queue liveness marks go in commands of [`TOUCH_CHUNK`] (64)** fields, pipelined (a 5,000-field `HSET` took 3.5 to
-///   5.3 ms; 256 fields 3 to 5 ms while the `pseen` hash grew, see [`TOUCH_CHUNK`]).
+/// - **Pre-queue liveness marks go in commands of [`TOUCH_CHUNK`] (64)** fields, pipelined (a 5,000-field `HSET`
+///   took 3.5 to 5.3 ms; 256 fields 3 to 5 ms while the `pseen` hash grew, see [`TOUCH_CHUNK`]).
 ///
 /// **The largest unit of work** of a tick call is `admit_chunk` sessions (default 64). Measured (BENCHMARKS.md,
 /// "The opening in runs": an opening of 8,000 places over 200,000 pre-queued people, half of them gone, two
