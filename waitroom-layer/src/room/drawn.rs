@@ -16,14 +16,14 @@
 //! while the person waits, so a kept number is never stale while it is ahead of the head; a person the head has
 //! reached, one an operator moved to the front, and anyone after a restore of a store that forgot the on-sale are
 //! asked of the store as before. A store that does not page its draw (the embedded store, whose lookups cost no
-//! round trip) answers `None` and nothing is kept. At most [`MOST`] numbers are kept (about 70 bytes each); past
+//! round trip) answers `None` and nothing is kept. At most [`MOST`] numbers are kept (50 to 100 bytes each); past
 //! it, people are asked of the store. A failed page is read again at a later refresh, from where the load stopped.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock, Weak};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
-use compact_str::CompactString;
+use arc_swap::ArcSwap;
 
 use super::{Inner, WaitingRoom};
 use crate::store::DrawCursor;
@@ -45,6 +45,138 @@ const IDLE: u8 = 0;
 const LOADING: u8 = 1;
 const DONE: u8 = 2;
 
+/// The longest session id kept (the room's own are 22 characters); a longer one is asked of the store.
+const INLINE: usize = 23;
+
+/// A session id as a table key: its length, then its bytes, in three words.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Key([u64; 3]);
+
+impl Key {
+    fn of(session: &str) -> Option<Key> {
+        let b = session.as_bytes();
+        if b.len() > INLINE {
+            return None;
+        }
+        let mut raw = [0u8; 24];
+        raw[0] = b.len() as u8;
+        raw[1..=b.len()].copy_from_slice(b);
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&raw[8 * i..8 * i + 8]);
+            u64::from_le_bytes(w)
+        };
+        Some(Key([word(0), word(1), word(2)]))
+    }
+}
+
+/// One kept number beside its key, in half a cache line: a lookup reads one line, where a `HashMap` reads its
+/// control bytes and then the entry (two cache misses in a table of tens of megabytes, a third of a microsecond a
+/// drawn poll, measured).
+#[derive(Default, zerocopy::FromZeros)]
+#[repr(C, align(32))]
+struct Slot {
+    key: [AtomicU64; 3],
+    /// 0: free (a drawn number is never 0). Written last, with `Release`, so a reader that sees it sees the key.
+    number: AtomicU64,
+}
+
+/// The drawn numbers: open addressing, linear probing, at most 5/8 full, insert only (a number does not change while
+/// its holder waits; everything goes at once with the room), one writer at a time. Polls read it with no lock at
+/// all: an `RwLock`'s reader count is a cache line both cores write on every poll. No crate was found with this
+/// layout: `hashbrown` (and `dashmap`, `horde` over it) keeps control bytes apart from the entries, and the
+/// lock-free insert-only tables (`lock_free_hashtable`, `papaya`) hold a pointer to each entry.
+#[derive(Default)]
+struct Table {
+    slots: Box<[Slot]>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("slots", &self.slots.len())
+            .finish()
+    }
+}
+
+impl Table {
+    /// A table for `n` numbers, at most 5/8 full then.
+    fn with_room_for(n: usize) -> Table {
+        let len = (n.saturating_mul(8) / 5 + 1).next_power_of_two().max(1024);
+        // Zeroed by the allocator (fresh pages are zero already), not slot by slot: tens of megabytes written at
+        // once would hold a worker for a tenth of a second at the opening (a page first touched costs 12.5 µs on
+        // the machines measured); the pages are touched as the numbers land instead.
+        let slots = <[Slot] as zerocopy::FromZeros>::new_box_zeroed_with_elems(len)
+            .unwrap_or_else(|_| std::alloc::handle_alloc_error(std::alloc::Layout::new::<Slot>()));
+        Table {
+            slots,
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    fn has_room_for(&self, n: usize) -> bool {
+        n <= self.slots.len() / 8 * 5
+    }
+
+    /// Where `key` is (`Ok`, with its number) or the free slot where it would go (`Err`). The ids are the room's
+    /// random ones from a signed cookie and the hash is seeded per instance: nobody lines keys up to collide.
+    fn find(&self, key: &Key) -> Result<(usize, u64), usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.hasher.hash_one(key) as usize & mask;
+        loop {
+            let s = &self.slots[i];
+            let n = s.number.load(Ordering::Acquire);
+            if n == 0 {
+                return Err(i);
+            }
+            if s.key[0].load(Ordering::Relaxed) == key.0[0]
+                && s.key[1].load(Ordering::Relaxed) == key.0[1]
+                && s.key[2].load(Ordering::Relaxed) == key.0[2]
+            {
+                return Ok((i, n));
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn get(&self, session: &str) -> Option<u64> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        self.find(&Key::of(session)?).ok().map(|(_, n)| n)
+    }
+
+    /// Keeps `n` (not 0) for `key`; whether the key is new. The caller is the one writer and made room.
+    fn put(&self, key: &Key, n: u64) -> bool {
+        match self.find(key) {
+            Ok((i, _)) => {
+                self.slots[i].number.store(n, Ordering::Release);
+                false
+            }
+            Err(i) => {
+                let s = &self.slots[i];
+                for (w, v) in s.key.iter().zip(key.0) {
+                    w.store(v, Ordering::Relaxed);
+                }
+                s.number.store(n, Ordering::Release);
+                true
+            }
+        }
+    }
+
+    /// Puts every number kept here into `to` (which has room for them).
+    fn copy_into(&self, to: &Table) {
+        for s in &self.slots {
+            let n = s.number.load(Ordering::Acquire);
+            if n != 0 {
+                let key = Key([0, 1, 2].map(|i| s.key[i].load(Ordering::Relaxed)));
+                to.put(&key, n);
+            }
+        }
+    }
+}
+
 /// The drawn numbers this instance keeps (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct DrawIndex {
@@ -53,11 +185,14 @@ pub(crate) struct DrawIndex {
     generation: AtomicU64,
     /// Where the load goes on from after a failed page.
     cursor: Mutex<DrawCursor>,
-    /// Keyed by the session id inline (the room's 22-character ids fit a `CompactString` without a heap
-    /// allocation, so a lookup reads one entry, not an entry and then its key) and hashed with foldhash (the ids
-    /// are the room's random ones, from a signed cookie: nobody picks them to collide). Sized at the first page for
-    /// the people in line (at most [`MOST`]), so it does not rehash while polls read it.
-    numbers: RwLock<HashMap<CompactString, u64, foldhash::fast::RandomState>>,
+    /// The numbers, read without a lock (see [`Table`]); replaced whole only when it grows, which the load avoids
+    /// by sizing it at the first page for the people in line (at most [`MOST`]).
+    table: ArcSwap<Table>,
+    /// Held by whoever writes the table (the load, a page at a time) and by a restore, so a page read before a
+    /// restore never lands after it.
+    writer: Mutex<()>,
+    /// How many numbers are kept.
+    kept: AtomicUsize,
     /// The highest number read so far: the pages go in number order, so everyone not read yet holds a higher one.
     frontier: AtomicU64,
     /// When this instance kept the draw's first page (ms on the room's clock; 0: not yet), from when the cookies
@@ -68,11 +203,7 @@ pub(crate) struct DrawIndex {
 impl DrawIndex {
     /// The drawn number kept for `session`, if any.
     pub(crate) fn get(&self, session: &str) -> Option<u64> {
-        self.numbers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(session)
-            .copied()
+        self.table.load().get(session)
     }
 
     /// Keeps the numbers of a page read for `generation` at `now_ms` (at most [`MOST`] in all) and returns how many
@@ -86,7 +217,7 @@ impl DrawIndex {
         generation: u64,
         now_ms: u64,
     ) -> Option<usize> {
-        let mut numbers = self.numbers.write().unwrap_or_else(|e| e.into_inner());
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if self.generation.load(Ordering::Acquire) != generation {
             return None;
         }
@@ -98,21 +229,37 @@ impl DrawIndex {
                 Ordering::Relaxed,
             );
         }
-        if numbers.is_empty() {
-            numbers.reserve(expect.min(MOST).max(page.len()));
-        }
+        let mut kept = self.kept.load(Ordering::Relaxed);
+        let mut table = self.table.load_full();
         // The frontier moves once a page: every poll reads it (`unread_are_behind`), so a write an entry would pull
         // its cache line away from the polls' cores once an entry (it was a third of the load's time).
         let mut highest = 0;
         for (session, n) in page {
-            if numbers.len() >= MOST {
+            if kept >= MOST {
                 break;
             }
             highest = highest.max(n);
-            numbers.insert(CompactString::from(session), n);
+            let Some(key) = Key::of(&session) else {
+                continue;
+            };
+            if n == 0 {
+                continue;
+            }
+            if !table.has_room_for(kept + 1) {
+                // Sized for everyone in line at the first page (so polls keep reading the same table), twice as
+                // large when more came than expected.
+                let grown = Table::with_room_for(expect.min(MOST).max(2 * kept).max(kept + 1));
+                table.copy_into(&grown);
+                table = Arc::new(grown);
+                self.table.store(Arc::clone(&table));
+            }
+            if table.put(&key, n) {
+                kept += 1;
+            }
         }
+        self.kept.store(kept, Ordering::Relaxed);
         self.frontier.fetch_max(highest, Ordering::AcqRel);
-        Some(numbers.len())
+        Some(kept)
     }
 
     /// Whether a drawn person this instance has not read yet is certainly still waiting behind the head at
@@ -132,7 +279,7 @@ impl DrawIndex {
 
     /// How many numbers are kept.
     pub(crate) fn len(&self) -> usize {
-        self.numbers.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.kept.load(Ordering::Relaxed)
     }
 
     /// The store was restored after forgetting the on-sale: the numbers kept stay, for taking their owners back
@@ -142,12 +289,12 @@ impl DrawIndex {
     /// cookie is re-sealed with its number at once from then on, so the next loss finds the numbers in the
     /// cookies. (Restored before the draw, with nothing kept: read again once the draw has run.)
     pub(crate) fn restored(&self) {
-        let numbers = self.numbers.read().unwrap_or_else(|e| e.into_inner());
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         self.generation.fetch_add(1, Ordering::AcqRel);
         *self.cursor.lock().unwrap_or_else(|e| e.into_inner()) = DrawCursor::default();
         self.frontier.store(0, Ordering::Release);
         self.since_ms.store(0, Ordering::Relaxed);
-        let next = if numbers.is_empty() { IDLE } else { DONE };
+        let next = if self.len() == 0 { IDLE } else { DONE };
         self.state.store(next, Ordering::Release);
     }
 }
@@ -290,6 +437,113 @@ mod tests {
         );
         assert_eq!(d.get(&ids[0]), Some(5), "kept for the reclaim");
         assert!(!d.unread_are_behind(0), "nobody answered as read-to-come");
+    }
+
+    #[test]
+    fn every_kept_number_is_found_by_its_own_id_and_no_other_id_is_answered() {
+        let d = DrawIndex::default();
+        let ids: Vec<String> = (0..60_000).map(|_| WaitingRoom::new_session_id()).collect();
+        // In pages of 500, told to expect 1,000: the table grows several times while it fills.
+        for (p, page) in ids.chunks(500).enumerate() {
+            let page = page
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.clone(), 7 + (p * 500 + i) as u64))
+                .collect();
+            keep_now(&d, page, 1_000);
+        }
+        assert_eq!(d.len(), ids.len());
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(d.get(id), Some(7 + i as u64), "{id}");
+        }
+        let strangers: Vec<String> = (0..60_000).map(|_| WaitingRoom::new_session_id()).collect();
+        assert!(strangers.iter().all(|id| d.get(id).is_none()));
+        // Kept again (a page read twice): the same count, the same answer.
+        keep_now(&d, vec![(ids[0].clone(), 7)], 1_000);
+        assert_eq!((d.len(), d.get(&ids[0])), (ids.len(), Some(7)));
+        // Longer than kept inline, or numbered 0: not kept (asked of the store).
+        keep_now(
+            &d,
+            vec![("y".repeat(INLINE + 1), 9), ("nobody".into(), 0)],
+            1_000,
+        );
+        assert_eq!(d.get(&"y".repeat(INLINE + 1)), None);
+        assert_eq!((d.get("nobody"), d.len()), (None, ids.len()));
+    }
+
+    #[test]
+    fn ids_alike_in_all_but_one_byte_or_their_length_each_find_their_own_number() {
+        // 630 ids in a table of 1,024 slots (as full as it gets), alike but for one byte in one of the key's three
+        // words, or but for their length: their probes run through each other's slots.
+        let mut alike: Vec<String> = Vec::new();
+        for at in [3, 12, 20] {
+            for c in (b'0'..=b'9').chain(b'A'..=b'Z').chain(b'a'..=b'z') {
+                for len in [21, 22, 23] {
+                    let mut id = vec![b'q'; len];
+                    id[at] = c;
+                    alike.push(String::from_utf8(id).unwrap());
+                }
+            }
+        }
+        alike.sort();
+        alike.dedup();
+        alike.extend((1..=INLINE).map(|len| "z".repeat(len)));
+        let d = DrawIndex::default();
+        let page = alike
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.clone(), 100 + i as u64))
+            .collect();
+        keep_now(&d, page, alike.len());
+        assert_eq!(d.table.load().slots.len(), 1_024, "{} ids", alike.len());
+        for (i, id) in alike.iter().enumerate() {
+            assert_eq!(d.get(id), Some(100 + i as u64), "{id}");
+        }
+        for other in [
+            "q".repeat(20),
+            "q".repeat(24),
+            format!("{}@", "q".repeat(21)),
+            String::new(),
+            "z".repeat(INLINE + 1),
+        ] {
+            assert_eq!(d.get(&other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn polls_reading_while_pages_are_kept_and_the_table_grows_see_a_number_only_as_kept() {
+        let d = DrawIndex::default();
+        let ids: Vec<String> = (0..40_000).map(|_| WaitingRoom::new_session_id()).collect();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for r in 0..2 {
+                let (d, ids, done) = (&d, &ids, &done);
+                s.spawn(move || {
+                    let mut i = r;
+                    while !done.load(Ordering::Acquire) {
+                        let at = i % ids.len();
+                        if let Some(n) = d.get(&ids[at]) {
+                            assert_eq!(n, 1 + at as u64, "a number read while the table filled");
+                        }
+                        i += 7;
+                    }
+                });
+            }
+            for (p, page) in ids.chunks(500).enumerate() {
+                let page = page
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| (id.clone(), 1 + (p * 500 + i) as u64))
+                    .collect();
+                keep_now(&d, page, 600);
+            }
+            done.store(true, Ordering::Release);
+        });
+        assert!(
+            ids.iter()
+                .enumerate()
+                .all(|(i, id)| d.get(id) == Some(1 + i as u64))
+        );
     }
 
     #[test]
