@@ -626,4 +626,28 @@ mod tests {
         late.record(10_000, &snap(100, 100, 110, 10));
         assert_eq!(late.first_wave(), FirstWave::Unknown);
     }
+
+    #[test]
+    fn numbers_passed_over_for_good_carry_the_reach_further_down_the_line() {
+        // 6,000 seats left; half of those who left bought, 2 seats an order (1 seat an admission); the 1,000
+        // inside buy 1,000 first, so 5,000 admissions are left for the line. With a fifth of the numbers served
+        // passed over for good (2,000 missed of 10,000), those admissions span 5,000 / 0.8 = 6,250 numbers.
+        let mut s = snap(1_000, 1_000, 10_000, 1_000);
+        s.settings.inventory = Some(crate::store::Inventory {
+            total: 10_000,
+            sold: 4_000,
+            held: 0,
+        });
+        s.counters.orders = 500;
+        s.counters.seats_bought = 1_000;
+        s.counters.missed = 2_000;
+        assert_eq!(reach(&s), Some(10_000 + 6_250));
+        // Half of the missed came back: a tenth passed over, 5,000 / 0.9 numbers (5,555.6).
+        s.counters.returned = 1_000;
+        assert_eq!(reach(&s), Some(10_000 + 5_556));
+        // Nobody passed over: one number an admission.
+        s.counters.missed = 0;
+        s.counters.returned = 0;
+        assert_eq!(reach(&s), Some(10_000 + 5_000));
+    }
 }
