@@ -19,9 +19,10 @@
 //! round trip) answers `None` and nothing is kept. At most [`MOST`] numbers are kept (50 to 100 bytes each); past
 //! it, people are asked of the store. A failed page is read again at a later refresh, from where the load stopped.
 
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use arc_swap::ArcSwap;
 
@@ -45,7 +46,7 @@ const IDLE: u8 = 0;
 const LOADING: u8 = 1;
 const DONE: u8 = 2;
 
-/// The longest session id kept (the room's own are 22 characters); a longer one is asked of the store.
+/// The longest session id kept in the table (the room's own are 22 characters); a longer one is kept apart.
 const INLINE: usize = 23;
 
 /// A session id as a table key: its length, then its bytes, in three words.
@@ -191,9 +192,12 @@ pub(crate) struct DrawIndex {
     /// Held by whoever writes the table (the load, a page at a time) and by a restore, so a page read before a
     /// restore never lands after it.
     writer: Mutex<()>,
+    /// Numbers of session ids too long for the table (none of the room's own), asked only for such an id.
+    long: RwLock<HashMap<Box<str>, u64>>,
     /// How many numbers are kept.
     kept: AtomicUsize,
-    /// The highest number read so far: the pages go in number order, so everyone not read yet holds a higher one.
+    /// The lowest number a drawn person not kept yet can hold (0: nothing known): the pages go in number order, so
+    /// while a page goes in it is that page's first number, and then the one after its last.
     frontier: AtomicU64,
     /// When this instance kept the draw's first page (ms on the room's clock; 0: not yet), from when the cookies
     /// are re-sealed over [`RESEAL_SPREAD_MS`].
@@ -203,6 +207,10 @@ pub(crate) struct DrawIndex {
 impl DrawIndex {
     /// The drawn number kept for `session`, if any.
     pub(crate) fn get(&self, session: &str) -> Option<u64> {
+        if session.len() > INLINE {
+            let long = self.long.read().unwrap_or_else(|e| e.into_inner());
+            return long.get(session).copied();
+        }
         self.table.load().get(session)
     }
 
@@ -221,49 +229,64 @@ impl DrawIndex {
         if self.generation.load(Ordering::Acquire) != generation {
             return None;
         }
+        // Everyone of this page holds its first number or a later one, known before the page goes in: polls do not
+        // wait for it (the first page also allocates the table, tens of megabytes), and meanwhile its people are
+        // answered as in line (`unread_are_behind`) instead of asking the store, one call each. The frontier moves
+        // twice a page, not once an entry: every poll reads it, and a write an entry would pull its cache line away
+        // from the polls' cores (it was a third of the load's time).
+        if let Some(lowest) = page.iter().map(|&(_, n)| n).filter(|&n| n > 0).min() {
+            self.frontier.fetch_max(lowest, Ordering::AcqRel);
+        }
         if !page.is_empty() {
             let _ = self.since_ms.compare_exchange(
                 0,
                 now_ms.max(1),
-                Ordering::Relaxed,
+                Ordering::Release,
                 Ordering::Relaxed,
             );
         }
         let mut kept = self.kept.load(Ordering::Relaxed);
         let mut table = self.table.load_full();
-        // The frontier moves once a page: every poll reads it (`unread_are_behind`), so a write an entry would pull
-        // its cache line away from the polls' cores once an entry (it was a third of the load's time).
         let mut highest = 0;
         for (session, n) in page {
             if kept >= MOST {
                 break;
             }
-            highest = highest.max(n);
-            let Some(key) = Key::of(&session) else {
-                continue;
-            };
             if n == 0 {
                 continue;
             }
-            if !table.has_room_for(kept + 1) {
-                // Sized for everyone in line at the first page (so polls keep reading the same table), twice as
-                // large when more came than expected.
-                let grown = Table::with_room_for(expect.min(MOST).max(2 * kept).max(kept + 1));
-                table.copy_into(&grown);
-                table = Arc::new(grown);
-                self.table.store(Arc::clone(&table));
-            }
-            if table.put(&key, n) {
+            highest = highest.max(n);
+            let new = match Key::of(&session) {
+                Some(key) => {
+                    if !table.has_room_for(kept + 1) {
+                        // Sized for everyone in line at the first page (so polls keep reading the same table),
+                        // twice as large when more came than expected.
+                        let grown =
+                            Table::with_room_for(expect.min(MOST).max(2 * kept).max(kept + 1));
+                        table.copy_into(&grown);
+                        table = Arc::new(grown);
+                        self.table.store(Arc::clone(&table));
+                    }
+                    table.put(&key, n)
+                }
+                None => {
+                    let mut long = self.long.write().unwrap_or_else(|e| e.into_inner());
+                    long.insert(session.into_boxed_str(), n).is_none()
+                }
+            };
+            if new {
                 kept += 1;
             }
         }
         self.kept.store(kept, Ordering::Relaxed);
-        self.frontier.fetch_max(highest, Ordering::AcqRel);
+        if highest > 0 {
+            self.frontier.fetch_max(highest + 1, Ordering::AcqRel);
+        }
         Some(kept)
     }
 
     /// Whether a drawn person this instance has not read yet is certainly still waiting behind the head at
-    /// `served`: the read is not done and has already passed the head (their number lies beyond everything read).
+    /// `served`: the read is not done and has already passed the head (their number is the frontier or beyond).
     /// Such a person is answered from memory, in line, until their number is read (see `locate_local`).
     pub(crate) fn unread_are_behind(&self, served: u64) -> bool {
         self.state.load(Ordering::Acquire) != DONE && self.frontier.load(Ordering::Acquire) > served
@@ -461,14 +484,12 @@ mod tests {
         // Kept again (a page read twice): the same count, the same answer.
         keep_now(&d, vec![(ids[0].clone(), 7)], 1_000);
         assert_eq!((d.len(), d.get(&ids[0])), (ids.len(), Some(7)));
-        // Longer than kept inline, or numbered 0: not kept (asked of the store).
-        keep_now(
-            &d,
-            vec![("y".repeat(INLINE + 1), 9), ("nobody".into(), 0)],
-            1_000,
-        );
-        assert_eq!(d.get(&"y".repeat(INLINE + 1)), None);
-        assert_eq!((d.get("nobody"), d.len()), (None, ids.len()));
+        // Longer than a table key: kept apart. Numbered 0 (nobody's number): not kept.
+        let long = "y".repeat(INLINE + 1);
+        keep_now(&d, vec![(long.clone(), 9), ("nobody".into(), 0)], 1_000);
+        assert_eq!(d.get(&long), Some(9));
+        assert_eq!(d.get(&"y".repeat(INLINE + 2)), None);
+        assert_eq!((d.get("nobody"), d.len()), (None, ids.len() + 1));
     }
 
     #[test]
@@ -547,6 +568,54 @@ mod tests {
     }
 
     #[test]
+    fn while_the_first_page_goes_in_its_people_are_known_to_be_in_line() {
+        // The first page after the draw, the head at 0 and the drawn numbers from 1: from the moment the page is
+        // taken (its re-seal moment set), each of its people is either kept or known to be behind the head, never
+        // left to the store while the table is allocated and filled.
+        let d = DrawIndex::default();
+        d.state.store(LOADING, Ordering::Release);
+        let ids: Vec<String> = (0..100_000)
+            .map(|_| WaitingRoom::new_session_id())
+            .collect();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while d.since_ms.load(Ordering::Acquire) == 0 {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the page was never taken"
+                    );
+                    std::hint::spin_loop();
+                }
+                let (mut seen, mut unkept, mut i) = (0u64, 0u64, 0);
+                while !done.load(Ordering::Acquire) {
+                    let id = &ids[i % ids.len()];
+                    let kept = d.get(id).is_some();
+                    assert!(
+                        kept || d.unread_are_behind(0),
+                        "{id} neither kept nor known to be in line"
+                    );
+                    seen += 1;
+                    unkept += u64::from(!kept);
+                    i += 7_919;
+                }
+                (seen, unkept)
+            });
+            let page = ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.clone(), 1 + i as u64))
+                .collect();
+            keep_now(&d, page, ids.len());
+            done.store(true, Ordering::Release);
+            let (seen, unkept) = reader.join().unwrap();
+            eprintln!("{seen} looks while the page went in, {unkept} of them before their entry");
+        });
+        assert!(ids.iter().all(|id| d.get(id).is_some()));
+    }
+
+    #[test]
     fn the_unread_are_behind_the_head_only_while_the_read_is_under_way_and_past_the_head() {
         let d = DrawIndex::default();
         assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
@@ -554,10 +623,11 @@ mod tests {
         assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
         keep_now(&d, vec![("a".into(), 11), ("b".into(), 12)], 3);
         assert!(d.unread_are_behind(10));
-        assert!(d.unread_are_behind(11), "everyone unread holds 13 or more");
-        assert!(!d.unread_are_behind(12), "the head reached what was read");
+        assert!(d.unread_are_behind(12), "everyone unread holds 13 or more");
+        assert!(!d.unread_are_behind(13), "the head reached what was read");
         keep_now(&d, vec![("c".into(), 13)], 3);
-        assert!(d.unread_are_behind(12), "the read moved on");
+        assert!(d.unread_are_behind(13), "the read moved on");
+        assert!(!d.unread_are_behind(14));
         assert_eq!(d.get("c"), Some(13));
         d.state.store(DONE, Ordering::Release);
         assert!(
