@@ -567,6 +567,69 @@ mod tests {
         );
     }
 
+    /// Figures, not a check: the seed's 592,000 drawn kept, then looked up at random on both cores at once, as the
+    /// polls do, against the layout before this table (a `HashMap` of inline ids behind an `RwLock`) in the same run.
+    /// `cargo test -p waitroom-layer --release --lib measure_drawn_lookups -- --ignored --nocapture`
+    #[test]
+    #[ignore = "figures for BENCHMARKS.md"]
+    fn measure_drawn_lookups_against_a_locked_hashmap() {
+        use compact_str::CompactString;
+        const PEOPLE: usize = 592_000;
+        const LOOKS: usize = 2_000_000;
+        let ids: Vec<String> = (0..PEOPLE).map(|_| WaitingRoom::new_session_id()).collect();
+        let d = DrawIndex::default();
+        for (p, page) in ids.chunks(PAGE).enumerate() {
+            let page = page
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.clone(), 1 + (p * PAGE + i) as u64))
+                .collect();
+            keep_now(&d, page, PEOPLE);
+        }
+        let mut map =
+            HashMap::with_capacity_and_hasher(PEOPLE, foldhash::fast::RandomState::default());
+        for (i, id) in ids.iter().enumerate() {
+            map.insert(CompactString::from(id.as_str()), 1 + i as u64);
+        }
+        let locked = RwLock::new(map);
+        // Each core its own random order of the people, as polls come.
+        let orders: Vec<Vec<usize>> = (0..2)
+            .map(|_| (0..LOOKS).map(|_| rand::random_range(0..PEOPLE)).collect())
+            .collect();
+        let run = |look: &(dyn Fn(&str) -> Option<u64> + Sync)| -> f64 {
+            let start = std::time::Instant::now();
+            std::thread::scope(|s| {
+                for order in &orders {
+                    let ids = &ids;
+                    s.spawn(move || {
+                        let mut sum = 0u64;
+                        for &i in order {
+                            sum = sum.wrapping_add(look(&ids[i]).unwrap());
+                        }
+                        std::hint::black_box(sum);
+                    });
+                }
+            });
+            start.elapsed().as_nanos() as f64 / LOOKS as f64
+        };
+        let table = |id: &str| d.get(id);
+        let hashmap = |id: &str| locked.read().unwrap().get(id).copied();
+        let (mut t, mut h) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            h.push(run(&hashmap));
+            t.push(run(&table));
+        }
+        t.sort_by(f64::total_cmp);
+        h.sort_by(f64::total_cmp);
+        eprintln!(
+            "{PEOPLE} kept, {LOOKS} lookups a core on 2 cores at once, 5 rounds alternated: table {:.0} ns a lookup \
+             (rounds {t:.0?}), locked HashMap {:.0} ns (rounds {h:.0?}); table / HashMap {:.2}",
+            t[2],
+            h[2],
+            t[2] / h[2]
+        );
+    }
+
     #[test]
     fn while_the_first_page_goes_in_its_people_are_known_to_be_in_line() {
         // The first page after the draw, the head at 0 and the drawn numbers from 1: from the moment the page is
