@@ -402,11 +402,18 @@ impl WaitingRoom {
         // by this instance (see `drawn.rs`), while the head has not reached it and the door still lets people in.
         // Asked before the cache of people let in lately, as a number in the cookie is: nobody beyond the head was
         // let in (most polls after the draw are these, and the index answers them with one lookup).
-        if prequeue_hint
-            && number_hint.is_none()
-            && snap.drawn
-            && !snap.settings.turning_away()
-            && let Some(n) = self.inner.drawn.get(session)
+        // Whether a drawn person not kept yet is behind the head is read before the lookup: a miss after it means
+        // the person was not kept when that frontier was published, so their number is the frontier or beyond (a
+        // page landing between the two cannot stand in for them).
+        let drawn_lookup =
+            prequeue_hint && number_hint.is_none() && snap.drawn && !snap.settings.turning_away();
+        let unread_behind = drawn_lookup && self.inner.drawn.unread_are_behind(snap.served);
+        let kept = if drawn_lookup {
+            self.inner.drawn.get(session)
+        } else {
+            None
+        };
+        if let Some(n) = kept
             && n > snap.served
         {
             self.note_number(n);
@@ -438,12 +445,8 @@ impl WaitingRoom {
         // number order, already past the head): their number lies beyond, so they are still in line; answered from
         // memory as in line with their number to come (their cookie keeps its pre-queue mark), instead of a store
         // call each while the read lasts (seconds, with hundreds of thousands drawn).
-        if prequeue_hint
-            && number_hint.is_none()
-            && snap.drawn
-            && !snap.settings.turning_away()
-            && self.inner.drawn.unread_are_behind(snap.served)
-        {
+        // Only for someone not kept: a kept person the head reached was let in or passed over, whatever the read.
+        if unread_behind && kept.is_none() {
             self.mark_waiting(session, None, &snap);
             return Some((SessionState::PreQueue, None));
         }
@@ -703,5 +706,62 @@ impl WaitingRoom {
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = next;
         Ok(read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use crate::{Fairness, ManualClock, SessionState, WaitingRoom};
+
+    #[tokio::test]
+    async fn a_drawn_person_the_head_let_in_is_not_told_to_wait_while_the_draw_is_read() {
+        // 20 drawn, 5 let in at the opening; this instance reads the draw (all 20 kept, the read not done) and has
+        // not heard of the admissions (another instance's tick): a person let in is asked of the store, not
+        // answered "in line" from the read's frontier.
+        let t0 = 1_700_000_000_000;
+        let c = ManualClock::new(t0);
+        let room = WaitingRoom::builder("kept-draw")
+            .fairness(Fairness::RandomAtOpen {
+                opens_at: UNIX_EPOCH + Duration::from_millis(t0 + 60_000),
+            })
+            .capacity(5)
+            .clock(Arc::new(c.clone()))
+            .background(false)
+            .build()
+            .await
+            .unwrap();
+        let ids: Vec<String> = (0..20).map(|_| WaitingRoom::new_session_id()).collect();
+        for id in &ids {
+            assert_eq!(
+                room.join(id, None).await.unwrap().state,
+                SessionState::PreQueue
+            );
+        }
+        c.set_ms(t0 + 60_000);
+        assert!(room.tick_now().await.unwrap().drew);
+        room.refresh().await.unwrap();
+        let mut page = Vec::new();
+        for id in &ids {
+            let p = room.locate(id, None).await.unwrap().unwrap();
+            page.push((id.clone(), p.number.unwrap()));
+        }
+        page.sort_by_key(|&(_, n)| n);
+        let snap = room.inner.snap.load();
+        assert!(snap.drawn && snap.served == 5, "{snap:?}");
+        drop(snap);
+        room.inner.drawn.keep_while_loading(page.clone());
+        for (id, n) in &page {
+            room.inner.admits.invalidate(id);
+            room.inner.cache.invalidate(id);
+            let local = room.locate_local(id, None, true);
+            if *n <= 5 {
+                assert_eq!(local, None, "{n}: let in, only the store knows");
+            } else {
+                assert_eq!(local, Some((SessionState::Waiting, Some(*n))), "{n}");
+            }
+        }
     }
 }
