@@ -131,9 +131,10 @@ impl Table {
             if n == 0 {
                 return Err(i);
             }
-            if s.key[0].load(Ordering::Relaxed) == key.0[0]
-                && s.key[1].load(Ordering::Relaxed) == key.0[1]
-                && s.key[2].load(Ordering::Relaxed) == key.0[2]
+            if s.key
+                .iter()
+                .zip(key.0)
+                .all(|(w, v)| w.load(Ordering::Relaxed) == v)
             {
                 return Ok((i, n));
             }
@@ -310,13 +311,19 @@ impl DrawIndex {
         }
     }
 
+    /// Tests: keeps `page` for the index's generation (expecting `expect` in all).
+    #[cfg(test)]
+    fn keep_now(&self, page: Vec<(String, u64)>, expect: usize) {
+        let generation = self.generation.load(Ordering::Acquire);
+        assert!(self.keep(page, expect, generation, 1).is_some());
+    }
+
     /// Tests elsewhere in the room: keeps `page` as a read under way would (the read not done).
     #[cfg(test)]
     pub(super) fn keep_while_loading(&self, page: Vec<(String, u64)>) {
         self.state.store(LOADING, Ordering::Release);
-        let generation = self.generation.load(Ordering::Acquire);
         let expect = page.len();
-        assert!(self.keep(page, expect, generation, 1).is_some());
+        self.keep_now(page, expect);
     }
 
     /// How many numbers are kept.
@@ -435,9 +442,12 @@ async fn load(room: Weak<Inner>, generation: u64) {
 mod tests {
     use super::*;
 
-    fn keep_now(d: &DrawIndex, page: Vec<(String, u64)>, expect: usize) {
-        let generation = d.generation.load(Ordering::Acquire);
-        assert!(d.keep(page, expect, generation, 1).is_some());
+    /// Keeps `ids` numbered from `first` in their order, `per_page` a page, expecting `expect` in all.
+    fn keep_numbered(d: &DrawIndex, ids: &[String], first: u64, per_page: usize, expect: usize) {
+        for (p, page) in ids.chunks(per_page).enumerate() {
+            let at = first + (p * per_page) as u64;
+            d.keep_now(page.iter().cloned().zip(at..).collect(), expect);
+        }
     }
 
     #[test]
@@ -469,7 +479,7 @@ mod tests {
         }
         // After the store was restored: the numbers stay (to take their owners back), every cookie at once.
         d.state.store(LOADING, Ordering::Release);
-        keep_now(&d, vec![(ids[0].clone(), 5)], 1);
+        d.keep_now(vec![(ids[0].clone(), 5)], 1);
         let before = d.generation.load(Ordering::Acquire);
         d.restored();
         // A page read before the restore lands nowhere.
@@ -488,14 +498,7 @@ mod tests {
         let d = DrawIndex::default();
         let ids: Vec<String> = (0..60_000).map(|_| WaitingRoom::new_session_id()).collect();
         // In pages of 500, told to expect 1,000: the table grows several times while it fills.
-        for (p, page) in ids.chunks(500).enumerate() {
-            let page = page
-                .iter()
-                .enumerate()
-                .map(|(i, id)| (id.clone(), 7 + (p * 500 + i) as u64))
-                .collect();
-            keep_now(&d, page, 1_000);
-        }
+        keep_numbered(&d, &ids, 7, 500, 1_000);
         assert_eq!(d.len(), ids.len());
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(d.get(id), Some(7 + i as u64), "{id}");
@@ -503,11 +506,11 @@ mod tests {
         let strangers: Vec<String> = (0..60_000).map(|_| WaitingRoom::new_session_id()).collect();
         assert!(strangers.iter().all(|id| d.get(id).is_none()));
         // Kept again (a page read twice): the same count, the same answer.
-        keep_now(&d, vec![(ids[0].clone(), 7)], 1_000);
+        d.keep_now(vec![(ids[0].clone(), 7)], 1_000);
         assert_eq!((d.len(), d.get(&ids[0])), (ids.len(), Some(7)));
         // Longer than a table key: kept apart. Numbered 0 (nobody's number): not kept.
         let long = "y".repeat(INLINE + 1);
-        keep_now(&d, vec![(long.clone(), 9), ("nobody".into(), 0)], 1_000);
+        d.keep_now(vec![(long.clone(), 9), ("nobody".into(), 0)], 1_000);
         assert_eq!(d.get(&long), Some(9));
         assert_eq!(d.get(&"y".repeat(INLINE + 2)), None);
         assert_eq!((d.get("nobody"), d.len()), (None, ids.len() + 1));
@@ -536,7 +539,7 @@ mod tests {
             .enumerate()
             .map(|(i, id)| (id.clone(), 100 + i as u64))
             .collect();
-        keep_now(&d, page, alike.len());
+        d.keep_now(page, alike.len());
         assert_eq!(d.table.load().slots.len(), 1_024, "{} ids", alike.len());
         for (i, id) in alike.iter().enumerate() {
             assert_eq!(d.get(id), Some(100 + i as u64), "{id}");
@@ -571,14 +574,7 @@ mod tests {
                     }
                 });
             }
-            for (p, page) in ids.chunks(500).enumerate() {
-                let page = page
-                    .iter()
-                    .enumerate()
-                    .map(|(i, id)| (id.clone(), 1 + (p * 500 + i) as u64))
-                    .collect();
-                keep_now(&d, page, 600);
-            }
+            keep_numbered(&d, &ids, 1, 500, 600);
             done.store(true, Ordering::Release);
         });
         assert!(
@@ -599,14 +595,7 @@ mod tests {
         const LOOKS: usize = 2_000_000;
         let ids: Vec<String> = (0..PEOPLE).map(|_| WaitingRoom::new_session_id()).collect();
         let d = DrawIndex::default();
-        for (p, page) in ids.chunks(PAGE).enumerate() {
-            let page = page
-                .iter()
-                .enumerate()
-                .map(|(i, id)| (id.clone(), 1 + (p * PAGE + i) as u64))
-                .collect();
-            keep_now(&d, page, PEOPLE);
-        }
+        keep_numbered(&d, &ids, 1, PAGE, PEOPLE);
         let mut map =
             HashMap::with_capacity_and_hasher(PEOPLE, foldhash::fast::RandomState::default());
         for (i, id) in ids.iter().enumerate() {
@@ -686,12 +675,7 @@ mod tests {
                 }
                 (seen, unkept)
             });
-            let page = ids
-                .iter()
-                .enumerate()
-                .map(|(i, id)| (id.clone(), 1 + i as u64))
-                .collect();
-            keep_now(&d, page, ids.len());
+            keep_numbered(&d, &ids, 1, ids.len(), ids.len());
             done.store(true, Ordering::Release);
             let (seen, unkept) = reader.join().unwrap();
             eprintln!("{seen} looks while the page went in, {unkept} of them before their entry");
@@ -705,11 +689,11 @@ mod tests {
         assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
         d.state.store(LOADING, Ordering::Release);
         assert!(!d.unread_are_behind(0), "nothing read yet: nothing known");
-        keep_now(&d, vec![("a".into(), 11), ("b".into(), 12)], 3);
+        d.keep_now(vec![("a".into(), 11), ("b".into(), 12)], 3);
         assert!(d.unread_are_behind(10));
         assert!(d.unread_are_behind(12), "everyone unread holds 13 or more");
         assert!(!d.unread_are_behind(13), "the head reached what was read");
-        keep_now(&d, vec![("c".into(), 13)], 3);
+        d.keep_now(vec![("c".into(), 13)], 3);
         assert!(d.unread_are_behind(13), "the read moved on");
         assert!(!d.unread_are_behind(14));
         assert_eq!(d.get("c"), Some(13));
