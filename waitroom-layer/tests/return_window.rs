@@ -7,7 +7,9 @@
 //! place, before people who joined after them, and not before a place is free (the capacity holds at every step);
 //! a return to a free place is let in by the next tick; after the window the person is told `missed` (by their
 //! poll, or by the page itself when a page load is their first request back), and their next protected request
-//! joins at the back.
+//! joins at the back. A person let in while present whose phone then sleeps past the arrival window keeps their
+//! turn too: the place goes to the next present person, and back within the window they go in at the next free
+//! place.
 //!
 //! Rooms use a manual clock and no background task; the door moves with `room.tick_now()`. Nothing sleeps.
 
@@ -31,6 +33,8 @@ const GRACE: Duration = Duration::from_secs(10);
 /// rounds the grace up to whole slots, in the person's favour), plus a poll.
 const AWAY: Duration = Duration::from_secs(22);
 const WINDOW: Duration = Duration::from_secs(60);
+/// How long a person let in has to come for the pass.
+const ARRIVAL: Duration = Duration::from_secs(30);
 const TICK: Duration = Duration::from_millis(250);
 const CAPACITY: u64 = 1;
 
@@ -49,7 +53,7 @@ async fn instance(event: &str, store: Arc<dyn Store>, clock: &ManualClock, pem: 
         .poll_interval(POLL)
         .abandon_after(GRACE)
         .return_window(WINDOW)
-        .arrival_window(Duration::from_secs(30))
+        .arrival_window(ARRIVAL)
         .tick_interval(TICK)
         .signing_key(SigningKey::from_ed25519_pem("turn", pem).unwrap())
         .cookie_secret(SECRET)
@@ -299,6 +303,106 @@ async fn walk_through(one: &Instance, two: &Instance, clock: &ManualClock) {
         (4, 2, 2, 2),
         "{c:?}"
     );
+}
+
+/// Let in while present, then the phone sleeps past the arrival window: the place goes to the next present person
+/// at the end of it, and the person, back (through `two`) within the return window, is told `returning` and goes
+/// in at the next free place, before those who joined after them.
+async fn asleep_once_let_in(one: &Instance, two: &Instance, clock: &ManualClock) {
+    let [a, b, c] = ["a", "b", "c"].map(Person::new);
+    for p in [&a, &b, &c] {
+        assert_eq!(p.visit(one).await.0, "waiting", "{} joins", p.name);
+        assert_eq!(p.poll(one).await["state"], "waiting");
+    }
+    tick(one, two).await;
+    // A is let in, present (it just polled); then its phone sleeps: no poll, no visit. B and C keep polling.
+    let start = clock.now_ms();
+    while clock.now_ms() < start + (ARRIVAL + POLL).as_millis() as u64 {
+        clock.advance(POLL);
+        for p in [&b, &c] {
+            p.poll(one).await;
+        }
+        tick(one, two).await;
+    }
+    assert_eq!(
+        b.state(one).await,
+        "admitted",
+        "A's place goes to the next present person at the end of its arrival window"
+    );
+    assert_eq!(c.state(one).await, "waiting");
+    let stats = one.room.stats();
+    assert_eq!(
+        (stats.counters.missed, stats.away, stats.counters.expired),
+        (1, 1, 0),
+        "{stats:?}"
+    );
+    assert_eq!(b.visit(one).await.1, "seat map");
+
+    // A wakes up within the return window, through the other instance: returning, and the capacity holds while B
+    // is inside.
+    clock.advance(Duration::from_secs(20));
+    let back = a.poll(two).await;
+    assert_eq!(back["state"], "returning", "{back}");
+    c.poll(one).await;
+    tick(two, one).await;
+    assert_eq!(a.state(two).await, "returning", "the capacity holds");
+    // B leaves: the next free place is A's, before C who joined after A.
+    b.buy(one).await;
+    tick(one, two).await;
+    assert_eq!(
+        a.state(two).await,
+        "admitted",
+        "back within the window: first in"
+    );
+    assert_eq!(c.state(one).await, "waiting");
+    a.buy(two).await;
+    tick(two, one).await;
+    assert_eq!(c.state(one).await, "admitted");
+    one.room.refresh().await.unwrap();
+    let counters = one.room.stats().counters;
+    assert_eq!(
+        (
+            counters.missed,
+            counters.returned,
+            counters.expired,
+            counters.admitted
+        ),
+        (1, 1, 0, 4),
+        "{counters:?}"
+    );
+}
+
+#[tokio::test]
+async fn on_the_embedded_store_a_person_asleep_once_let_in_keeps_their_turn() {
+    let clock = ManualClock::starting_now();
+    let pem = SigningKey::generate_ed25519("turn")
+        .unwrap()
+        .to_pem()
+        .unwrap();
+    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+    let one = instance("asleep-memory", store, &clock, &pem).await;
+    asleep_once_let_in(&one, &one, &clock).await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn on_redis_a_person_asleep_once_let_in_keeps_their_turn_through_another_instance() {
+    use waitroom_testkit::redis::RedisServer;
+    let server = RedisServer::from_env_or_start();
+    let clock = ManualClock::starting_now();
+    let pem = SigningKey::generate_ed25519("turn")
+        .unwrap()
+        .to_pem()
+        .unwrap();
+    let event = format!("asleep-redis-{}-{}", std::process::id(), clock.now_ms());
+    let mut instances = Vec::new();
+    for _ in 0..2 {
+        let store = waitroom_layer::RedisStore::connect(server.url())
+            .await
+            .unwrap();
+        instances.push(instance(&event, Arc::new(store), &clock, &pem).await);
+    }
+    asleep_once_let_in(&instances[0], &instances[1], &clock).await;
 }
 
 #[tokio::test]

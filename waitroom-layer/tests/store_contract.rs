@@ -121,6 +121,9 @@ mod contract {
         let mut owner_of_number: BTreeMap<u64, String> = BTreeMap::new();
         let mut served_numbers: Vec<u64> = Vec::new();
         let mut admitted_ever: HashSet<(String, u64)> = HashSet::new();
+        // When each was last let in: one that does not come within the arrival window misses its turn (it keeps
+        // it for the return window, and may be let in again when back).
+        let mut admitted_at: HashMap<String, u64> = HashMap::new();
         let mut joins = 0u64;
         // Who missed their turn, and when; who came back, in the order they came back (the returning queue).
         let mut missed_at: HashMap<String, u64> = HashMap::new();
@@ -332,6 +335,7 @@ mod contract {
                             admitted_ever.insert((s.clone(), number_of[s])),
                             "{s} admitted twice"
                         );
+                        admitted_at.insert(s.clone(), now);
                         if !from_queue.contains(s) {
                             left.push((number_of[s], true, s.clone()));
                         }
@@ -356,6 +360,24 @@ mod contract {
                     for s in &report.missed {
                         let p = store.lookup(event, s).await.unwrap().unwrap();
                         assert_eq!(p.state, SessionState::Missed);
+                        if !from_queue.contains(s)
+                            && admitted_ever.remove(&(s.clone(), number_of[s]))
+                        {
+                            // Let in before and not come within the arrival window: its number left the head
+                            // then; it may be let in again when back.
+                            let at = admitted_at[s];
+                            assert!(
+                                at + ARRIVAL_MS <= now,
+                                "{s} let in at {at} missed its turn at {now}, within the arrival window"
+                            );
+                            assert_eq!(
+                                p.number,
+                                Some(number_of[s]),
+                                "a lapsed admission keeps its number"
+                            );
+                            missed_at.insert(s.clone(), now);
+                            continue;
+                        }
                         if !from_queue.contains(s) {
                             left.push((number_of[s], false, s.clone()));
                         }
@@ -1461,6 +1483,11 @@ mod contract {
             vec![gone.session.clone()],
             "a session silent for minutes is skipped"
         );
+        // `live` comes for its pass (one let in and not come would miss its turn at the end of its arrival window).
+        store
+            .claim(&ev, &live.session, now + grace - 1_000, IDLE_MS)
+            .await
+            .unwrap();
 
         // A numbered session silent for longer than the grace plus one slot is skipped, even if it polled before.
         let late = store
@@ -1770,6 +1797,8 @@ mod contract {
             (r.missed, r.admitted),
             (vec!["b".to_owned()], vec!["c".to_owned()])
         );
+        // c comes for its pass, with a short idle timeout.
+        store.claim(event, "c", missed_at, 1_000).await.unwrap();
         // Kept for the return window after it ended: a poll just before it still reads the ending.
         let before = finished_at + RETURN_MS - 1;
         store.tick(event, &tick(before)).await.unwrap();
@@ -1790,7 +1819,7 @@ mod contract {
         let abandoned_at = missed_at + RETURN_MS;
         let r = store.tick(event, &tick(abandoned_at)).await.unwrap();
         assert_eq!(r.abandoned, vec!["b".to_owned()]);
-        // c, inside and idle, expires at its arrival window; d joins now and waits (it polls).
+        // c, inside and idle, expires at its idle timeout; d joins now and waits (it polls).
         store.join(event, &join("d", abandoned_at)).await.unwrap();
         assert_eq!(state(&store, "c").await, Some(SessionState::Expired));
         // a comes back: a new join at the back, behind d.
@@ -2063,6 +2092,11 @@ mod contract {
             assert!(r.looked_at() <= CHUNK, "over the budget: {r:?}");
             calls += 1;
             z_in |= r.admitted.iter().any(|s| s == "z");
+            // Those let in come for their passes (one that does not would miss its turn at the end of its arrival
+            // window).
+            for s in &r.admitted {
+                store.claim(event, s, now, IDLE_MS).await.unwrap();
+            }
             if !r.abandoned.is_empty() {
                 assert!(
                     now >= opens + RETURN_MS,
@@ -2182,6 +2216,130 @@ mod contract {
         );
     }
 
+    /// Let in while present, then not come within the arrival window (a phone asleep as its turn came): the place
+    /// frees at once for the next present person and the turn is kept for the return window (counted missed, not
+    /// expired, and away); back within it, the person goes in at the next free place, ahead of those who joined
+    /// after; one that stays away past the window is abandoned, and its late return is told so.
+    pub async fn no_show_keeps_turn(store: Arc<dyn Store>, event: &str) {
+        let t0 = 60_000_000u64;
+        let tick = |now_ms| Tick {
+            now_ms,
+            arrival_window_ms: ARRIVAL_MS,
+            abandon_after_ms: ABANDON_MS,
+            return_window_ms: RETURN_MS,
+            max_scan: 1_000,
+        };
+        let join = |sid: &str, now_ms| Join {
+            session: sid.to_owned(),
+            account: None,
+            now_ms,
+            draw_key: sid.len() as u64,
+        };
+        let s = |x: &str| vec![x.to_owned()];
+        // Those let in are inside until they finish, expire, or their admission lapses (`lapsed`, here).
+        let active_adds_up = |snap: &waitroom_layer::store::Snapshot, lapsed: u64| {
+            let c = &snap.counters;
+            assert_eq!(
+                snap.active,
+                c.admitted - c.finished - c.expired - lapsed,
+                "the active count is what the counters say: {snap:?}"
+            );
+        };
+
+        let ev = format!("{event}-fifo");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        for sid in ["a", "b", "c"] {
+            store.join(&ev, &join(sid, t0)).await.unwrap();
+        }
+        let mut now = t0 + 1_000;
+        poll(&store, &ev, &["a", "b", "c"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("a"), "a is here when its turn comes");
+        // a never comes for its pass; b and c keep polling. At the end of the arrival window a's place frees and b
+        // goes in, in the same tick.
+        now += ARRIVAL_MS;
+        poll(&store, &ev, &["b", "c"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(
+            (r.expired.clone(), r.missed.clone(), r.admitted.clone()),
+            (vec![], s("a"), s("b")),
+            "the no-show's place frees for the next present person, and its turn is kept"
+        );
+        let a = store.lookup(&ev, "a").await.unwrap().unwrap();
+        assert_eq!((a.state, a.number), (SessionState::Missed, Some(1)));
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!(
+            (
+                snap.counters.expired,
+                snap.counters.missed,
+                snap.away(),
+                snap.active
+            ),
+            (0, 1, 1, 1)
+        );
+        active_adds_up(&snap, 1);
+        assert!(
+            store
+                .claim(&ev, "a", now, IDLE_MS)
+                .await
+                .unwrap()
+                .unwrap()
+                .state
+                != SessionState::Active,
+            "a lapsed admission is not claimed"
+        );
+        // a wakes up within the return window: returning, and the capacity holds while b is inside.
+        now += RETURN_MS - 1_000;
+        poll(&store, &ev, &["c"], now).await;
+        store.claim(&ev, "b", now, IDLE_MS).await.unwrap();
+        let (p, counted) = store.come_back(&ev, "a", now, RETURN_MS).await.unwrap();
+        assert_eq!(
+            (p.unwrap().state, counted),
+            (SessionState::Returning, Some(Return::InTime))
+        );
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert!(r.admitted.is_empty(), "the one place is b's: {r:?}");
+        // b finishes: a goes in before c, who joined after it, with its own number.
+        assert!(store.finish(&ev, "b", 0, now).await.unwrap());
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.admitted, s("a"), "the one who came back goes first");
+        let a = store.claim(&ev, "a", now, IDLE_MS).await.unwrap().unwrap();
+        assert_eq!((a.state, a.number), (SessionState::Active, Some(1)));
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!(
+            (snap.active, snap.away(), snap.counters.returned),
+            (1, 0, 1)
+        );
+        active_adds_up(&snap, 1);
+
+        // Another on-sale: the no-show stays away past the return window: abandoned when it passes, told so late.
+        let ev = format!("{event}-late");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        for sid in ["x", "y"] {
+            store.join(&ev, &join(sid, t0)).await.unwrap();
+        }
+        let mut now = t0 + 1_000;
+        poll(&store, &ev, &["x", "y"], now).await;
+        assert_eq!(store.tick(&ev, &tick(now)).await.unwrap().admitted, s("x"));
+        now += ARRIVAL_MS;
+        poll(&store, &ev, &["y"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("x"), s("y")));
+        store.claim(&ev, "y", now, IDLE_MS).await.unwrap();
+        now += RETURN_MS + 1_000;
+        poll(&store, &ev, &["y"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(r.abandoned, s("x"), "the window passed");
+        let (_, counted) = store.come_back(&ev, "x", now, RETURN_MS).await.unwrap();
+        assert_ne!(counted, Some(Return::InTime), "too late to come back");
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!(
+            (snap.away(), snap.counters.abandoned, snap.active),
+            (0, 1, 1)
+        );
+        active_adds_up(&snap, 1);
+    }
+
     pub async fn return_window(store: Arc<dyn Store>, event: &str) {
         let t0 = 50_000_000u64;
         let tick = |now_ms| Tick {
@@ -2276,6 +2434,7 @@ mod contract {
         poll(&store, &ev, &["f"], now).await;
         let r = store.tick(&ev, &tick(now)).await.unwrap();
         assert_eq!((r.missed.clone(), r.admitted.clone()), (s("e"), s("f")));
+        store.claim(&ev, "f", now, IDLE_MS).await.unwrap();
         let missed_at = now;
         let r = store
             .tick(&ev, &tick(missed_at + RETURN_MS - 1))
@@ -2873,9 +3032,12 @@ mod contract {
                 }
                 After::Tick => {
                     let r = store.tick(event, &tick_at(now)).await.unwrap();
+                    // Missed, apart from the head: let in before and not come within the arrival window.
+                    let head_missed: Vec<&String> =
+                        r.missed.iter().filter(|s| !admitted.contains(*s)).collect();
                     if now < t1 + hold {
                         assert!(
-                            r.admitted.is_empty() && r.missed.is_empty(),
+                            r.admitted.is_empty() && head_missed.is_empty(),
                             "let in during the hold"
                         );
                     }
@@ -2885,7 +3047,7 @@ mod contract {
                     let from_line = r
                         .admitted
                         .iter()
-                        .chain(&r.missed)
+                        .chain(head_missed.iter().copied())
                         .any(|s| !passed.contains(s));
                     for s in r.admitted.iter().chain(&r.missed) {
                         passed.remove(s);
@@ -3285,6 +3447,11 @@ mod memory {
     }
 
     #[tokio::test]
+    async fn an_admitted_person_who_does_not_come_within_the_arrival_window_keeps_their_turn() {
+        contract::no_show_keeps_turn(Arc::new(MemoryStore::new()), "noshow").await;
+    }
+
+    #[tokio::test]
     async fn people_away_in_a_row_cost_the_door_none_of_its_budget() {
         contract::absent_run(Arc::new(MemoryStore::new()), "away", async || {}).await;
     }
@@ -3627,6 +3794,8 @@ mod durable {
         assert_eq!(state("a").await, Some(SessionState::Finished), "taken back");
         let first = t0 + 2;
         store.tick(ev, &tick(first)).await.unwrap();
+        // b comes for its pass, with a short idle timeout: it expires at the next tick.
+        store.claim(ev, "b", first, 1_000).await.unwrap();
         store.tick(ev, &tick(first + RETURN_MS - 1)).await.unwrap();
         assert_eq!(
             state("a").await,
@@ -3776,6 +3945,10 @@ mod durable {
             store.tick(ev, &tick(later + 4)).await.unwrap().admitted,
             ["b"]
         );
+        store
+            .claim(ev, "b", later + 4, contract::IDLE_MS)
+            .await
+            .unwrap();
         restart().await;
         // c's window ends on the clock of its miss, read back from the file.
         let r = store.tick(ev, &tick(later + RETURN_MS - 1)).await.unwrap();
@@ -4128,6 +4301,14 @@ mod redis {
         let server = RedisServer::from_env_or_start();
         let store = RedisStore::connect(server.url()).await.unwrap();
         contract::return_window(Arc::new(store), &fresh_event("back")).await;
+    }
+
+    /// A lapsed admission writes a missed record (its number kept) into the seconds' set the report ends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_admitted_person_who_does_not_come_within_the_arrival_window_keeps_their_turn() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        contract::no_show_keeps_turn(Arc::new(store), &fresh_event("noshow")).await;
     }
 
     /// The head passes the run with bit operations over the `seen` slots and `line:held`, and writes them missed

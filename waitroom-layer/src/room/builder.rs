@@ -432,7 +432,9 @@ impl RoomBuilder {
         self
     }
 
-    /// How long an admitted session has to come and claim its place before the place frees (default 60 s).
+    /// How long an admitted session has to come and claim its place before the place frees (default 60 s). One
+    /// that does not come keeps its turn for the [return window](Self::return_window), as one away when its turn
+    /// came does: back within it, it is let in at the next free place.
     pub fn arrival_window(mut self, d: Duration) -> Self {
         self.config.arrival_window = d;
         self

@@ -57,13 +57,14 @@ pub enum RoomEventKind {
         /// Seats its order bought (0 when it left without buying).
         seats: u32,
     },
-    /// An admitted or active session idled out (or never came to claim its place).
+    /// An active session idled out.
     Expired {
         /// The session.
         session: String,
     },
     /// A waiting session was away (it had not polled for the abandon grace) when its turn came: the door skipped
-    /// it and let the next present person in. It keeps its turn for the return window.
+    /// it and let the next present person in; or it was let in and did not come for its pass within the arrival
+    /// window, and its place went to the next present person. It keeps its turn for the return window.
     Missed {
         /// The session.
         session: String,

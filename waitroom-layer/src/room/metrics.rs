@@ -290,16 +290,11 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
         "Sessions finished by the order service",
         c.finished,
     );
-    total(
-        r,
-        "expired",
-        "Admitted or active sessions that idled out",
-        c.expired,
-    );
+    total(r, "expired", "Active sessions that idled out", c.expired);
     total(
         r,
         "missed",
-        "Turns that came while the session was away (it was skipped and kept its turn for the return window)",
+        "Turns that came while the session was away (skipped, or let in and not come within the arrival window; it keeps its turn for the return window)",
         c.missed,
     );
     total(

@@ -229,7 +229,7 @@ impl WaitingRoom {
         st.state = match state {
             Some(SessionState::Active) => ViewState::Admitted,
             // Once the on-sale is closed or sold out nobody new is let in, a session admitted but not yet come for
-            // its pass included (it expires at the end of its arrival window, as a no-show does).
+            // its pass included (at the end of its arrival window it misses its turn, as a no-show does).
             Some(SessionState::Admitted) if !s.turning_away() => ViewState::Admitted,
             // A session turned away (or waiting to be) hears why: the on-sale closed or sold out.
             _ if s.closed => ViewState::Closed,

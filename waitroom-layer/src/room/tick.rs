@@ -140,7 +140,9 @@ impl WaitingRoom {
             {
                 self.inner.cache.invalidate(s);
             }
-            for s in &r.expired {
+            // Not to be claimed from what this instance heard: expired, or let in and not come within the arrival
+            // window (missed: its turn kept for the return window, see `Store::tick`).
+            for s in r.expired.iter().chain(&r.missed) {
                 self.inner.admits.invalidate(s);
             }
             if r.drew {

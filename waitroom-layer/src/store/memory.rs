@@ -744,7 +744,7 @@ impl Event {
         // One call's budget: `max_scan` sessions in all (expired, let in or skipped, turned away, ended), as the
         // Redis store counts them; a part that stops at it says `more`.
         let mut budget = t.max_scan;
-        // Expire idle actives (and admitted sessions that never came).
+        // Expire idle actives; admitted sessions that never came miss their turn (below).
         let expired: Vec<Sid> = self
             .active
             .iter()
@@ -756,11 +756,24 @@ impl Event {
         report.more |= budget == 0;
         for sid in expired {
             self.active.remove(&sid);
+            self.dirty(&sid);
+            if let Some(r) = self.sessions.get_mut(&sid)
+                && r.state == SessionState::Admitted
+            {
+                // Let in and not come within the arrival window (a phone asleep as its turn came): the place frees
+                // and the turn is kept for the return window, as for one passed while away (missed; back within
+                // the window, it goes in at the next free place).
+                r.state = SessionState::Missed;
+                r.last_seen_ms = t.now_ms;
+                self.counters.missed += 1;
+                self.missed.push_back((t.now_ms, sid.clone()));
+                report.missed.push(sid.to_string());
+                continue;
+            }
             if let Some(r) = self.sessions.get_mut(&sid) {
                 r.state = SessionState::Expired;
                 self.note_ended(&sid, t.now_ms);
             }
-            self.dirty(&sid);
             self.counters.expired += 1;
             report.expired.push(sid.to_string());
         }

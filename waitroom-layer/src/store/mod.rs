@@ -122,13 +122,16 @@ pub enum SessionState {
     Active,
     /// Terminal: the order service marked it finished.
     Finished,
-    /// Terminal: admitted or active, then idle past its deadline (or never came to claim its place).
+    /// Terminal: active, then idle past its deadline. (One let in that never came to claim its place is
+    /// [`Missed`](Self::Missed) at the end of its arrival window, and keeps its turn.)
     Expired,
     /// Terminal: its turn came while it was away ([`Missed`](Self::Missed)) and it did not come back within the
     /// return window.
     Abandoned,
     /// Its turn came while it was away (it had not polled for the abandon grace): the door skipped it and let the
-    /// next present person in, so nobody present waits for an absent one. It keeps its turn for the return window
+    /// next present person in, so nobody present waits for an absent one; or it was let in and did not come to
+    /// claim its place within the arrival window (a phone asleep as its turn came): its place freed for the next
+    /// present person at the end of the window. It keeps its turn for the return window
     /// ([`Tick::return_window_ms`]): [`Store::come_back`] within the window puts it in the returning queue; after
     /// it, the tick ends it [`Abandoned`](Self::Abandoned).
     Missed,
@@ -430,7 +433,8 @@ impl Touches {
 pub struct Tick {
     /// The time of the tick.
     pub now_ms: u64,
-    /// How long an admitted session has to come and claim its place.
+    /// How long an admitted session has to come and claim its place; then the place frees and the session is
+    /// [`SessionState::Missed`] (named in [`TickReport::missed`]), keeping its turn for the return window.
     pub arrival_window_ms: u64,
     /// A waiting session not seen for this long is skipped when it reaches the head ([`SessionState::Missed`]).
     pub abandon_after_ms: u64,
@@ -467,14 +471,15 @@ pub struct TickReport {
     /// Sessions let in.
     pub admitted: Vec<String>,
     /// Sessions skipped because they were away when their turn came (from the head, or from the returning
-    /// queue): now [`SessionState::Missed`], keeping their turn for the return window.
+    /// queue), or let in and not come within the arrival window: now [`SessionState::Missed`], keeping their turn
+    /// for the return window.
     pub missed: Vec<String>,
     /// Missed sessions whose return window passed without a return: now [`SessionState::Abandoned`].
     pub abandoned: Vec<String>,
     /// Sessions turned away because the on-sale is closed or sold out (from the head of the line, then the
     /// pre-queue; at most [`TURN_AWAY_PER_TICK`]).
     pub turned_away: Vec<String>,
-    /// Active or admitted sessions that idled past their deadline.
+    /// Active sessions that idled past their deadline.
     pub expired: Vec<String>,
     /// Whether this tick ran the random draw.
     pub drew: bool,
@@ -515,11 +520,12 @@ pub struct Counters {
     pub admitted: u64,
     /// Sessions finished by the order service.
     pub finished: u64,
-    /// Sessions that idled out (or never claimed their place).
+    /// Active sessions that idled out.
     pub expired: u64,
     /// Missed sessions whose return window passed without a return (each ended [`SessionState::Abandoned`]).
     pub abandoned: u64,
-    /// Turns that came while the session was away: skips at the head (or at the front of the returning queue).
+    /// Turns that came while the session was away: skips at the head (or at the front of the returning queue),
+    /// and admissions not claimed within the arrival window.
     #[serde(default)]
     pub missed: u64,
     /// Missed sessions that came back within the return window.

@@ -43,19 +43,35 @@ if #fin > 0 then
   redis.call('HSET', KM, 'fcur', fin[#fin][1])
 end
 local expired = {}
+-- Let in and not come within the arrival window (a phone asleep as its turn came, a tab throttled to a poll a
+-- minute): the place frees, and the turn is kept for the return window as for one passed while away (a missed
+-- record, counted missed and named with them, ended by the report when the window passes): back within it, the
+-- person goes in at the next free place. Only idle active sessions are counted expired.
+local noshow = {}
 if left > 0 then expired = redis.call('ZRANGEBYSCORE', KA, '-inf', fmt(now), 'LIMIT', 0, left) end
 if #expired > 0 then
+  local ended, zs = {}, {}
   for _, sid in ipairs(expired) do
     local st, n = rec(sid)
-    if st then put(sid, 'e', n, 0) end
+    if st == 'a' then
+      put(sid, 'm', n, now)
+      noshow[#noshow + 1] = sid
+      zs[#zs + 1], zs[#zs + 2] = fmt(now), sid
+    else
+      if st then put(sid, 'e', n, 0) end
+      ended[#ended + 1] = sid
+    end
   end
+  if #zs > 0 then missed_add(m, now, zs) end
   -- The lowest scores are the ones just read.
   redis.call('ZREMRANGEBYRANK', KA, 0, #expired - 1)
-  redis.call('HINCRBY', KM, 'expired', #expired)
+  if #ended > 0 then redis.call('HINCRBY', KM, 'expired', #ended) end
   left = left - #expired
   if left == 0 then more = 1 end
+  expired = ended
 end
 local admitted, abandoned, turned, missed = {}, {}, {}, {}
+for _, sid in ipairs(noshow) do missed[#missed + 1] = sid end
 -- The sessions the drawn head passed while away beside the budget (`drawn_run`): written missed when passed, kept
 -- in this list until a call names them, out of what is left of its budget.
 local KU = KX .. ':unrep'
