@@ -224,7 +224,8 @@ async fn the_default_sale_at_a_tenth_keeps_its_arithmetic() {
 /// - The door's admissions per minute do not drop: the door never waits for an absent person (it skips them and
 ///   lets the next present one in), and a returning person takes a place that was free anyway. They may rise: a
 ///   person let in while away but within the grace, and back only after the arrival window, holds a place for
-///   60 s instead of a visit. Observed (2026-12-02, debug): 100 a minute without, 107 with.
+///   60 s instead of a visit. Observed (2026-12-02, debug): 100 a minute without, 107 with. (The rehearsal does
+///   not bring such a person back; the room now keeps their turn, once, for the return window.)
 /// - Some turns came while people were away, and some of those people came back within the window and were let
 ///   in; every return within the window is counted once, and so is every late one.
 /// - Nobody waits on a return for long while places free: the door serves the returning queue before the head, at

@@ -2312,6 +2312,48 @@ mod contract {
         );
         active_adds_up(&snap, 1);
 
+        // Once: a done, c goes in and does not come; a joins again at the back, goes in and does not come either
+        // (its pass claimed last time, so this is its first lapse); c, back, goes in again and again does not
+        // come: it expires, where a keeps its turn.
+        assert!(store.finish(&ev, "a", 0, now).await.unwrap());
+        poll(&store, &ev, &["c"], now).await;
+        assert_eq!(store.tick(&ev, &tick(now)).await.unwrap().admitted, s("c"));
+        let again = store.join(&ev, &join("a", now)).await.unwrap();
+        assert_eq!(again.state, SessionState::Waiting);
+        now += ARRIVAL_MS;
+        poll(&store, &ev, &["a"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("c"), s("a")));
+        let (p, _) = store.come_back(&ev, "c", now, RETURN_MS).await.unwrap();
+        assert_eq!(p.unwrap().state, SessionState::Returning);
+        now += ARRIVAL_MS;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(
+            (r.missed.clone(), r.expired.clone(), r.admitted.clone()),
+            (s("a"), vec![], s("c")),
+            "a's first lapse keeps its turn; c, back, goes in again"
+        );
+        now += ARRIVAL_MS;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(
+            (r.missed.clone(), r.expired.clone()),
+            (vec![], s("c")),
+            "let in again and not come again: expired"
+        );
+        let c = store.lookup(&ev, "c").await.unwrap().unwrap();
+        assert_eq!(c.state, SessionState::Expired);
+        let snap = store.snapshot(&ev).await.unwrap();
+        assert_eq!(
+            (
+                snap.active,
+                snap.counters.expired,
+                snap.counters.missed,
+                snap.away()
+            ),
+            (0, 1, 3, 1),
+            "{snap:?}"
+        );
+
         // Another on-sale: the no-show stays away past the return window: abandoned when it passes, told so late.
         let ev = format!("{event}-late");
         store.init(&ev, &settings(1, false, None)).await.unwrap();

@@ -140,7 +140,7 @@ impl WaitingRoom {
                 .is_none_or(|t| t <= now.saturating_add(grace));
         // A free place for everyone in line and this one: the next tick lets it in, so it joins now (a ticket
         // would only hold it back until its first poll). A flood fills the free places (each such join is let in
-        // and, if it never comes, expires after the arrival window); from then on first contacts get tickets.
+        // and, if it never comes, its place frees after the arrival window); from then on first contacts get tickets.
         let room_now = snap.drawn
             && snap.settings.door_open(now)
             && snap.waiting() + snap.active < snap.settings.capacity;

@@ -4,7 +4,7 @@ mod durable;
 mod line;
 mod sessions;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use line::Line;
 use sessions::{Sessions, Sid};
@@ -240,6 +240,9 @@ struct Event {
     line: Line,
     /// Sessions that came back after missing their turn, served ahead of `line`, in the order they came back.
     returning: VecDeque<Sid>,
+    /// Sessions let in from `returning` that have not claimed their pass yet: one that does not come within the
+    /// arrival window expires (a lapsed admission keeps its turn once; see `tick`). Not kept across a restart.
+    again: HashSet<Sid>,
     /// Sessions that missed their turn, with when, in the order they missed it (entries of sessions that came back
     /// since, or missed again later, are passed over when they reach the front).
     missed: VecDeque<(u64, Sid)>,
@@ -315,6 +318,7 @@ impl Event {
             prequeue: Vec::new(),
             line: Line::default(),
             returning: VecDeque::new(),
+            again: HashSet::new(),
             missed: VecDeque::new(),
             back: BTreeMap::new(),
             unreported: VecDeque::new(),
@@ -757,12 +761,15 @@ impl Event {
         for sid in expired {
             self.active.remove(&sid);
             self.dirty(&sid);
+            let again = self.again.remove(&sid);
             if let Some(r) = self.sessions.get_mut(&sid)
                 && r.state == SessionState::Admitted
+                && !again
             {
                 // Let in and not come within the arrival window (a phone asleep as its turn came): the place frees
                 // and the turn is kept for the return window, as for one passed while away (missed; back within
-                // the window, it goes in at the next free place).
+                // the window, it goes in at the next free place). Once: one let in again from the returning queue
+                // that does not come either expires.
                 r.state = SessionState::Missed;
                 r.last_seen_ms = t.now_ms;
                 self.counters.missed += 1;
@@ -838,6 +845,7 @@ impl Event {
                 report.more = true;
                 break;
             }
+            let mut again = false;
             let sid = if let Some((_, sid)) = self.back.pop_first() {
                 sid
             } else if let Some(sid) = self.returning.pop_front() {
@@ -848,6 +856,7 @@ impl Event {
                 {
                     continue;
                 }
+                again = true;
                 sid
             } else if let Some((n, sid)) = self.line.pop_first() {
                 // The numbers before it are free: passed at no cost.
@@ -885,6 +894,9 @@ impl Event {
                 self.counters.admitted += 1;
                 admitted += 1;
                 report.admitted.push(sid.to_string());
+                if again {
+                    self.again.insert(sid.clone());
+                }
             }
             self.dirty(&sid);
         }
@@ -1209,6 +1221,7 @@ impl Store for MemoryStore {
             {
                 r.state = SessionState::Active;
                 *deadline = (*deadline).max(now_ms + idle_timeout_ms);
+                ev.again.remove(session);
                 if let Some((sid, _)) = ev.active.get_key_value(session) {
                     let sid = sid.clone();
                     ev.dirty(&sid);
@@ -1244,6 +1257,7 @@ impl Store for MemoryStore {
                     let claimed = r.state != SessionState::Active;
                     r.state = SessionState::Active;
                     let key = key.clone();
+                    ev.again.remove(&key);
                     let later = (*deadline).max(touches.now_ms + touches.idle_timeout_ms);
                     if later != *deadline || claimed {
                         ev.active.insert(key.clone(), later);

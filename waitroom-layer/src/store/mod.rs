@@ -927,7 +927,8 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// (the default): every claim is a call, right for a store in the same process. `RedisStore`: true, so the
     /// 8,000 let in at an opening cost no round trip each. Either way the store's arrival window holds the place
     /// meanwhile; an instance that crashes with claims unsent leaves those sessions admitted, so the store frees
-    /// their places after the arrival window while they hold a pass (at most one flush interval's claims).
+    /// their places after the arrival window while they hold a pass (at most one flush interval's claims; they are
+    /// then counted missed, away, though their pass still works).
     fn claims_in_touches(&self) -> bool {
         false
     }

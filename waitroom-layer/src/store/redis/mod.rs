@@ -134,6 +134,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
 /// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
+/// | `wr:{ev}:returning:again` | set | sessions let in from `returning` that have not claimed their pass yet: one that does not come within the arrival window expires (a lapsed admission keeps its turn once) |
 /// | `wr:{ev}:missed:unrep` | list   | sessions the drawn segment's head passed while away (already written missed), until a tick call names them missed |
 /// | `wr:{ev}:missed:<s>`   | zset   | sessions that missed their turn in second `s` and have not come back, scored by when (ms); the tick ends those past the return window, from the oldest second that may hold anyone (`meta.xlo`); one set a second, so none grows to the crowd (`wr:{ev}:missed`, the one set of versions before, is still read) |
 /// | `wr:{ev}:line:front`   | list   | sessions an operator moved to the front, let in before everyone else; their old places in `line` are freed (in a bucket, an empty id the head skips) |

@@ -46,14 +46,17 @@ local expired = {}
 -- Let in and not come within the arrival window (a phone asleep as its turn came, a tab throttled to a poll a
 -- minute): the place frees, and the turn is kept for the return window as for one passed while away (a missed
 -- record, counted missed and named with them, ended by the report when the window passes): back within it, the
--- person goes in at the next free place. Only idle active sessions are counted expired.
+-- person goes in at the next free place. Once: one let in again from the returning queue (named in KAGAIN until
+-- it claims) that does not come either expires, as an idle active session does; so a page that polls within the
+-- grace but never comes for its pass cannot hold a place at the front again and again.
+local KAGAIN = KT .. ':again'
 local noshow = {}
 if left > 0 then expired = redis.call('ZRANGEBYSCORE', KA, '-inf', fmt(now), 'LIMIT', 0, left) end
 if #expired > 0 then
   local ended, zs = {}, {}
   for _, sid in ipairs(expired) do
     local st, n = rec(sid)
-    if st == 'a' then
+    if st == 'a' and redis.call('SREM', KAGAIN, sid) == 0 then
       put(sid, 'm', n, now)
       noshow[#noshow + 1] = sid
       zs[#zs + 1], zs[#zs + 2] = fmt(now), sid
@@ -626,6 +629,7 @@ local function fifo_run()
 end
 while nadm < room and scanned < left do
   local sid, n, t
+  local again = false
   local dr = nreclaimed == 0 and nback == 0 and drawn_run()
   if dr == 'stop' then
     more = 1
@@ -644,7 +648,7 @@ while nadm < room and scanned < left do
     scanned = scanned + 1
     if back then
       local st, bn, bt = rec(back)
-      if st == 'r' then sid, n, t = back, bn, bt end
+      if st == 'r' then sid, n, t, again = back, bn, bt, true end
     end
   else
     local fr = fifo_run()
@@ -665,7 +669,7 @@ while nadm < room and scanned < left do
       if sid and drawn and n > dlo and n <= dhi and m.dfloor and m.dfloor ~= '' then t = math.max(t, int(m.dfloor)) end
     end
   end
-  if sid then decide(sid, n, t) end
+  if sid and decide(sid, n, t) and again then redis.call('SADD', KAGAIN, sid) end
 end
 write()
 if nadm < room and scanned >= left then more = 1 end

@@ -19,6 +19,12 @@ for i, sid in ipairs(sids) do
     if st == 'a' then claimed[#claimed + 1], claimed[#claimed + 2] = sid, 'A' .. struct.pack('>I5>I6', n, t) end
   end
 end
-if #claimed > 0 then redis.call('HSET', KS, unpack(claimed)) end
+if #claimed > 0 then
+  redis.call('HSET', KS, unpack(claimed))
+  -- Claimed: no longer let in again from the returning queue (see the tick).
+  local ids = {}
+  for i = 1, #claimed, 2 do ids[#ids + 1] = claimed[i] end
+  redis.call('SREM', KT .. ':again', unpack(ids))
+end
 if #zs > 0 then redis.call('ZADD', KA, 'XX', 'GT', unpack(zs)) end
 return 1
