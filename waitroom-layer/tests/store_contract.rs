@@ -2380,6 +2380,48 @@ mod contract {
             (0, 1, 1)
         );
         active_adds_up(&snap, 1);
+
+        // Another: let in again from the returning queue, u takes its pass through a touch (as a room instance
+        // that claims in its touches sends it): the once is spent only by a second lapse, so after u finishes and
+        // joins again, a lapse keeps its turn.
+        let ev = format!("{event}-touch");
+        store.init(&ev, &settings(1, false, None)).await.unwrap();
+        for sid in ["u", "v"] {
+            store.join(&ev, &join(sid, t0)).await.unwrap();
+        }
+        let mut now = t0 + 1_000;
+        poll(&store, &ev, &["u", "v"], now).await;
+        assert_eq!(store.tick(&ev, &tick(now)).await.unwrap().admitted, s("u"));
+        now += ARRIVAL_MS;
+        poll(&store, &ev, &["v"], now).await;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("u"), s("v")));
+        store.come_back(&ev, "u", now, RETURN_MS).await.unwrap();
+        assert!(store.finish(&ev, "v", 0, now).await.unwrap());
+        assert_eq!(store.tick(&ev, &tick(now)).await.unwrap().admitted, s("u"));
+        let touch = Touches {
+            now_ms: now,
+            active: s("u"),
+            idle_timeout_ms: IDLE_MS,
+            abandon_after_ms: ABANDON_MS,
+            ..Touches::default()
+        };
+        store.touch(&ev, &touch).await.unwrap();
+        assert_eq!(
+            store.lookup(&ev, "u").await.unwrap().unwrap().state,
+            SessionState::Active
+        );
+        assert!(store.finish(&ev, "u", 0, now).await.unwrap());
+        store.join(&ev, &join("u", now)).await.unwrap();
+        poll(&store, &ev, &["u"], now).await;
+        assert_eq!(store.tick(&ev, &tick(now)).await.unwrap().admitted, s("u"));
+        now += ARRIVAL_MS;
+        let r = store.tick(&ev, &tick(now)).await.unwrap();
+        assert_eq!(
+            (r.missed.clone(), r.expired.clone()),
+            (s("u"), vec![]),
+            "a new admission's first lapse keeps its turn"
+        );
     }
 
     pub async fn return_window(store: Arc<dyn Store>, event: &str) {
