@@ -372,68 +372,67 @@ async fn asleep_once_let_in(one: &Instance, two: &Instance, clock: &ManualClock)
     );
 }
 
+/// A signing key for a test's instances (all of them share it: a pass from one opens the others).
+fn pem() -> String {
+    SigningKey::generate_ed25519("turn")
+        .unwrap()
+        .to_pem()
+        .unwrap()
+}
+
+/// One instance of the shop on an embedded store of its own.
+async fn on_memory(event: &str, clock: &ManualClock) -> Instance {
+    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
+    instance(event, store, clock, &pem()).await
+}
+
+/// Two instances of the shop over one real redis-server (kept running by the server handle returned), on an
+/// on-sale of their own named from `prefix`.
+#[cfg(feature = "redis")]
+async fn on_redis(
+    prefix: &str,
+    clock: &ManualClock,
+) -> (waitroom_testkit::redis::RedisServer, Instance, Instance) {
+    let server = waitroom_testkit::redis::RedisServer::from_env_or_start();
+    let pem = pem();
+    let event = format!("{prefix}-{}-{}", std::process::id(), clock.now_ms());
+    let connect = async || {
+        let store = waitroom_layer::RedisStore::connect(server.url())
+            .await
+            .unwrap();
+        instance(&event, Arc::new(store), clock, &pem).await
+    };
+    let one = connect().await;
+    let two = connect().await;
+    (server, one, two)
+}
+
 #[tokio::test]
 async fn on_the_embedded_store_a_person_asleep_once_let_in_keeps_their_turn() {
     let clock = ManualClock::starting_now();
-    let pem = SigningKey::generate_ed25519("turn")
-        .unwrap()
-        .to_pem()
-        .unwrap();
-    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
-    let one = instance("asleep-memory", store, &clock, &pem).await;
+    let one = on_memory("asleep-memory", &clock).await;
     asleep_once_let_in(&one, &one, &clock).await;
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn on_redis_a_person_asleep_once_let_in_keeps_their_turn_through_another_instance() {
-    use waitroom_testkit::redis::RedisServer;
-    let server = RedisServer::from_env_or_start();
     let clock = ManualClock::starting_now();
-    let pem = SigningKey::generate_ed25519("turn")
-        .unwrap()
-        .to_pem()
-        .unwrap();
-    let event = format!("asleep-redis-{}-{}", std::process::id(), clock.now_ms());
-    let mut instances = Vec::new();
-    for _ in 0..2 {
-        let store = waitroom_layer::RedisStore::connect(server.url())
-            .await
-            .unwrap();
-        instances.push(instance(&event, Arc::new(store), &clock, &pem).await);
-    }
-    asleep_once_let_in(&instances[0], &instances[1], &clock).await;
+    let (_server, one, two) = on_redis("asleep-redis", &clock).await;
+    asleep_once_let_in(&one, &two, &clock).await;
 }
 
 #[tokio::test]
 async fn on_the_embedded_store_a_person_away_at_their_turn_gets_in_on_return() {
     let clock = ManualClock::starting_now();
-    let pem = SigningKey::generate_ed25519("turn")
-        .unwrap()
-        .to_pem()
-        .unwrap();
-    let store: Arc<dyn Store> = Arc::new(waitroom_layer::MemoryStore::new());
-    let one = instance("turn-memory", store, &clock, &pem).await;
+    let one = on_memory("turn-memory", &clock).await;
     walk_through(&one, &one, &clock).await;
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn on_redis_a_person_away_at_their_turn_gets_in_on_return_through_another_instance() {
-    use waitroom_testkit::redis::RedisServer;
-    let server = RedisServer::from_env_or_start();
     let clock = ManualClock::starting_now();
-    let pem = SigningKey::generate_ed25519("turn")
-        .unwrap()
-        .to_pem()
-        .unwrap();
-    let event = format!("turn-redis-{}-{}", std::process::id(), clock.now_ms());
-    let mut instances = Vec::new();
-    for _ in 0..2 {
-        let store = waitroom_layer::RedisStore::connect(server.url())
-            .await
-            .unwrap();
-        instances.push(instance(&event, Arc::new(store), &clock, &pem).await);
-    }
-    walk_through(&instances[0], &instances[1], &clock).await;
+    let (_server, one, two) = on_redis("turn-redis", &clock).await;
+    walk_through(&one, &two, &clock).await;
 }

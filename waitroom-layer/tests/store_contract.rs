@@ -2222,13 +2222,7 @@ mod contract {
     /// after; one that stays away past the window is abandoned, and its late return is told so.
     pub async fn no_show_keeps_turn(store: Arc<dyn Store>, event: &str) {
         let t0 = 60_000_000u64;
-        let tick = |now_ms| Tick {
-            now_ms,
-            arrival_window_ms: ARRIVAL_MS,
-            abandon_after_ms: ABANDON_MS,
-            return_window_ms: RETURN_MS,
-            max_scan: 1_000,
-        };
+        let tick = tick_at;
         let join = |sid: &str, now_ms| Join {
             session: sid.to_owned(),
             account: None,

@@ -119,6 +119,9 @@ local function line_set(n) return KL .. ':' .. fmt(math.floor(n / LINE_BLOCK)) e
 -- `meta.xlo`: the oldest second that may hold anyone (the tick's report reads from there). `missed` itself, as
 -- versions before kept it, is still read and emptied.
 local function xkey(t) return KX .. ':' .. fmt(math.floor(t / 1000)) end
+-- Sessions let in from the returning queue that have not claimed their pass yet: one whose admission lapses
+-- expires (a lapsed admission keeps its turn once; see the tick); a claim takes it out.
+local KAGAIN = KT .. ':again'
 -- Score/member pairs `zs` into the set of the second of `t` (the scores are when each missed, at `t` or before).
 local function missed_add(m, t, zs)
   redis.call('ZADD', xkey(t), unpack(zs))

@@ -18,7 +18,7 @@ local blk = redis.call('HKEYS', KBLK)
 for _, b in ipairs(blk) do
   for j = 0, 4096 / LINE_BLOCK - 1 do redis.call('DEL', KL .. ':' .. fmt(int(b) * 4096 / LINE_BLOCK + j)) end
 end
-redis.call('DEL', KS, KL, KA, KC, KR, KP, KB, KT, KT .. ':again', KX, KX .. ':unrep', KFRONT, KMOVED, KHELD, KBLK)
+redis.call('DEL', KS, KL, KA, KC, KR, KP, KB, KT, KAGAIN, KX, KX .. ':unrep', KFRONT, KMOVED, KHELD, KBLK)
 local served = int(ARGV[11])
 -- A `last` left alone in `meta` (a room's `line_tickets` `HINCRBY` after the loss) is a floor too: numbers may have
 -- been handed out from it.

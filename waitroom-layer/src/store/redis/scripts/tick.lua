@@ -43,14 +43,13 @@ if #fin > 0 then
   redis.call('HSET', KM, 'fcur', fin[#fin][1])
 end
 local expired = {}
+local admitted, abandoned, turned, missed = {}, {}, {}, {}
 -- Let in and not come within the arrival window (a phone asleep as its turn came, a tab throttled to a poll a
 -- minute): the place frees, and the turn is kept for the return window as for one passed while away (a missed
 -- record, counted missed and named with them, ended by the report when the window passes): back within it, the
--- person goes in at the next free place. Once: one let in again from the returning queue (named in KAGAIN until
--- it claims) that does not come either expires, as an idle active session does; so a page that polls within the
+-- person goes in at the next free place. Once: one let in again from the returning queue (in KAGAIN until it
+-- claims) that does not come either expires, as an idle active session does; so a page that polls within the
 -- grace but never comes for its pass cannot hold a place at the front again and again.
-local KAGAIN = KT .. ':again'
-local noshow = {}
 if left > 0 then expired = redis.call('ZRANGEBYSCORE', KA, '-inf', fmt(now), 'LIMIT', 0, left) end
 if #expired > 0 then
   local ended, zs = {}, {}
@@ -58,7 +57,7 @@ if #expired > 0 then
     local st, n = rec(sid)
     if st == 'a' and redis.call('SREM', KAGAIN, sid) == 0 then
       put(sid, 'm', n, now)
-      noshow[#noshow + 1] = sid
+      missed[#missed + 1] = sid
       zs[#zs + 1], zs[#zs + 2] = fmt(now), sid
     else
       if st then put(sid, 'e', n, 0) end
@@ -73,8 +72,6 @@ if #expired > 0 then
   if left == 0 then more = 1 end
   expired = ended
 end
-local admitted, abandoned, turned, missed = {}, {}, {}, {}
-for _, sid in ipairs(noshow) do missed[#missed + 1] = sid end
 -- The sessions the drawn head passed while away beside the budget (`drawn_run`): written missed when passed, kept
 -- in this list until a call names them, out of what is left of its budget.
 local KU = KX .. ':unrep'

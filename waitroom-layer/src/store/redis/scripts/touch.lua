@@ -24,7 +24,7 @@ if #claimed > 0 then
   -- Claimed: no longer let in again from the returning queue (see the tick).
   local ids = {}
   for i = 1, #claimed, 2 do ids[#ids + 1] = claimed[i] end
-  redis.call('SREM', KT .. ':again', unpack(ids))
+  redis.call('SREM', KAGAIN, unpack(ids))
 end
 if #zs > 0 then redis.call('ZADD', KA, 'XX', 'GT', unpack(zs)) end
 return 1
