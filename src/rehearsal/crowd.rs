@@ -71,7 +71,13 @@ pub(super) struct Person {
     pub returned_s: Option<u64>,
     /// The line number, once known (0 before).
     pub number: u64,
+    /// When the door let them in (the latest time, for one let in again after a lapse).
     pub admitted_s: Option<u64>,
+    /// Let in while away and not back within the arrival window: the room kept their turn for the return window
+    /// (until they are let in again, or give up).
+    pub lapsed: bool,
+    /// Let in again after such a lapse.
+    pub let_in_again: bool,
     pub bought: u64,
     pub held: u64,
     /// Estimates shown to a followed person.
@@ -139,6 +145,8 @@ pub(super) fn crowd(p: &Params, size: u64, open_s: u64) -> Result<Vec<Person>, S
                 returned_s: None,
                 number: 0,
                 admitted_s: None,
+                lapsed: false,
+                let_in_again: false,
                 bought: 0,
                 held: 0,
                 followed: Vec::new(),

@@ -123,6 +123,12 @@ pub struct Report {
     pub returned_late: u64,
     /// Of those who came back in time, how many the door let in before the run ended.
     pub returned_let_in: u64,
+    /// Of those let in, people the door had let in before, while they were away, who did not come within the
+    /// arrival window: the room kept their turn and let them in again when they came back.
+    pub lapsed_let_in_again: u64,
+    /// Admissions from the line's head (people who had not come back from missing a turn) made while someone who
+    /// came back in time waited for the door: 0 when the door serves the returning queue first, as it should.
+    pub head_let_in_while_a_return_waited: u64,
     /// Seconds from a return (the page's first poll on coming back) to the door letting the person in: median.
     pub return_wait_median_seconds: f64,
     /// The same, the longest.
@@ -163,6 +169,31 @@ impl Simulation<'_> {
             .max()
             .unwrap_or(0);
         let counters = self.counters();
+        let mut head_admissions: Vec<u64> = self
+            .people
+            .iter()
+            .filter(|q| q.returned_s.is_none())
+            .filter_map(|q| q.admitted_s)
+            .collect();
+        head_admissions.sort_unstable();
+        // A return is known to the door from the second of the page's poll on (that second's tick comes after it).
+        // One who came back waits until let in, or (never let in) until giving up.
+        let head_let_in_while_a_return_waited = self
+            .people
+            .iter()
+            .filter_map(|q| {
+                let back = q.returned_s?;
+                let until = match q.admitted_s {
+                    Some(a) if a >= back && !q.lapsed => a,
+                    _ => q.give_up_s,
+                };
+                Some((back, until.max(back)))
+            })
+            .map(|(back, until)| {
+                (head_admissions.partition_point(|&a| a < until)
+                    - head_admissions.partition_point(|&a| a < back)) as u64
+            })
+            .sum();
         let mut return_waits: Vec<f64> = self
             .people
             .iter()
@@ -215,6 +246,8 @@ impl Simulation<'_> {
             returned_in_time: counters.returned,
             returned_late: counters.returned_late,
             returned_let_in: return_waits.len() as u64,
+            lapsed_let_in_again: self.people.iter().filter(|q| q.let_in_again).count() as u64,
+            head_let_in_while_a_return_waited,
             return_wait_max_seconds: return_waits.iter().fold(0.0f64, |a, &b| a.max(b)) as u64,
             return_wait_median_seconds: percentile(&mut return_waits, 0.5),
             joined: self.joined(),
@@ -557,11 +590,13 @@ impl Report {
         if self.stepped_away > 0 {
             line(format!(
                 "{} people stepped away for a while; {} turns came while someone was away. {} came back in time \
-                 ({} let in: {} from their return to the door for half of them, {} at most) and {} too late.",
+                 ({} let in: {} from their return to the door for half of them, {} at most; {} of them let in \
+                 before while away) and {} too late.",
                 grouped(self.stepped_away),
                 grouped(self.missed_turns),
                 grouped(self.returned_in_time),
                 grouped(self.returned_let_in),
+                grouped(self.lapsed_let_in_again),
                 span(self.return_wait_median_seconds),
                 span(self.return_wait_max_seconds as f64),
                 grouped(self.returned_late)

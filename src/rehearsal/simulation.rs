@@ -458,7 +458,7 @@ impl<'p> Simulation<'p> {
         for i in missed {
             let q = &self.people[i];
             let Some((_, back)) = q.away else { continue };
-            if q.admitted_s.is_some() || t >= q.give_up_s {
+            if (q.admitted_s.is_some() && !q.lapsed) || t >= q.give_up_s {
                 continue; // let in, or gave up while away: never comes back
             }
             let due = match q.returned_s {
@@ -568,7 +568,13 @@ impl<'p> Simulation<'p> {
         }
         for sid in &report.missed {
             let i = self.by_sid[sid.as_str()];
-            if self.people[i].away.is_some() && !self.missed.contains(&i) {
+            let q = &mut self.people[i];
+            // A skip at the head, or an admission not claimed within the arrival window (let in while away): either
+            // way the room keeps the turn for the return window, and the page polls when its person is back.
+            if q.admitted_s.is_some() {
+                q.lapsed = true;
+            }
+            if q.away.is_some() && !self.missed.contains(&i) {
                 self.missed.push(i);
             }
         }
@@ -607,6 +613,8 @@ impl<'p> Simulation<'p> {
             let i = self.by_sid[sid.as_str()];
             let q = &mut self.people[i];
             q.admitted_s = Some(t);
+            q.let_in_again |= q.lapsed;
+            q.lapsed = false;
             if t >= q.give_up_s {
                 continue; // gave up moments ago: never claims; the place frees after the arrival window
             }
@@ -615,7 +623,9 @@ impl<'p> Simulation<'p> {
                     .is_some_and(|(_, back)| back > t + ROOM_ARRIVAL_WINDOW_S)
             {
                 // Let in while away but within the grace (it had polled lately), and back only after the arrival
-                // window: never claims; the place frees. (Back within it: claims at once, as below.)
+                // window: does not claim; the place frees at the end of the window and the room keeps the turn
+                // (`report.missed` in `door`): back within the return window, the page polls and the door lets
+                // them in again. (Back within the arrival window: claims at once, as below.)
                 continue;
             }
             let end_of_visit = t + q.visit_s;

@@ -283,7 +283,12 @@ fn register_line(r: &mut Registry, stats: &RoomStats) {
         "Tickets given out and never claimed (or still within the grace): tickets minus tickets claimed",
         c.tickets.saturating_sub(c.redeemed),
     );
-    total(r, "admitted", "Sessions let in", c.admitted);
+    total(
+        r,
+        "admitted",
+        "Admissions (a session let in again after its admission lapsed counts again)",
+        c.admitted,
+    );
     total(
         r,
         "finished",

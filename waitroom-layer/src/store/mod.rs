@@ -516,7 +516,8 @@ impl TickReport {
 pub struct Counters {
     /// Joins (a rejoin after a terminal state counts again).
     pub joined: u64,
-    /// Sessions let in.
+    /// Admissions: sessions let in (one let in again after its admission lapsed, see
+    /// [`missed`](Self::missed), counts again).
     pub admitted: u64,
     /// Sessions finished by the order service.
     pub finished: u64,
