@@ -873,14 +873,19 @@ def main():
                 es = slowlog()
                 r.call("SLOWLOG", "RESET")
                 kept.extend(e for e in es if int(e[2]) >= args.slowlog_us)
-                calls, us = {}, {}
+                calls, us, plain, plain_us = {}, {}, {}, {}
                 for e in es:
                     n = command_name(e, shas)
                     if n.startswith("EVALSHA"):
                         calls[n[8:]] = calls.get(n[8:], 0) + 1
                         us[n[8:]] = us.get(n[8:], 0) + int(e[2])
+                    elif n not in ("INFO", "SLOWLOG", "CONFIG"):
+                        plain[n] = plain.get(n, 0) + 1
+                        plain_us[n] = plain_us.get(n, 0) + int(e[2])
                 cut["scripts"] = calls
                 cut["scripts_us"] = us
+                cut["plain"] = plain
+                cut["plain_us"] = plain_us
             cuts.append(cut)
             print(f"  cut {k - n_before:+d} ({at - opens_at:+.0f} s from the opening); load {load()}", flush=True)
         outs = [p.communicate(timeout=seconds + 60)[0] for p in procs]
@@ -919,7 +924,8 @@ def main():
                 cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1), redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
                 admitted=b["room"]["admitted"] - a["room"]["admitted"], expired=b["room"]["expired"] - a["room"]["expired"],
                 missed=b["room"].get("missed", 0) - a["room"].get("missed", 0),
-                scripts=b.get("scripts"), scripts_us=b.get("scripts_us") or {}))
+                scripts=b.get("scripts"), scripts_us=b.get("scripts_us") or {},
+                plain=b.get("plain") or {}, plain_us=b.get("plain_us") or {}))
         print(f"wrk over the whole polling ({seconds} s, both instances): {sum(x['requests'] for x in totals):,} polls, "
               f"errors {sum(x['errors'] for x in totals)}, non-2xx {sum(x['non2xx'] for x in totals)}")
 
@@ -967,7 +973,10 @@ def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, 
         for x in rounds:
             print(f"script calls in the round at {x['at']:+.0f} s (and Redis's time in them, as SLOWLOG timed them): " + ", ".join(
                 f"{k} {v:,} ({x['scripts_us'].get(k, 0) / 1000:,.0f} ms)"
-                for k, v in sorted((x["scripts"] or {}).items(), key=lambda kv: -kv[1])))
+                for k, v in sorted((x["scripts"] or {}).items(), key=lambda kv: -kv[1]))
+                  + "; other commands (the busiest five by time): " + ", ".join(
+                f"{k} {x['plain'][k]:,} ({v / 1000:,.0f} ms)"
+                for k, v in sorted(x["plain_us"].items(), key=lambda kv: -kv[1])[:5]))
     print()
     print("| window | rounds | polls/s (mean) | vs before | p99 (median / worst round) | Redis commands per poll | "
           "of which script calls | target | met |")

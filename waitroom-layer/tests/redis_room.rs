@@ -1114,6 +1114,80 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
     assert!(pages >= 300 / 7, "{pages} pages");
 }
 
+/// Pages of whole buckets are read without a script (a `ZRANGE` a bucket): the same numbers as the script's pages
+/// and as `lookup`, each waiting person once, nobody moved to the front, and each page at most its size; a bucket
+/// larger than the page alone is left to the script, which pages it with a cursor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_of_whole_buckets_are_read_without_a_script_with_the_numbers_a_lookup_gives() {
+    let server = RedisServer::start(); // its own: the test counts the server's script calls
+    // Eight buckets of about 37 each.
+    let (store, ev, sessions, start) = prequeue_on(&server, "drawwhole", 3, false, 300, |_| {
+        WaitingRoom::new_session_id()
+    })
+    .await;
+    draw_and_let_in_ten(&store, &ev, start).await;
+    let mut waiting_now = Vec::new();
+    for sid in &sessions {
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        if p.state == SessionState::Waiting {
+            waiting_now.push(sid.clone());
+        }
+    }
+    assert_eq!(waiting_now.len(), sessions.len() - 10);
+    let moved = [waiting_now[40].clone(), waiting_now[200].clone()];
+    for sid in &moved {
+        let p = store.move_to_front(&ev, sid, start + 1_500).await.unwrap();
+        assert!(p.is_some(), "{sid} is moved to the front");
+    }
+    let numbers = |pages: &[DrawnPage]| -> HashMap<String, u64> {
+        let mut all = HashMap::new();
+        for (sid, n) in pages.iter().flat_map(|p| &p.numbers) {
+            assert!(all.insert(sid.clone(), *n).is_none(), "{sid} in two pages");
+        }
+        all
+    };
+    let scripts = command_stat(&server, "evalsha").0;
+    let whole = drawn_pages(&store, &ev, 100).await;
+    assert_eq!(
+        command_stat(&server, "evalsha").0,
+        scripts,
+        "no script ran for pages of whole buckets"
+    );
+    assert!(
+        whole.iter().all(|p| p.numbers.len() <= 100),
+        "a page holds at most its size"
+    );
+    assert!(
+        whole.len() >= 3,
+        "{} pages: three buckets at most a page",
+        whole.len()
+    );
+    let kept = numbers(&whole);
+    assert_eq!(
+        kept.len(),
+        waiting_now.len() - moved.len(),
+        "everyone waiting once"
+    );
+    for sid in &moved {
+        assert!(!kept.contains_key(sid), "{sid} was moved out of the draw");
+    }
+    for (sid, n) in &kept {
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(
+            (p.state, p.number),
+            (SessionState::Waiting, Some(*n)),
+            "{sid}"
+        );
+    }
+    // The script's pages (buckets larger than pages of 30: each read with cursors) hold the same numbers.
+    let scripted = drawn_pages(&store, &ev, 30).await;
+    assert!(
+        command_stat(&server, "evalsha").0 > scripts,
+        "the script reads a bucket larger than the page"
+    );
+    assert_eq!(numbers(&scripted), kept, "the script's numbers");
+}
+
 /// Every room instance reads the same pages of the draw, so Redis works each out once: a second instance's store
 /// gets the pages the first read (the same cursors, the same numbers) with no `ZRANGE` of a bucket, also after the
 /// door let people in between the two reads. Those let in since are in the kept pages at numbers at or below the
