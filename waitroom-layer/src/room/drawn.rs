@@ -3,7 +3,7 @@
 //! call each: with 600,000 people polling every 20 s, 30,000 store calls a second in the minute that matters
 //! most). Instead, once a snapshot says the draw has run, this instance reads the draw's numbers from the store a
 //! page at a time ([`Store::drawn_numbers`](crate::store::Store::drawn_numbers), [`PAGE`] sessions a call, each
-//! call short: on Redis two round trips of plain reads, or a short script for a page inside a bucket) and answers drawn people from memory, as it answers people with a number in their cookie;
+//! call a short script) and answers drawn people from memory, as it answers people with a number in their cookie;
 //! the number then goes into their re-sealed cookie at a poll of theirs, so the index is only needed once per
 //! person. Not at the first poll after the draw, though: that would re-seal everyone's cookie within one poll
 //! interval, the opening's busiest seconds (a new `Set-Cookie` on nearly every answer, for every browser to store).
@@ -29,8 +29,8 @@ use arc_swap::ArcSwap;
 use super::{Inner, WaitingRoom};
 use crate::store::DrawCursor;
 
-/// Sessions read per store call while loading, at most: on Redis the whole pre-queue buckets that fit, a plain
-/// `ZRANGE` each (or a short script for a page inside a bucket).
+/// Sessions read per store call while loading: one short script each (a `ZRANGE` of at most this many members of
+/// one or a few pre-queue buckets).
 pub(crate) const PAGE: usize = 500;
 
 /// The most drawn numbers one instance keeps.

@@ -202,35 +202,26 @@ pub const TICKET_BATCH: usize = 1_024;
 ///
 /// **Drawn numbers reach people without a call each.** A drawn person's cookie holds no number until their first
 /// poll after the draw, and working the number out takes a script (`ZRANK`, `GETRANGE`, `ZCARD`). So after the draw
-/// each room instance reads every drawn number once, a page at a time
-/// ([`Store::drawn_numbers`](super::Store::drawn_numbers), at most 500 sessions a page, at most 256 buckets looked
-/// at), and answers a drawn person's polls from memory; a poll from their moment of the ten minutes after seals the
-/// number into their cookie (`RESEAL_SPREAD_MS` in `room/drawn.rs`). The arithmetic is `place`'s, so each page is
-/// exact when read and stays exact while its people wait, as the head only pops bucket fronts.
-///
-/// A page of **whole buckets** (nearly every page: the seed's 600,000 people are about 37 a bucket) takes no
-/// script: one round trip reads the draw's figures (`HMGET` of `meta`) and where the next 256 buckets start (a
-/// `GETRANGE` of `drawidx`); the buckets whose sizes at the draw fit in the page are then read whole, a plain
-/// `ZRANGE` each, in a second round trip that reads the draw's figures again last (an on-sale purged and drawn
-/// again meanwhile is left to the script). Redis only formats the members: about a tenth of its time on the same
-/// members in a script that reads them into Lua and writes them out again (measured by hand on this box, idle: 43
-/// ns a member for `ZRANGE`s in a pipeline, 370-410 ns in a Lua copy of the script's loop; BENCHMARKS.md, "The
-/// draw's pages without a script"), so each instance reads the buckets for itself. 600,000 drawn people are
-/// about 1,300 pages per instance, two round trips each, where one lookup per person was 600,000 (`redis_room.rs`
-/// checks that 1,200 first polls after a draw on two instances send no Redis command once the numbers are kept;
-/// without them each is one `COME_BACK` call). Until an instance has read a person's page (a few seconds after the
-/// draw at 600,000), that person is asked of the store as before.
-///
-/// A page that starts inside a bucket, or at a bucket larger than the page alone (a crowd of tens of millions over
-/// the default buckets), is the `DRAWN` script's: one `ZRANGE` a bucket (its members only from a bucket's front;
-/// `WITHSCORES` from a cursor of bucket, score and member, and one `ZSCORE` for the cursor of a bucket larger than a
-/// page), the buckets' starts read 64 to a `GETRANGE`, the page coming back as runs, one a bucket: its first number
-/// and its sessions in one string, each after its length in two bytes (the k-th holds the first number plus k; a
-/// length of 0, a number moved to the front). Every instance reads the same pages (the same first cursor and page
-/// size), so a page the script worked out is kept in Redis for 60 s under its cursor (`wr:{ev}:draw:page:…`) and
-/// the next instance gets it with one `GET`. A kept page holds what it held when worked out; the numbers in it do
-/// not change, and people let in or moved since are answered as from a page an instance has kept for minutes
-/// (nobody at or below the head is answered from the pages; anyone moved is asked of the store).
+/// each room instance reads every drawn number once, a page at a time (the `DRAWN` script,
+/// [`Store::drawn_numbers`](super::Store::drawn_numbers): at most 500 members of at most 256 buckets a call, one
+/// `ZRANGE` a bucket (its members only from a bucket's front; `WITHSCORES` from a cursor of bucket, score and
+/// member, and one `ZSCORE` for the cursor of a bucket larger than a page), the buckets' starts read 64 to a
+/// `GETRANGE`; the same arithmetic, so each page is exact when read and stays exact while its people wait, as the
+/// head only pops bucket fronts), and answers a drawn person's polls from memory; a poll from their moment of the
+/// ten minutes after seals the number into their cookie (`RESEAL_SPREAD_MS` in `room/drawn.rs`). A page comes back
+/// as runs, one a bucket: its first number and its sessions in one string, each after its length in two bytes (the
+/// k-th holds the first number plus k; a length of 0, a number moved to the front). Two replies a session,
+/// formatted by Redis and parsed by the client one by one, were most of the instances' work at the
+/// opening after the index itself (BENCHMARKS.md, "The opening's instance work"). 600,000 drawn people are about 1,300 calls per instance and one `ZRANGE` a bucket inside them, where
+/// one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on
+/// two instances send no Redis command once the numbers are kept; without them each is one `COME_BACK` call). Until an instance has read a
+/// person's page (a few seconds after the draw at 600,000), that person is asked of the store as before.
+/// Every instance reads the same pages (the same first cursor and page size), so a page worked out is kept in
+/// Redis for 60 s under its cursor (`wr:{ev}:draw:page:…`) and the next instance gets it with one `GET`: Redis
+/// works the pages out once, not once an instance (with ten instances, the opening's index work is one instance's
+/// and nine `GET`s a page). A kept page holds what it held when worked out; the numbers in it do not change, and
+/// people let in or moved since are answered as from a page an instance has kept for minutes (nobody at or below
+/// the head is answered from the pages; anyone moved is asked of the store).
 ///
 /// # Liveness
 ///
@@ -446,8 +437,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// buckets' sizes kept in `draw:n` and writes their running totals, 256 buckets to a `struct` call: **about 3 ms**
 /// for 16,384 buckets, half that for the default 8,192 (8.7 to 9.9 ms for 16,384 with a call a bucket, 36 to 85 ms
 /// with a `ZCARD` a bucket). **A page of the draw's numbers** (`drawn_numbers`: whole buckets, at most 500
-/// sessions as the room asks; now plain `ZRANGE`s of about 37 members, the script only for a page inside a bucket)
-/// was, as a script, the longest call after the opening: over the seed's whole on-sale over HTTP
+/// sessions as the room asks) was the longest call after the opening: over the seed's whole on-sale over HTTP
 /// (600,000 people, two instances, `scripts/soak_redis.py`, BENCHMARKS.md "The opening on Redis, a one-shot
 /// flood over HTTP") nothing from the draw on took over 5 ms; since the pages read members without their scores,
 /// no page is among the ten longest calls and the longest call from the draw on is a snapshot, **2.0 to 2.5 ms**
@@ -764,17 +754,6 @@ impl RedisStore {
         self.bounded(pipe.query_async::<Value>(&mut conn))
             .await
             .map(|_| ())
-    }
-
-    /// Sends a pipeline (one round trip), each command counted, bounded by the timeout: each command's reply.
-    async fn query_pipe(&self, pipe: &::redis::Pipeline) -> Result<Vec<Value>, RedisError> {
-        self.commands
-            .fetch_add(pipe.cmd_iter().count() as u64, Ordering::Relaxed);
-        let mut conn = self.conn.clone();
-        match self.bounded(pipe.query_async::<Value>(&mut conn)).await? {
-            Value::Array(replies) => Ok(replies),
-            other => Ok(vec![other]),
-        }
     }
 
     /// `reply`, or a timed-out I/O error once the store's timeout has passed.

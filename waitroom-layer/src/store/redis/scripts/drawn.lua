@@ -1,5 +1,3 @@
--- (A page of whole buckets is read without this script, by plain ZRANGEs: `drawn_whole_buckets` in
--- store_impl.rs. This script reads the pages that start inside a bucket, or at a bucket larger than the page.)
 -- A page of the random draw's numbers, for a room instance to keep: the sessions still waiting in the drawn
 -- buckets from bucket ARGV[1] on (within it after score ARGV[2] and member ARGV[3], both empty: from its start), at
 -- most ARGV[4] of them, each with the number `place` gives it (the same arithmetic, read in this one call: the
