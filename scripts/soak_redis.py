@@ -834,7 +834,8 @@ def main():
                     f.write("\n".join(mine[t::threads]) + "\n")
         # wrk runs a round (and 3 s) before the first round counted: its start (each thread reads its people, opens
         # its connection, and the first rotation through them) is not the room's pace. Counted, the first round ran
-        # at 0.81-0.90 of the next five in five soaks (2026-12-06), and lifted the after / before figures by 2-3 %.
+        # at 0.78-0.88 of the next five in five of six soaks (2026-12-06), and lifted the after / before figures by
+        # 2-3 %.
         n_before = math.floor((opens_at - time.time() - 3 - args.round) / args.round)
         if n_before < 1:
             sys.exit(f"the opening ({opens_at - time.time():.0f} s from now) leaves no round before it: more --opens-in")
