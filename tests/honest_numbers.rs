@@ -280,7 +280,9 @@ async fn people_who_step_away_keep_their_turn_and_the_door_keeps_its_pace() {
     );
     assert!(
         away.lapsed_let_in_again > 0,
-        "nobody let in while away and back after the arrival window was let in again: {away:?}"
+        "nobody let in while away and back after the arrival window was let in again ({} back in time, {} let in)",
+        away.returned_in_time,
+        away.returned_let_in
     );
 }
 
