@@ -278,6 +278,22 @@ async fn people_who_step_away_keep_their_turn_and_the_door_keeps_its_pace() {
         away.head_let_in_while_a_return_waited, 0,
         "the door let people in from the head while someone who came back in time waited"
     );
+    // The summary says the same in words, each figure in its place.
+    let summary = away.summary();
+    let said = format!(
+        "{} came back in time ({} let in: ",
+        waitroom::rehearsal::grouped(away.returned_in_time),
+        waitroom::rehearsal::grouped(away.returned_let_in)
+    );
+    let tail = format!(
+        "; {} of them let in before while away) and {} too late.",
+        waitroom::rehearsal::grouped(away.lapsed_let_in_again),
+        waitroom::rehearsal::grouped(away.returned_late)
+    );
+    assert!(
+        summary.contains(&said) && summary.contains(&tail),
+        "the summary's returns: {summary}"
+    );
     assert!(
         away.lapsed_let_in_again > 0,
         "nobody let in while away and back after the arrival window was let in again ({} back in time, {} let in)",

@@ -596,9 +596,9 @@ impl Report {
                 grouped(self.missed_turns),
                 grouped(self.returned_in_time),
                 grouped(self.returned_let_in),
-                grouped(self.lapsed_let_in_again),
                 span(self.return_wait_median_seconds),
                 span(self.return_wait_max_seconds as f64),
+                grouped(self.lapsed_let_in_again),
                 grouped(self.returned_late)
             ));
         }
