@@ -111,11 +111,22 @@ def read_stalls(paths):
 REPORTING_ORDER = "/sys/module/page_reporting/parameters/page_reporting_order"
 
 
+def pause_reporting():
+    """Pauses the guest kernel's reporting of free pages to the host (`page_reporting_order` set past the largest
+    order); returns the old value to put back, or None when there is no such knob or it cannot be set."""
+    try:
+        with open(REPORTING_ORDER) as f:
+            old = f.read().strip()
+        with open(REPORTING_ORDER, "w") as f:
+            f.write("11")
+        return old
+    except OSError:
+        return None
+
+
 def warm_memory(gib):
-    """Makes the run's memory warm, as a server's is after its first minutes: pauses the guest kernel's reporting of
-    free pages to the host (`page_reporting_order` set past the largest order, the old value returned to be put
-    back), then touches `gib` GiB of fresh memory, a byte a page, and frees it. Returns (GiB, seconds, old order or
-    None when there is no such knob or it cannot be set).
+    """Touches `gib` GiB of fresh memory, a byte a page, and frees it: (GiB, seconds). With the free page reporting
+    paused first (`pause_reporting`), the run then meets warm memory, as a server's is after its first minutes.
 
     Why: on a virtual machine whose kernel reports free pages back to the host (virtio-balloon free page reporting,
     as on this workplace's machines), every page freed goes back to the host within seconds, and the next touch of
@@ -123,14 +134,6 @@ def warm_memory(gib):
     paused (4 GiB touched 3 s after 4 GiB were freed, reporting on: 6.0 s, cold again); a soak on a cold machine had
     redis-server held in the kernel for 5 s (state D in `vma_prepare`, growing its heap)."""
     import mmap
-    old = None
-    try:
-        with open(REPORTING_ORDER) as f:
-            old = f.read().strip()
-        with open(REPORTING_ORDER, "w") as f:
-            f.write("11")
-    except OSError:
-        old = None
     size = int(gib * (1 << 30)) // mmap.PAGESIZE * mmap.PAGESIZE
     t0 = time.time()
     if size > 0:
@@ -140,7 +143,7 @@ def warm_memory(gib):
                 m[i] = 1
         finally:
             m.close()
-    return size / (1 << 30), time.time() - t0, old
+    return size / (1 << 30), time.time() - t0
 
 
 def restore_reporting(old):
@@ -703,8 +706,9 @@ def main():
     reporting_old = None
     try:
         want = max(0.0, available_gib() - 2) if args.warm_memory < 0 else args.warm_memory
-        warmed = warm_memory(want) if want > 0 else (0.0, 0.0, None)
-        reporting_old = warmed[2]
+        if want > 0:
+            reporting_old = pause_reporting()  # put back in the `finally` below, whatever happens after
+        warmed = warm_memory(want)
         load_start = load()
         os.makedirs(os.path.join(tmp, "redis"))
         redis, rport = start_redis("--slowlog-log-slower-than", str(args.slowlog_us), "--slowlog-max-len", "1000000",
