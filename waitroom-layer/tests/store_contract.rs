@@ -2216,6 +2216,42 @@ mod contract {
         );
     }
 
+    /// An on-sale `ev` of one place where `first` is let in a second after `t0` and never comes for its pass while
+    /// `next` keeps polling: at the end of the arrival window `first` misses its turn and `next` goes in, in the
+    /// same tick. Returns that tick's time.
+    async fn one_place_lapsed(
+        store: &Arc<dyn Store>,
+        ev: &str,
+        first: &str,
+        next: &str,
+        t0: u64,
+    ) -> u64 {
+        store.init(ev, &settings(1, false, None)).await.unwrap();
+        for sid in [first, next] {
+            let join = Join {
+                session: sid.to_owned(),
+                account: None,
+                now_ms: t0,
+                draw_key: sid.len() as u64,
+            };
+            store.join(ev, &join).await.unwrap();
+        }
+        let mut now = t0 + 1_000;
+        poll(store, ev, &[first, next], now).await;
+        assert_eq!(
+            store.tick(ev, &tick_at(now)).await.unwrap().admitted,
+            [first]
+        );
+        now += ARRIVAL_MS;
+        poll(store, ev, &[next], now).await;
+        let r = store.tick(ev, &tick_at(now)).await.unwrap();
+        assert_eq!(
+            (r.missed, r.admitted),
+            (vec![first.to_owned()], vec![next.to_owned()])
+        );
+        now
+    }
+
     /// Let in while present, then not come within the arrival window (a phone asleep as its turn came): the place
     /// frees at once for the next present person and the turn is kept for the return window (counted missed, not
     /// expired, and away); back within it, the person goes in at the next free place, ahead of those who joined
@@ -2350,17 +2386,7 @@ mod contract {
 
         // Another on-sale: the no-show stays away past the return window: abandoned when it passes, told so late.
         let ev = format!("{event}-late");
-        store.init(&ev, &settings(1, false, None)).await.unwrap();
-        for sid in ["x", "y"] {
-            store.join(&ev, &join(sid, t0)).await.unwrap();
-        }
-        let mut now = t0 + 1_000;
-        poll(&store, &ev, &["x", "y"], now).await;
-        assert_eq!(store.tick(&ev, &tick(now)).await.unwrap().admitted, s("x"));
-        now += ARRIVAL_MS;
-        poll(&store, &ev, &["y"], now).await;
-        let r = store.tick(&ev, &tick(now)).await.unwrap();
-        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("x"), s("y")));
+        let mut now = one_place_lapsed(&store, &ev, "x", "y", t0).await;
         store.claim(&ev, "y", now, IDLE_MS).await.unwrap();
         now += RETURN_MS + 1_000;
         poll(&store, &ev, &["y"], now).await;
@@ -2379,17 +2405,7 @@ mod contract {
         // that claims in its touches sends it): the once is spent only by a second lapse, so after u finishes and
         // joins again, a lapse keeps its turn.
         let ev = format!("{event}-touch");
-        store.init(&ev, &settings(1, false, None)).await.unwrap();
-        for sid in ["u", "v"] {
-            store.join(&ev, &join(sid, t0)).await.unwrap();
-        }
-        let mut now = t0 + 1_000;
-        poll(&store, &ev, &["u", "v"], now).await;
-        assert_eq!(store.tick(&ev, &tick(now)).await.unwrap().admitted, s("u"));
-        now += ARRIVAL_MS;
-        poll(&store, &ev, &["v"], now).await;
-        let r = store.tick(&ev, &tick(now)).await.unwrap();
-        assert_eq!((r.missed.clone(), r.admitted.clone()), (s("u"), s("v")));
+        let mut now = one_place_lapsed(&store, &ev, "u", "v", t0).await;
         store.come_back(&ev, "u", now, RETURN_MS).await.unwrap();
         assert!(store.finish(&ev, "v", 0, now).await.unwrap());
         assert_eq!(store.tick(&ev, &tick(now)).await.unwrap().admitted, s("u"));

@@ -385,6 +385,13 @@ impl Event {
         }
     }
 
+    /// Counts a turn `sid` missed now (its record just turned [`SessionState::Missed`]) and queues it for the
+    /// return window's end.
+    fn note_missed(&mut self, sid: &Sid, now_ms: u64) {
+        self.counters.missed += 1;
+        self.missed.push_back((now_ms, sid.clone()));
+    }
+
     /// Notes that `sid` ended now (its record is terminal): it is forgotten a return window later.
     fn note_ended(&mut self, sid: &Sid, now_ms: u64) {
         if let Some(r) = self.sessions.get(sid) {
@@ -772,8 +779,7 @@ impl Event {
                 // that does not come either expires.
                 r.state = SessionState::Missed;
                 r.last_seen_ms = t.now_ms;
-                self.counters.missed += 1;
-                self.missed.push_back((t.now_ms, sid.clone()));
+                self.note_missed(&sid, t.now_ms);
                 report.missed.push(sid.to_string());
                 continue;
             }
@@ -874,8 +880,7 @@ impl Event {
             if seen.saturating_add(t.abandon_after_ms) < t.now_ms {
                 r.state = SessionState::Missed;
                 r.last_seen_ms = t.now_ms;
-                self.counters.missed += 1;
-                self.missed.push_back((t.now_ms, sid.clone()));
+                self.note_missed(&sid, t.now_ms);
                 if from_line {
                     passed += 1;
                     self.unreported.push_back(sid.clone());
