@@ -88,8 +88,12 @@ impl RedisCluster {
             "redis-cli --cluster create failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        cluster.wait_until(
-            "every node reports cluster_state:ok with three replicas",
+        // Six nodes agreeing takes longer than a failover's wait on a loaded 2-core box (two clusters and a
+        // Sentinel set starting at once in `redis_failover`: over 31 s once in .ci/run): a longer bound here.
+        wait_until(
+            &cluster,
+            cluster.node_timeout + Duration::from_secs(90),
+            "cluster: every node reports cluster_state:ok with three replicas",
             |c| {
                 c.nodes.iter().all(|n| {
                     resp::on(n.port, &["CLUSTER", "INFO"])
@@ -139,13 +143,18 @@ impl RedisCluster {
         self.node_timeout
     }
 
-    /// The port of the live primary that owns `key`'s slot now, as the live nodes see it.
+    /// The port of the live primary that owns `key`'s slot now, as the live nodes see it, waiting (bounded) for
+    /// a live node to name one: a node slow to answer under load names none for a moment.
     ///
     /// # Panics
-    /// When no live node names one.
+    /// When no live node names one within the wait.
     pub fn primary_for(&self, key: &str) -> u16 {
-        self.try_primary_for(key)
-            .unwrap_or_else(|| panic!("no live node owns the slot of {key:?}"))
+        let mut owner = None;
+        self.wait_until(&format!("a live node owns the slot of {key:?}"), |c| {
+            owner = c.try_primary_for(key);
+            owner.is_some()
+        });
+        owner.expect("the wait returns once a live node owns the slot")
     }
 
     fn try_primary_for(&self, key: &str) -> Option<u16> {
