@@ -22,7 +22,8 @@ Starts one redis-server on a free loopback port (`SLOWLOG` at `--slowlog-us`, 1,
    `INFO` (total_commands_processed, commandstats, CPU), the demos' CPU time and the room's counters. Per round:
    polls a second (both instances), p50 and p99 latency, Redis commands per poll (background work included, the
    script's own `INFO` calls taken out; commands run by scripts count, as Redis counts them) and of them the
-   script calls (`EVALSHA`), the demos' CPU per poll, Redis's CPU, people let in, expired and missed (turns that came
+   script calls (`EVALSHA`), the demos' and wrk's CPU per poll (wrk shares the cores: what it spends a poll is taken
+   from the room), Redis's CPU, people let in, expired and missed (turns that came
    while the person was away, an admission not claimed within the arrival window among them).
 4. Reads `SLOWLOG`: the longest command of each phase, and every command over 5 ms, by name (scripts named by
    their SHA1, computed from the script files under `waitroom-layer/src/store/redis/scripts/`).
@@ -873,7 +874,8 @@ def main():
             cut = dict(t=time.time(), cmds=int(r.info("stats")["total_commands_processed"]), ours=ours,
                        by_command=command_stats(r), redis_cpu=sum(float(v) for f, v in r.info("cpu").items()
                                                                    if f in ("used_cpu_sys", "used_cpu_user")),
-                       demo_cpu=sum(cpu_seconds(p) for p in pids), room=admin(ports[0], token, "GET", "stats")["counters"])
+                       demo_cpu=sum(cpu_seconds(p) for p in pids), wrk_cpu=sum(cpu_seconds(p.pid) for p in procs),
+                       room=admin(ports[0], token, "GET", "stats")["counters"])
             if args.count_scripts:
                 es = slowlog()
                 r.call("SLOWLOG", "RESET")
@@ -926,7 +928,8 @@ def main():
                 at=a["t"] - opens_at, polls=polls, rps=polls / args.round, p50=percentile(x["bins"], 50),
                 p99=percentile(x["bins"], 99), non2xx=x["non2xx"], errors=0, cmds=cmds, per_poll=cmds / max(polls, 1),
                 by_command={c: v - a["by_command"].get(c, 0) for c, v in b["by_command"].items() if v > a["by_command"].get(c, 0)},
-                cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1), redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
+                cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1),
+                wrk_us=(b["wrk_cpu"] - a["wrk_cpu"]) * 1e6 / max(polls, 1), redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
                 admitted=b["room"]["admitted"] - a["room"]["admitted"], expired=b["room"]["expired"] - a["room"]["expired"],
                 missed=b["room"].get("missed", 0) - a["room"].get("missed", 0),
                 scripts=b.get("scripts"), scripts_us=b.get("scripts_us") or {},
@@ -967,12 +970,12 @@ def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, 
     base_rps = statistics.mean(x["rps"] for x in before) if before else float("nan")
     print()
     print(f"| round ({args.round} s, from the opening) | polls/s | vs before | p50 | p99 | non-2xx | Redis commands per poll | "
-          "of which script calls | demo CPU per poll | Redis CPU | let in | expired | missed |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "of which script calls | demo CPU per poll | wrk CPU per poll | Redis CPU | let in | expired | missed |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for x in rounds:
         print(f"| {x['at']:+.0f} s | {x['rps']:,.0f} | {x['rps'] / base_rps:.2f} | {x['p50'] / 1000:.2f} ms | {x['p99'] / 1000:.2f} ms | "
               f"{x['non2xx']} | {x['per_poll']:.4f} | {x['by_command'].get('evalsha', 0) / max(x['polls'], 1):.4f} | "
-              f"{x['cpu_us']:.1f} µs | {100 * x['redis_cpu']:.0f}% | {x['admitted']:,} | {x['expired']:,} | {x['missed']:,} |")
+              f"{x['cpu_us']:.1f} µs | {x['wrk_us']:.1f} µs | {100 * x['redis_cpu']:.0f}% | {x['admitted']:,} | {x['expired']:,} | {x['missed']:,} |")
     if any(x.get("scripts") for x in rounds):
         print()
         for x in rounds:
