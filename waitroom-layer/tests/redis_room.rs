@@ -1114,6 +1114,48 @@ async fn the_draws_pages_give_the_numbers_a_lookup_gives_while_the_door_lets_peo
     assert!(pages >= 300 / 7, "{pages} pages");
 }
 
+/// A page's run is its members joined by newlines, so a session id holding a newline (the room's never do; a
+/// library caller's may) would shift every number after it: the page that holds one is refused (an error, and the
+/// room asks the store about those people, as before the pages), never read off by one. The other pages read, of
+/// whole buckets (100 a page, buckets of about 37), give the numbers a lookup gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draw_page_holding_a_session_id_with_a_newline_is_refused_not_read_off_by_one() {
+    let server = RedisServer::from_env_or_start();
+    let (store, ev, _sessions, start) = prequeue_on(&server, "drawnewline", 3, false, 300, |k| {
+        if k == 150 {
+            format!("an id\nwith a newline {k}")
+        } else {
+            WaitingRoom::new_session_id()
+        }
+    })
+    .await;
+    draw_and_let_in_ten(&store, &ev, start).await;
+    let mut next = Some(DrawCursor::default());
+    let (mut read, mut refused) = (0, None);
+    while let Some(from) = next.take() {
+        match store.drawn_numbers(&ev, &from, 100).await {
+            Ok(page) => {
+                let page = page.expect("a page after the draw");
+                for (sid, n) in page.numbers {
+                    assert!(!sid.contains('\n'), "{sid:?} was read from a run");
+                    let p = store.lookup(&ev, &sid).await.unwrap().expect("known");
+                    assert_eq!(p.number, Some(n), "{sid}");
+                    read += 1;
+                }
+                next = page.next;
+            }
+            Err(e) => refused = Some(e.to_string()),
+        }
+        assert!(read < 1_000, "the pages never end");
+    }
+    let refused = refused.expect("the page holding the id with a newline is refused");
+    assert!(refused.contains("newline"), "{refused}");
+    assert!(
+        read < 290,
+        "{read} read: the refused page's people are not among them"
+    );
+}
+
 /// Every room instance reads the same pages of the draw, so Redis works each out once: a second instance's store
 /// gets the pages the first read (the same cursors, the same numbers) with no `ZRANGE` of a bucket, also after the
 /// door let people in between the two reads. Those let in since are in the kept pages at numbers at or below the

@@ -124,7 +124,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
 /// | `wr:{ev}:draw:n`       | string | until the draw: how many sessions each pre-queue bucket holds (a big-endian u32 per bucket, kept by every script that adds to a bucket or pops from one), so the draw needs no `ZCARD` per bucket |
 /// | `wr:{ev}:drawidx`      | string | written at the draw: where each bucket starts in the drawn segment (`2^dbits + 1` big-endian u32) |
-/// | `wr:{ev}:draw:page:1:<dat>:<dbase>:<dcount>:<b>:<most>:<score>:<member>` | string | a page of the draw's numbers as the `DRAWN` script worked it out for that cursor (msgpack; `1`: the format, `dat`: the draw's time), for the next room instance that asks; expires after 60 s; written best effort (a refused write costs nothing but the next instance's work) |
+/// | `wr:{ev}:draw:page:2:<dat>:<dbase>:<dcount>:<b>:<most>:<score>:<member>` | string | a page of the draw's numbers as the `DRAWN` script worked it out for that cursor (msgpack; `2`: the format (runs joined by newlines; `1` had length-prefixed runs), `dat`: the draw's time), for the next room instance that asks; expires after 60 s; written best effort (a refused write costs nothing but the next instance's work) |
 /// | `wr:{ev}:active`       | zset   | admitted and active sessions, scored by their deadline (ms)             |
 /// | `wr:{ev}:accounts`     | hash   | account → the session holding its place (only when the app gives accounts) |
 /// | `wr:{ev}:admits`       | hash   | second → admissions in that second, over the last minute (per-minute cap) |
@@ -209,8 +209,9 @@ pub const TICKET_BATCH: usize = 1_024;
 /// `GETRANGE`; the same arithmetic, so each page is exact when read and stays exact while its people wait, as the
 /// head only pops bucket fronts), and answers a drawn person's polls from memory; a poll from their moment of the
 /// ten minutes after seals the number into their cookie (`RESEAL_SPREAD_MS` in `room/drawn.rs`). A page comes back
-/// as runs, one a bucket: its first number and its sessions in one string, each after its length in two bytes (the
-/// k-th holds the first number plus k; a length of 0, a number moved to the front). Two replies a session,
+/// as runs, one a bucket: its first number, its count, and its members in one string joined by newlines, as
+/// `table.concat` joins what `ZRANGE` read, with no Lua loop over them (the k-th holds the first number plus k; one
+/// that starts with a zero byte, a number moved to the front; the client checks the count). Two replies a session,
 /// formatted by Redis and parsed by the client one by one, were most of the instances' work at the
 /// opening after the index itself (BENCHMARKS.md, "The opening's instance work"). 600,000 drawn people are about 1,300 calls per instance and one `ZRANGE` a bucket inside them, where
 /// one lookup per person was 600,000 (`redis_room.rs` checks that 1,200 first polls after a draw on

@@ -186,29 +186,33 @@ impl Store for RedisStore {
             (Some(s), Some(m)) => (text(&s)?, text(&m)?),
             other => return Err(corrupt(format_args!("a draw page's cursor {other:?}"))),
         };
-        // Runs: a first number, then the sessions holding it and the numbers after it, each after its length (two
-        // bytes, big-endian; 0: a number nobody holds).
+        // Runs: a first number, a count, then that many members joined by newlines, the k-th (from 0) holding the
+        // first number plus k; an empty member, or one starting with a zero byte (the old number of someone moved to
+        // the front), holds a number nobody is kept at.
         let rest: Vec<::redis::Value> = a.collect();
         let mut numbers = Vec::with_capacity(most.clamp(1, 1 << 16));
-        for pair in rest.chunks(2) {
-            match pair {
-                [::redis::Value::Int(from), ::redis::Value::BulkString(run)] if *from > 0 => {
-                    let (mut at, mut n) = (0, *from as u64);
-                    while at < run.len() {
-                        let len = run
-                            .get(at..at + 2)
-                            .map(|l| usize::from(u16::from_be_bytes([l[0], l[1]])))
-                            .ok_or_else(|| corrupt("a drawn run cut short"))?;
-                        let id = run
-                            .get(at + 2..at + 2 + len)
-                            .ok_or_else(|| corrupt("a drawn run cut short"))?;
-                        if len > 0 {
+        for run in rest.chunks(3) {
+            match run {
+                [
+                    ::redis::Value::Int(from),
+                    ::redis::Value::Int(count),
+                    ::redis::Value::BulkString(members),
+                ] if *from > 0 && *count > 0 => {
+                    let mut pieces = 0;
+                    for (k, id) in members.split(|b| *b == b'\n').enumerate() {
+                        pieces += 1;
+                        if id.first().is_some_and(|b| *b != 0) {
                             let id = std::str::from_utf8(id)
                                 .map_err(|_| corrupt("a drawn session not UTF-8"))?;
-                            numbers.push((id.to_owned(), n));
+                            numbers.push((id.to_owned(), *from as u64 + k as u64));
                         }
-                        at += 2 + len;
-                        n += 1;
+                    }
+                    if pieces != *count as usize {
+                        // A member holding a newline (no session id of the room's does): the numbers after it
+                        // would be off by one, so none of the page is kept (those people are asked of the store).
+                        return Err(corrupt(format_args!(
+                            "a drawn run of {count} members split in {pieces} (a session id holding a newline)"
+                        )));
                     }
                 }
                 other => return Err(corrupt(format_args!("a drawn run {other:?}"))),
