@@ -23,7 +23,8 @@ Starts one redis-server on a free loopback port (`SLOWLOG` at `--slowlog-us`, 1,
    polls a second (both instances), p50 and p99 latency, Redis commands per poll (background work included, the
    script's own `INFO` calls taken out; commands run by scripts count, as Redis counts them) and of them the
    script calls (`EVALSHA`), the demos' and wrk's CPU per poll (wrk shares the cores: what it spends a poll is taken
-   from the room), Redis's CPU, people let in, expired and missed (turns that came
+   from the room), the times wrk's threads waited for a core or an answer a poll (`voluntary_ctxt_switches`), the
+   answers that set a new session cookie (a drawn person's number sealed in), Redis's CPU, people let in, expired and missed (turns that came
    while the person was away, an admission not claimed within the arrival window among them).
 4. Reads `SLOWLOG`: the longest command of each phase, and every command over 5 ms, by name (scripts named by
    their SHA1, computed from the script files under `waitroom-layer/src/store/redis/scripts/`).
@@ -89,6 +90,24 @@ while True:
         out.write(f"{time.time() - (now - prev):.3f} {1000 * (now - prev):.1f}\n")
     prev = now
 '''
+
+
+def voluntary_switches(pid):
+    """The times the process's threads so far gave up their core to wait (`voluntary_ctxt_switches`, summed)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
 
 
 def read_stalls(paths):
@@ -386,7 +405,8 @@ end
 # is formatted once and again only when their cookie changes, and an answer is matched to its person by the thread's
 # last request (no parsing of ids): the load generator shares the two cores, so what it spends a poll is taken from
 # the room. Each thread writes a
-# line per round: `round polls non2xx bin:count,...` (latency bins of 4%).
+# line per round: `round polls non2xx resealed bin:count,...` (resealed: answers that set a new session cookie;
+# latency bins of 4%).
 LUA_POLL = LUA_COMMON + r"""
 local ffi = require("ffi")
 ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } soak_timespec; int clock_gettime(int, soak_timespec *); ]]
@@ -397,7 +417,7 @@ setup = function(thread) thread:set("slot", threads); threads = threads + 1 end
 
 local cookies, reqs, n, i, last = {}, {}, 0, 0, 0
 local stats, t0, len, sent_at
-local cur, count, bad, bins = nil, 0, 0, {}
+local cur, count, bad, bins, resealed = nil, 0, 0, {}, 0
 local STEP = math.log(1.04)
 init = function(args)
   for line in io.lines(args[1] .. "-" .. slot) do
@@ -411,10 +431,10 @@ local function flush()
   if cur and count > 0 then
     local parts = {}
     for b, c in pairs(bins) do parts[#parts + 1] = b .. ":" .. c end
-    stats:write(cur, " ", count, " ", bad, " ", table.concat(parts, ","), "\n")
+    stats:write(cur, " ", count, " ", bad, " ", resealed, " ", table.concat(parts, ","), "\n")
     stats:flush()
   end
-  count, bad, bins = 0, 0, {}
+  count, bad, bins, resealed = 0, 0, {}, 0
 end
 request = function()
   sent_at = now()
@@ -454,7 +474,10 @@ response = function(status, headers, body)
     return
   end
   local c = session_pair(headers)
-  if c then cookies[last], reqs[last] = c, nil end
+  if c then
+    cookies[last], reqs[last] = c, nil
+    resealed = resealed + 1
+  end
 end
 """
 
@@ -875,6 +898,7 @@ def main():
                        by_command=command_stats(r), redis_cpu=sum(float(v) for f, v in r.info("cpu").items()
                                                                    if f in ("used_cpu_sys", "used_cpu_user")),
                        demo_cpu=sum(cpu_seconds(p) for p in pids), wrk_cpu=sum(cpu_seconds(p.pid) for p in procs),
+                       wrk_waits=sum(voluntary_switches(p.pid) for p in procs),
                        room=admin(ports[0], token, "GET", "stats")["counters"])
             if args.count_scripts:
                 es = slowlog()
@@ -909,18 +933,19 @@ def main():
                 with f:
                     for line in f:
                         w = line.split()
-                        if len(w) < 3:
+                        if len(w) < 4:
                             continue
-                        x = per_round.setdefault(int(w[0]), dict(polls=0, non2xx=0, bins={}))
+                        x = per_round.setdefault(int(w[0]), dict(polls=0, non2xx=0, resealed=0, bins={}))
                         x["polls"] += int(w[1])
                         x["non2xx"] += int(w[2])
-                        for pair in (w[3].split(",") if len(w) > 3 else []):
+                        x["resealed"] += int(w[3])
+                        for pair in (w[4].split(",") if len(w) > 4 else []):
                             b, c = pair.split(":")
                             x["bins"][int(b)] = x["bins"].get(int(b), 0) + int(c)
         rounds = []
         for k in range(n_before + n_after):
             a, b = cuts[k], cuts[k + 1]
-            x = per_round.get(k, dict(polls=0, non2xx=0, bins={}))
+            x = per_round.get(k, dict(polls=0, non2xx=0, resealed=0, bins={}))
             span = b["t"] - a["t"]
             cmds = b["cmds"] - a["cmds"] - (b["ours"] - a["ours"])
             polls = x["polls"]
@@ -929,7 +954,8 @@ def main():
                 p99=percentile(x["bins"], 99), non2xx=x["non2xx"], errors=0, cmds=cmds, per_poll=cmds / max(polls, 1),
                 by_command={c: v - a["by_command"].get(c, 0) for c, v in b["by_command"].items() if v > a["by_command"].get(c, 0)},
                 cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1),
-                wrk_us=(b["wrk_cpu"] - a["wrk_cpu"]) * 1e6 / max(polls, 1), redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
+                wrk_us=(b["wrk_cpu"] - a["wrk_cpu"]) * 1e6 / max(polls, 1),
+                wrk_waits=(b["wrk_waits"] - a["wrk_waits"]) / max(polls, 1), resealed=x["resealed"], redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
                 admitted=b["room"]["admitted"] - a["room"]["admitted"], expired=b["room"]["expired"] - a["room"]["expired"],
                 missed=b["room"].get("missed", 0) - a["room"].get("missed", 0),
                 scripts=b.get("scripts"), scripts_us=b.get("scripts_us") or {},
@@ -970,12 +996,12 @@ def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, 
     base_rps = statistics.mean(x["rps"] for x in before) if before else float("nan")
     print()
     print(f"| round ({args.round} s, from the opening) | polls/s | vs before | p50 | p99 | non-2xx | Redis commands per poll | "
-          "of which script calls | demo CPU per poll | wrk CPU per poll | Redis CPU | let in | expired | missed |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "of which script calls | demo CPU per poll | wrk CPU per poll | wrk's waits per poll | new cookies | Redis CPU | let in | expired | missed |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for x in rounds:
         print(f"| {x['at']:+.0f} s | {x['rps']:,.0f} | {x['rps'] / base_rps:.2f} | {x['p50'] / 1000:.2f} ms | {x['p99'] / 1000:.2f} ms | "
               f"{x['non2xx']} | {x['per_poll']:.4f} | {x['by_command'].get('evalsha', 0) / max(x['polls'], 1):.4f} | "
-              f"{x['cpu_us']:.1f} µs | {x['wrk_us']:.1f} µs | {100 * x['redis_cpu']:.0f}% | {x['admitted']:,} | {x['expired']:,} | {x['missed']:,} |")
+              f"{x['cpu_us']:.1f} µs | {x['wrk_us']:.1f} µs | {x['wrk_waits']:.2f} | {x['resealed']:,} | {100 * x['redis_cpu']:.0f}% | {x['admitted']:,} | {x['expired']:,} | {x['missed']:,} |")
     if any(x.get("scripts") for x in rounds):
         print()
         for x in rounds:
