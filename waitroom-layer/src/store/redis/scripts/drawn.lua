@@ -98,36 +98,30 @@ while b < nb do
     return keep(out)
   end
   local card = whole and first + #z / step or redis.call('ZCARD', key)
-  local last_sid, last_score = nil, nil
   local base = dbase + lo + (hi - lo - card) + first + 1
   -- The bucket's members as one run: its first number, their count, then the members in number order joined by
   -- newlines (the k-th from 0 holds the first number plus k). A member that starts with a zero byte keeps the
   -- number of someone an operator moved to the front: the instance keeps no one at it. From a bucket's front
-  -- (nearly every run) the members go as `ZRANGE` read them, with no loop here over them.
-  if step == 1 then
-    if #z > 0 then
-      last_sid = z[#z]
-      out[#out + 1] = base
-      out[#out + 1] = #z
-      out[#out + 1] = table.concat(z, '\n')
-      got = got + #z
-    end
-  else
-    local run, run_from = {}, nil
+  -- (nearly every run) the members go as `ZRANGE` read them, with no loop here over them; from a cursor, those
+  -- at its score up to its member are left out.
+  local run, run_from, last_score = z, base, nil
+  if step == 2 then
+    run, run_from = {}, nil
     for i = 1, #z, 2 do
       local sid, score = z[i], z[i + 1]
       if not (score == after and bytes_le(sid, member)) then
-        last_sid, last_score = sid, score
+        last_score = score
         run_from = run_from or base + (i - 1) / 2
         run[#run + 1] = sid
       end
     end
-    if run_from then
-      out[#out + 1] = run_from
-      out[#out + 1] = #run
-      out[#out + 1] = table.concat(run, '\n')
-      got = got + #run
-    end
+  end
+  local last_sid = run[#run]
+  if last_sid then
+    out[#out + 1] = run_from
+    out[#out + 1] = #run
+    out[#out + 1] = table.concat(run, '\n')
+    got = got + #run
   end
   if whole or first + want >= card then
     b, after, member = b + 1, '', ''
