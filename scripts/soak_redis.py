@@ -956,6 +956,7 @@ def main():
                 cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1),
                 wrk_us=(b["wrk_cpu"] - a["wrk_cpu"]) * 1e6 / max(polls, 1),
                 wrk_waits=(b["wrk_waits"] - a["wrk_waits"]) / max(polls, 1), resealed=x["resealed"], redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
+                redis_s=b["redis_cpu"] - a["redis_cpu"],
                 admitted=b["room"]["admitted"] - a["room"]["admitted"], expired=b["room"]["expired"] - a["room"]["expired"],
                 missed=b["room"].get("missed", 0) - a["room"].get("missed", 0),
                 scripts=b.get("scripts"), scripts_us=b.get("scripts_us") or {},
@@ -1012,25 +1013,35 @@ def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, 
                 f"{k} {x['plain'][k]:,} ({v / 1000:,.0f} ms)"
                 for k, v in sorted(x["plain_us"].items(), key=lambda kv: -kv[1])[:5]))
     print()
+    # What a poll cost in CPU over a window, split between the room (both demos, and Redis) and the load generator
+    # (wrk), each against before: the two share the two cores, so the polls a second a window holds depend on both.
+    def cpu(xs):
+        polls = max(sum(x["polls"] for x in xs), 1)
+        room = sum(x["cpu_us"] * x["polls"] + x["redis_s"] * 1e6 for x in xs) / polls
+        return room, sum(x["wrk_us"] * x["polls"] for x in xs) / polls
+
+    base_room, base_wrk = cpu(before) if before else (float("nan"), float("nan"))
     print("| window | rounds | polls/s (mean) | vs before | p99 (median / worst round) | Redis commands per poll | "
-          "of which script calls | target | met |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "of which script calls | CPU a poll: the room (demos and Redis), wrk (× before) | target | met |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, xs, target in (("before the opening", before, None), ("the 30 s after the opening", first30, 0.05),
                              ("the minute after that", minute, 0.01)):
         if not xs:
-            print(f"| {name} | 0 | – | – | – | – | – | – | – |")
+            print(f"| {name} | 0 | – | – | – | – | – | – | – | – |")
             continue
         rps = statistics.mean(x["rps"] for x in xs)
         per = sum(x["cmds"] for x in xs) / max(sum(x["polls"] for x in xs), 1)
         evalsha = sum(x["by_command"].get("evalsha", 0) for x in xs) / max(sum(x["polls"] for x in xs), 1)
         ratio = rps / base_rps
+        room, wrk = cpu(xs)
         if target is None:
             t, met = "–", "–"
         else:
             t = f"polls/s ≥ 0.9× before; commands a poll ≤ {target}"
             met = f"{'yes' if ratio >= 0.9 else 'NO'} / {'yes' if per <= target else 'NO'}"
         print(f"| {name} | {len(xs)} | {rps:,.0f} | {ratio:.2f} | {statistics.median(x['p99'] for x in xs) / 1000:.2f} / "
-              f"{max(x['p99'] for x in xs) / 1000:.2f} ms | {per:.4f} | {evalsha:.4f} | {t} | {met} |")
+              f"{max(x['p99'] for x in xs) / 1000:.2f} ms | {per:.4f} | {evalsha:.4f} | {room:.1f} µs ({room / base_room:.2f}), "
+              f"{wrk:.1f} µs ({wrk / base_wrk:.2f}) | {t} | {met} |")
     print()
     # SLOWLOG: [id, unix seconds, µs, [args], client, name]
     bounds = dict(phases)
