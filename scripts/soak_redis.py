@@ -48,6 +48,9 @@ Starts one redis-server on a free loopback port (`SLOWLOG` at `--slowlog-us`, 1,
 Then a table: the rounds before the opening, the 30 s after it, the minute after that, against the targets of
 issue #31 (none over 5 ms; polls a second after / before >= 0.9; Redis commands a poll <= 0.05 in the 30 s after,
 <= 0.01 in the minute after).
+Each window also gives what a poll cost in CPU, the room's (both demos, and Redis) and wrk's, against before: the
+two share the two cores. wrk's rises after the draw for a reason of its own (each waiting person's answer is their
+own, and wrk's LuaJIT pays for each new body it interns; `scripts/wrk_bodies.py` measures that apart).
 
 Usage: scripts/soak_redis.py [--people 600000] [--chunk 100000] [--connections 16] [--before 30] [--after 90]
                              [--round 5] [--opens-in SECONDS] [--binary PATH] [--slowlog-us 1000]
