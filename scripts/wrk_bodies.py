@@ -21,7 +21,11 @@ Usage: scripts/wrk_bodies.py [--people 18750] [--seconds 6] [--rounds 5]
 (18,750 people a wrk thread is the soak's share: 300,000 people an instance over 16 threads.)
 Needs wrk and nginx (apt-get install wrk nginx-light). Loopback only; bounded by --seconds × 4 × --rounds.
 """
-import argparse, os, shutil, socket, statistics, subprocess, sys, tempfile, time
+import argparse, os, shutil, statistics, subprocess, sys, tempfile
+
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout for the import below
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_http import free_port, wait_port  # noqa: E402
 
 BODY_PREQUEUE = ('{"event":"tour-2026-stadium","name":"The 2026 Stadium Tour","state":"prequeue","position":null,'
                  '"number":null,"eta_seconds":null,"eta_low_seconds":null,"eta_high_seconds":null,"eta_basis":null,'
@@ -82,27 +86,6 @@ end
 """
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_port(port, proc, seconds=10):
-    end = time.time() + seconds
-    while time.time() < end:
-        if proc.poll() is not None:
-            sys.exit(f"nginx exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nginx did not listen on {port} within {seconds} s")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--people", type=int, default=18750)
@@ -128,8 +111,8 @@ def main():
     ng = subprocess.Popen(["taskset", "-c", "1", nginx_bin, "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
     try:
-        wait_port(p1, ng)
-        wait_port(p2, ng)
+        wait_port(p1, ng, "nginx", 10)
+        wait_port(p2, ng, "nginx", 10)
         got = {(s, b): [] for s in scripts for b in ("prequeue", "waiting")}
         for k in range(args.rounds):
             for shape, path in scripts.items():
