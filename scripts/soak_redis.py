@@ -407,7 +407,12 @@ end
 # (the draw's number, once), and drops a person told `admitted` (its page goes on to the shop). Each person's request
 # is formatted once and again only when their cookie changes, and an answer is matched to its person by the thread's
 # last request (no parsing of ids): the load generator shares the two cores, so what it spends a poll is taken from
-# the room. Each thread writes a
+# the room. The requests are kept in one C buffer (`SLOT` bytes a person), not as Lua strings: wrk hands every
+# answer's body to `response` as a Lua string, which LuaJIT interns, and a waiting person's answer is their own, so
+# after the draw each answer is a new string that walks a hash chain of the ones before it (LuaJIT's hash samples
+# four places of a string this long; `scripts/wrk_bodies.py`). With tens of thousands of people's strings on its
+# heap, the collector came round seldom and those chains grew; with the heap small and the collector's pause at 120,
+# it sweeps the answers soon. The same script before and after the opening. Each thread writes a
 # line per round: `round polls non2xx resealed bin:count,...` (resealed: answers that set a new session cookie;
 # latency bins of 4%).
 LUA_POLL = LUA_COMMON + r"""
@@ -418,15 +423,28 @@ local function now() ffi.C.clock_gettime(0, ts); return tonumber(ts.tv_sec) + to
 local threads = 0
 setup = function(thread) thread:set("slot", threads); threads = threads + 1 end
 
-local cookies, reqs, n, i, last = {}, {}, 0, 0, 0
+local SLOT = 384
+local reqs, lens, n, i, last = nil, nil, 0, 0, 0
 local stats, t0, len, sent_at
 local cur, count, bad, bins, resealed = nil, 0, 0, {}, 0
 local STEP = math.log(1.04)
+-- Person k's request (1-based), for their cookie, into their slot.
+local function put(k, cookie)
+  local r = wrk.format("GET", "/waitroom/status", { ["Cookie"] = cookie, ["Accept"] = "application/json" })
+  assert(#r <= SLOT, "a request longer than its slot")
+  ffi.copy(reqs + (k - 1) * SLOT, r, #r)
+  lens[k - 1] = #r
+end
 init = function(args)
-  for line in io.lines(args[1] .. "-" .. slot) do
-    n = n + 1
-    cookies[n] = line
-  end
+  local cookies = {}
+  for line in io.lines(args[1] .. "-" .. slot) do cookies[#cookies + 1] = line end
+  n = #cookies
+  reqs = ffi.new("char[?]", math.max(n, 1) * SLOT)
+  lens = ffi.new("int32_t[?]", math.max(n, 1))
+  for k = 1, n do put(k, cookies[k]) end
+  cookies = nil
+  collectgarbage()
+  collectgarbage("setpause", 120)
   stats = assert(io.open(args[2] .. "-" .. slot, "w"))
   t0, len = tonumber(args[3]), tonumber(args[4])
 end
@@ -447,12 +465,7 @@ request = function()
   end
   i = i % n + 1
   last = i
-  local r = reqs[i]
-  if not r then
-    r = wrk.format("GET", "/waitroom/status", { ["Cookie"] = cookies[i], ["Accept"] = "application/json" })
-    reqs[i] = r
-  end
-  return r
+  return ffi.string(reqs + (i - 1) * SLOT, lens[i - 1])
 end
 response = function(status, headers, body)
   local t = now()
@@ -470,15 +483,17 @@ response = function(status, headers, body)
   if state_of(headers) == "admitted" then
     -- Out of the rotation: the last person takes the slot (no table of people gone to look up on every
     -- request, which costs this script more once people start leaving, after the opening, than before).
-    cookies[last], reqs[last] = cookies[n], reqs[n]
-    cookies[n], reqs[n] = nil, nil
+    if last ~= n then
+      ffi.copy(reqs + (last - 1) * SLOT, reqs + (n - 1) * SLOT, lens[n - 1])
+      lens[last - 1] = lens[n - 1]
+    end
     n = n - 1
     if i > n then i = 0 end
     return
   end
   local c = session_pair(headers)
   if c then
-    cookies[last], reqs[last] = c, nil
+    put(last, c)
     resealed = resealed + 1
   end
 end
