@@ -14,12 +14,15 @@ This measures that cost apart from the room: nginx (one worker, pinned to the se
 with a body of the same shape and length as the room's, either the same for everyone (`prequeue`, with the time of
 the second in it, as the room's) or holding the person's own numbers, read from their cookie (`waiting`); wrk (one
 thread, pinned to the first core, so wrk is the limit) polls the same people round robin with the soak's request
-shape, once with a `response` function (as the soak must have one: it keeps new cookies and drops people let in)
-and once without. Interleaved runs; the medians of requests a second, and each shape's waiting / prequeue ratio.
+shape, in three scripts: the people's requests kept as Lua strings with a `response` function (as the soak must
+have one: it keeps new cookies and drops people let in), the same without one, and the requests kept in one C
+buffer with the collector's pause at 120, with a `response` function (the soak's script since c71cda3: with a
+small Lua heap the collector comes round soon and sweeps the answers before their chains grow). Interleaved
+runs; the medians of requests a second, and each script's waiting / prequeue ratio.
 
 Usage: scripts/wrk_bodies.py [--people 18750] [--seconds 6] [--rounds 5]
 (18,750 people a wrk thread is the soak's share: 300,000 people an instance over 16 threads.)
-Needs wrk and nginx (apt-get install wrk nginx-light). Loopback only; bounded by --seconds × 4 × --rounds.
+Needs wrk and nginx (apt-get install wrk nginx-light). Loopback only; bounded by --seconds × 6 × --rounds.
 """
 import argparse, os, shutil, statistics, subprocess, sys, tempfile
 
@@ -54,28 +57,62 @@ http {{
 }}
 """
 
-# The soak's poll request shape (its LUA_POLL): each person's request formatted once, round robin. Each person's
-# cookie also carries their place, number and wait for nginx to answer with.
-LUA = r"""
-local cookies, reqs, n, i = {}, {}, 0, 0
-init = function(args)
+# The soak's poll request shape (its LUA_POLL), each person's request formatted once, round robin, kept two ways:
+# as Lua strings in a table (the soak until c71cda3), or in one C buffer with the collector's pause at 120 (the soak
+# since: a small Lua heap, swept soon). Each person's cookie also carries their place, number and wait for nginx to
+# answer with.
+PEOPLE = r"""
+local function people(count)
   math.randomseed(7)
-  for k = 1, tonumber(args[1]) do
+  local out = {}
+  for k = 1, count do
     local p = math.random(1, 592000)
-    n = n + 1
-    cookies[n] = "waitroom_session=" .. string.format("%022d", k * 7 + 1)
+    out[k] = "waitroom_session=" .. string.format("%022d", k * 7 + 1)
       .. ".1.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG; p=" .. p .. "; n=" .. (p + 8000)
       .. "; e=" .. math.floor(p * 60 / 2000)
   end
+  return out
+end
+local function format(cookie)
+  return wrk.format("GET", "/waitroom/status", { ["Cookie"] = cookie, ["Accept"] = "application/json" })
+end
+"""
+LUA = PEOPLE + r"""
+local cookies, reqs, n, i = {}, {}, 0, 0
+init = function(args)
+  cookies = people(tonumber(args[1]))
+  n = #cookies
 end
 request = function()
   i = i % n + 1
   local r = reqs[i]
   if not r then
-    r = wrk.format("GET", "/waitroom/status", { ["Cookie"] = cookies[i], ["Accept"] = "application/json" })
+    r = format(cookies[i])
     reqs[i] = r
   end
   return r
+end
+"""
+LUA_BUFFER = PEOPLE + r"""
+local ffi = require("ffi")
+local SLOT = 384
+local reqs, lens, n, i
+init = function(args)
+  local cookies = people(tonumber(args[1]))
+  n = #cookies
+  reqs, lens = ffi.new("char[?]", n * SLOT), ffi.new("int32_t[?]", n)
+  for k = 1, n do
+    local r = format(cookies[k])
+    ffi.copy(reqs + (k - 1) * SLOT, r, #r)
+    lens[k - 1] = #r
+  end
+  cookies = nil
+  collectgarbage()
+  collectgarbage("setpause", 120)
+end
+request = function()
+  i = (i or 0) % n + 1
+  return ffi.string(reqs + (i - 1) * SLOT, lens[i - 1])
 end
 """
 RESPONSE = r"""
@@ -102,7 +139,10 @@ def main():
     with open(conf, "w") as f:
         f.write(NGINX.format(tmp=tmp, p1=p1, p2=p2, b1=BODY_PREQUEUE, b2=BODY_WAITING))
     scripts = {}
-    for shape, text in (("with a response function", LUA + RESPONSE), ("without one", LUA)):
+    for shape, text in (("Lua strings, with a response function (the soak until c71cda3)", LUA + RESPONSE),
+                        ("Lua strings, without one", LUA),
+                        ("one C buffer, the collector's pause at 120, with a response function (the soak since)",
+                         LUA_BUFFER + RESPONSE)):
         path = os.path.join(tmp, f"{len(scripts)}.lua")
         with open(path, "w") as f:
             f.write(text)
@@ -126,7 +166,7 @@ def main():
                     if rate is None:
                         sys.exit(f"wrk gave no rate:\n{out.stdout}\n{out.stderr}")
                     got[(shape, body)].append(rate)
-            print(f"  round {k + 1}: " + ", ".join(f"{s}/{b} {v[-1]:,.0f}" for (s, b), v in got.items()), flush=True)
+            print(f"  round {k + 1}: " + ", ".join(f"{v[-1]:,.0f}" for v in got.values()), flush=True)
     finally:
         ng.terminate()
         try:
