@@ -974,7 +974,7 @@ def main():
                 cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1),
                 wrk_us=(b["wrk_cpu"] - a["wrk_cpu"]) * 1e6 / max(polls, 1),
                 wrk_waits=(b["wrk_waits"] - a["wrk_waits"]) / max(polls, 1), resealed=x["resealed"], redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
-                redis_s=b["redis_cpu"] - a["redis_cpu"],
+                demo_s=b["demo_cpu"] - a["demo_cpu"], wrk_s=b["wrk_cpu"] - a["wrk_cpu"], redis_s=b["redis_cpu"] - a["redis_cpu"],
                 admitted=b["room"]["admitted"] - a["room"]["admitted"], expired=b["room"]["expired"] - a["room"]["expired"],
                 missed=b["room"].get("missed", 0) - a["room"].get("missed", 0),
                 scripts=b.get("scripts"), scripts_us=b.get("scripts_us") or {},
@@ -1035,8 +1035,7 @@ def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, 
     # (wrk), each against before: the two share the two cores, so the polls a second a window holds depend on both.
     def cpu(xs):
         polls = max(sum(x["polls"] for x in xs), 1)
-        room = sum(x["cpu_us"] * x["polls"] + x["redis_s"] * 1e6 for x in xs) / polls
-        return room, sum(x["wrk_us"] * x["polls"] for x in xs) / polls
+        return (sum(x["demo_s"] + x["redis_s"] for x in xs) * 1e6 / polls, sum(x["wrk_s"] for x in xs) * 1e6 / polls)
 
     base_room, base_wrk = cpu(before) if before else (float("nan"), float("nan"))
     print("| window | rounds | polls/s (mean) | vs before | p99 (median / worst round) | Redis commands per poll | "
