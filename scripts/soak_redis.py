@@ -52,9 +52,15 @@ Each window also gives what a poll cost in CPU, the room's (both demos, and Redi
 two share the two cores. wrk's rises after the draw for a reason of its own (each waiting person's answer is their
 own, and wrk's LuaJIT pays for each new body it interns; `scripts/wrk_bodies.py` measures that apart).
 
+`--control` runs everything the same but leaves the opening an hour away: the rounds are cut as if it came, and
+"after" is more pre-queue polls. What a control run's after / before comes to is what the machine and the run's
+own time do to the figure with no opening at all; run it alternately with plain runs to tell the opening's cost
+from the machine's drift (BENCHMARKS.md).
+
 Usage: scripts/soak_redis.py [--people 600000] [--chunk 100000] [--connections 16] [--before 30] [--after 90]
                              [--round 5] [--opens-in SECONDS] [--binary PATH] [--slowlog-us 1000]
                              [--redis-sched fifo|nice|none] [--max-minutes 40] [--count-scripts] [--warm-memory GIB]
+                             [--control]
 Redis's main thread runs at SCHED_FIFO 10 by default (as root), so that on a shared machine SLOWLOG times the
 commands rather than their waits for a core. `--count-scripts` (an investigation, not a measurement: it slows
 Redis) logs every command during the rounds and names the script calls of each round.
@@ -724,6 +730,9 @@ def main():
                     help="GiB of the machine's memory to touch once before the run, with the kernel's free page reporting "
                          "to the host paused for the run (see warm_memory); by default all that is available but 2 GiB; "
                          "0: neither")
+    ap.add_argument("--control", action="store_true",
+                    help="investigation: the same rounds with the opening left where it is (an hour away), so 'after' "
+                         "is more pre-queue polls: what the machine and the run's own time do to the ratio")
     ap.add_argument("--count-scripts", action="store_true",
                     help="investigation: log every command in the rounds (SLOWLOG at 0, read and reset after each round) "
                          "and count the script calls by name each round; slows Redis down a little")
@@ -733,6 +742,8 @@ def main():
             sys.exit(f"{tool} is missing: apt-get install {'redis-server' if tool == 'redis-server' else tool}")
     if args.people < 2 or args.chunk < 2 or args.round < 1:
         sys.exit("--people and --chunk at least 2, --round at least 1")
+    if args.control and args.opens_in:
+        sys.exit("--control leaves the opening an hour away: not with --opens-in")
     deadline = time.time() + args.max_minutes * 60
 
     def bound(what):
@@ -806,7 +817,8 @@ def main():
               f"{os.cpu_count()} cores, load average {load_start}; "
               f"{warmed[0]:.1f} GiB of memory warmed first in {warmed[1]:.1f} s"
               + (f", free page reporting to the host paused (page_reporting_order {reporting_old} -> 11, put back after)"
-                 if reporting_old is not None else ", free page reporting left as it is"), flush=True)
+                 if reporting_old is not None else ", free page reporting left as it is")
+              + ("; CONTROL: the opening left an hour away, the rounds cut as if it came" if args.control else ""), flush=True)
 
         # 1. Joins and first polls, in chunks.
         cmds0 = int(r.info("stats")["total_commands_processed"])
@@ -863,7 +875,8 @@ def main():
         else:
             # wrk's start (3 s) and a round of warm-up before the first round.
             opens_at = time.time() + args.before + 4 + args.round
-            admin(ports[0], token, "POST", "schedule", {"opens_at": int(opens_at * 1000)})
+            if not args.control:
+                admin(ports[0], token, "POST", "schedule", {"opens_at": int(opens_at * 1000)})
         phases.append(("scheduled", time.time()))
         if opens_at < time.time() + args.round:
             sys.exit(f"the opening ({opens_at - time.time():.0f} s from now) leaves no round before it: more --opens-in")

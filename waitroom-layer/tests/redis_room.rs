@@ -1279,19 +1279,40 @@ async fn a_second_instance_reads_the_draws_pages_without_redis_working_them_out_
     assert!(kept_pages(&server, &ev).is_empty(), "none kept");
 }
 
-/// Pre-queued people's liveness marks reach Redis in `HSET`s of at most 64 fields (`TOUCH_CHUNK`). Each field of an
-/// `HSET` into a hash that is growing moves a bucket of its table into the new one, twice as large, and on a
-/// machine whose hypervisor takes free memory back a page met for the first time costs a fault it serves (12.5 µs
-/// on the box of BENCHMARKS.md): 256 fields a command took 3 to 5 ms while `pseen` grew in the seed's soak. 1,025
-/// marks: 17 commands (16 with 65 to 68 fields a command, 5 with 256), every mark written, the hash given its expiry.
+/// Pre-queued people's liveness marks reach Redis in `HSET`s of at most 64 fields (`TOUCH_CHUNK`), each into the
+/// `pseen` hash of its session (`pseen:<k>`, k = `pseen_shard`, the sum of the id's bytes modulo `PSEEN_SHARDS`), so
+/// no hash grows to the pre-queue's size. Each field of an `HSET` into a hash that is growing moves a bucket of its
+/// table into the new one, twice as large, and Redis makes that table in the command that fills the old one: 256
+/// fields a command took 3 to 5 ms while one `pseen` grew in the seed's soak, and 64 fields 6.8 ms as it reached
+/// 2^20. 1,025 marks, 130 of them in hash 0 and the rest at random: the hashes hold what the sum says (every mark
+/// written, each where the sum puts it), hash 0's in 3 commands (64, 64, 2), one command for each other hash (its
+/// marks are well under 64), every hash given its expiry.
 #[tokio::test]
-async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields() {
+async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields_each_in_its_own_hash() {
+    use waitroom_layer::store::{PSEEN_SHARDS, pseen_shard};
     // A private server: the test counts its commands.
     let server = RedisServer::start();
-    let (store, ev, sessions, start) = prequeue_on(&server, "pseenchunks", 10, true, 1_025, |_| {
-        WaitingRoom::new_session_id()
+    // 130 ids of hash 0 (three commands' worth), then any.
+    let mut ids: Vec<String> = std::iter::repeat_with(WaitingRoom::new_session_id)
+        .filter(|s| pseen_shard(s) == 0)
+        .take(130)
+        .collect();
+    ids.extend(std::iter::repeat_with(WaitingRoom::new_session_id).take(1_025 - 130));
+    let (store, ev, sessions, start) = prequeue_on(&server, "pseenchunks", 10, true, 1_025, |i| {
+        ids[i as usize].clone()
     })
     .await;
+    let mut by_hash: HashMap<u64, Vec<String>> = HashMap::new();
+    for s in &sessions {
+        let sum: u64 = s.bytes().map(u64::from).sum();
+        assert_eq!(pseen_shard(s), sum % PSEEN_SHARDS, "the byte sum: {s}");
+        by_hash.entry(sum % 64).or_default().push(s.clone());
+    }
+    assert!(by_hash[&0].len() >= 130);
+    assert!(
+        by_hash.iter().all(|(k, v)| *k == 0 || v.len() <= 64),
+        "every other hash under a command's worth"
+    );
     let before = command_stat(&server, "hset").0;
     let touches = Touches {
         now_ms: start + 60_000,
@@ -1308,19 +1329,39 @@ async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields() {
         tickets: 0,
     };
     store.touch(&ev, &touches).await.unwrap();
+    let expect: usize = by_hash.values().map(|v| v.len().div_ceil(64)).sum();
     assert_eq!(
         command_stat(&server, "hset").0 - before,
-        17,
-        "1,025 marks in HSETs of at most 64 fields"
+        expect as u64,
+        "1,025 marks in HSETs of at most 64 fields, one hash a command"
     );
-    let key = format!("wr:{{{ev}}}:pseen");
+    assert!(expect >= by_hash.len() + 2, "hash 0 took three commands");
+    let mut written = 0;
+    for (k, v) in &by_hash {
+        let key = format!("wr:{{{ev}}}:pseen:{k}");
+        for s in v {
+            assert_eq!(
+                server.command(&["HGET", &key, s]).trim(),
+                (start + 60_000).to_string(),
+                "{s}'s mark in hash {k}"
+            );
+        }
+        written += server
+            .command(&["HLEN", &key])
+            .trim()
+            .parse::<usize>()
+            .unwrap();
+        let ttl: i64 = server.command(&["PTTL", &key]).trim().parse().unwrap();
+        assert!(ttl > 180_000, "hash {k} kept past the grace: {ttl} ms");
+    }
+    assert_eq!(written, 1_025, "every mark written, and nothing else");
     assert_eq!(
-        server.command(&["HLEN", &key]).trim(),
-        "1025",
-        "every mark written"
+        server
+            .command(&["EXISTS", &format!("wr:{{{ev}}}:pseen")])
+            .trim(),
+        "0",
+        "no single hash of everyone"
     );
-    let ttl: i64 = server.command(&["PTTL", &key]).trim().parse().unwrap();
-    assert!(ttl > 180_000, "kept past the grace: {ttl} ms");
 }
 
 /// How many times Redis ran `cmd` since it started and the µs it took (`INFO commandstats`; commands run by
@@ -2110,4 +2151,272 @@ async fn the_people_let_in_at_a_draw_get_their_pass_at_their_first_poll_with_no_
         r.expired
     );
     assert!(r.admitted.is_empty());
+}
+
+/// Figures for BENCHMARKS.md (issue 31), not a check: what the room spends on a poll once a random draw has run,
+/// against a poll in the pre-queue before it, measured in one run so that the machine's drift (which moves the
+/// soak's after / before figure by a fifth either way with no opening at all) falls on both alike. One Redis
+/// server of its own and two on-sales over it with the seed's settings (random draw, capacity 8,000, 20 s polls),
+/// each with `WAITROOM_POLL_PEOPLE` people (default 600,000) who came as browsers do, through the whole layer in
+/// process: a protected page without a cookie, then a poll with the ticket it set. One on-sale stays in its
+/// pre-queue with its opening a minute and a half away (its polls marked for the draw, as in the soak's rounds
+/// before the opening); the other opens, draws, and keeps its drawn numbers. Then rounds of `WAITROOM_POLL_ROUND_MS`
+/// (default 2,000) alternate between the two: two tasks poll the on-sale's people round robin through the layer,
+/// each keeping the cookie an answer sets and dropping those let in. A round gives the process's CPU time a poll
+/// (the polls and every background task of both rooms) and Redis's. Also the draw's one-off work: the process's
+/// and Redis's CPU from the opening until every drawn number is kept.
+/// `cargo test --release -p waitroom-layer --features redis --test redis_room measure_a_drawn_poll -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints the figures for BENCHMARKS.md; slow"]
+async fn measure_a_drawn_poll_against_a_prequeued_poll() {
+    use bytes::Bytes;
+    use http::header::{ACCEPT, COOKIE, SET_COOKIE};
+    use http::{HeaderValue, Request, Response};
+    use http_body_util::Full;
+    use std::convert::Infallible;
+    use tower::{ServiceBuilder, ServiceExt, service_fn};
+    use waitroom_layer::{Fairness, WaitingRoomLayer};
+
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let people = env("WAITROOM_POLL_PEOPLE", 600_000) as usize;
+    let round = Duration::from_millis(env("WAITROOM_POLL_ROUND_MS", 2_000));
+    const ROUNDS: usize = 8;
+    const TASKS: usize = 2;
+    let server = RedisServer::start();
+    let cpu = || {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    };
+    let redis_cpu = || {
+        server
+            .command(&["INFO", "cpu"])
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                ["used_cpu_sys", "used_cpu_user"]
+                    .contains(&k)
+                    .then(|| v.trim().parse::<f64>().ok())?
+            })
+            .sum::<f64>()
+    };
+    async fn shop(_req: Request<Full<Bytes>>) -> Result<Response<Full<Bytes>>, Infallible> {
+        Ok(Response::new(Full::new(Bytes::from_static(b"seat map"))))
+    }
+    let session_of = |res: &Response<_>| -> Option<HeaderValue> {
+        res.headers().get_all(SET_COOKIE).iter().find_map(|v| {
+            let pair = v.to_str().ok()?.split(';').next()?;
+            pair.starts_with("waitroom_session=")
+                .then(|| HeaderValue::try_from(pair).ok())?
+        })
+    };
+    let get = |path: &str, cookie: Option<&HeaderValue>, accept: &'static str| {
+        let mut r = Request::get(path).body(Full::default()).unwrap();
+        if let Some(c) = cookie {
+            r.headers_mut().insert(COOKIE, c.clone());
+        }
+        r.headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static(accept));
+        r
+    };
+    let far = std::time::SystemTime::now() + Duration::from_secs(3_600);
+    let mut sites = Vec::new();
+    for tag in ["drawn", "prequeue"] {
+        let room = WaitingRoom::builder(event(tag))
+            .capacity(8_000)
+            .fairness(Fairness::RandomAtOpen { opens_at: far })
+            .secure_cookies(false) // as the demo over plain HTTP: the soak's cookies
+            .poll_interval(Duration::from_secs(20))
+            .store(RedisStore::connect(server.url()).await.unwrap())
+            .build()
+            .await
+            .unwrap();
+        let layer = WaitingRoomLayer::builder(room.clone())
+            .protect_prefix("/seats")
+            .build()
+            .unwrap();
+        let svc = ServiceBuilder::new().layer(layer).service(service_fn(shop));
+        // The joins, from 32 tasks: a first contact's ticket, then its first poll (the ticket redeemed).
+        let started = Instant::now();
+        let joined: Vec<HeaderValue> = futures_util::future::join_all((0..32).map(|t| {
+            let svc = svc.clone();
+            let n = people / 32 + usize::from(t < people % 32);
+            async move {
+                let mut mine = Vec::with_capacity(n);
+                while mine.len() < n {
+                    let res = svc
+                        .clone()
+                        .oneshot(get("/seats", None, "text/html"))
+                        .await
+                        .unwrap();
+                    let ticket = session_of(&res).expect("a first contact is given a ticket");
+                    let res = svc
+                        .clone()
+                        .oneshot(get("/waitroom/status", Some(&ticket), "application/json"))
+                        .await
+                        .unwrap();
+                    assert_eq!(res.headers()["waitroom-state"], "prequeue");
+                    mine.push(session_of(&res).unwrap_or(ticket));
+                }
+                mine
+            }
+        }))
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+        println!(
+            "{tag}: {} people joined through the layer in {:.1} s",
+            joined.len(),
+            started.elapsed().as_secs_f64()
+        );
+        sites.push((tag, room, svc, joined));
+    }
+    // The pre-queue's opening a minute and a half away: its polls are marked for the draw from now on.
+    let soon = Clock::now_ms(&waitroom_layer::SystemClock) + 90_000;
+    sites[1]
+        .1
+        .set_schedule(Some(soon), None, None)
+        .await
+        .unwrap();
+    // The draw, and every drawn number kept.
+    let kept = |room: &WaitingRoom| {
+        room.metrics_text()
+            .lines()
+            .find(|l| l.starts_with("waitroom_draw_numbers_kept{"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0) as usize
+    };
+    let (cpu0, redis0, started) = (cpu(), redis_cpu(), Instant::now());
+    sites[0].1.open_now().await.unwrap();
+    let expect = people - 8_000;
+    while kept(&sites[0].1) < expect {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "only {} of {expect} drawn numbers kept after two minutes",
+            kept(&sites[0].1)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "the draw and its {expect} numbers kept: {:.2} s; the process's CPU {:.2} s, Redis's {:.2} s",
+        started.elapsed().as_secs_f64(),
+        cpu() - cpu0,
+        redis_cpu() - redis0
+    );
+
+    // The rounds, alternating.
+    let mut crowds: Vec<Vec<Vec<HeaderValue>>> = sites
+        .iter_mut()
+        .map(|(_, _, _, joined)| {
+            let all = std::mem::take(joined);
+            (0..TASKS)
+                .map(|t| all.iter().skip(t).step_by(TASKS).cloned().collect())
+                .collect()
+        })
+        .collect();
+    let mut cursors = vec![vec![0usize; TASKS]; 2];
+    let mut figures: Vec<Vec<(f64, f64)>> = vec![Vec::new(), Vec::new()];
+    let mut states: Vec<HashMap<String, u64>> = vec![HashMap::new(), HashMap::new()];
+    for r in 0..2 * ROUNDS {
+        let k = r % 2;
+        let svc = sites[k].2.clone();
+        let parts = std::mem::take(&mut crowds[k]);
+        let (cpu0, redis0) = (cpu(), redis_cpu());
+        let until = Instant::now() + round;
+        let done = futures_util::future::join_all(parts.into_iter().zip(cursors[k].clone()).map(
+            |(mut mine, mut at)| {
+                let svc = svc.clone();
+                async move {
+                    let (mut polls, mut states) = (0u64, HashMap::<String, u64>::new());
+                    while Instant::now() < until && !mine.is_empty() {
+                        for _ in 0..64 {
+                            at %= mine.len();
+                            let res = svc
+                                .clone()
+                                .oneshot(get(
+                                    "/waitroom/status",
+                                    Some(&mine[at]),
+                                    "application/json",
+                                ))
+                                .await
+                                .unwrap();
+                            polls += 1;
+                            let state =
+                                res.headers()["waitroom-state"].to_str().unwrap().to_owned();
+                            if state == "admitted" {
+                                mine.swap_remove(at);
+                            } else {
+                                if let Some(c) = session_of(&res) {
+                                    mine[at] = c;
+                                }
+                                at += 1;
+                            }
+                            *states.entry(state).or_default() += 1;
+                            if mine.is_empty() {
+                                break;
+                            }
+                        }
+                    }
+                    (mine, at, polls, states)
+                }
+            },
+        ))
+        .await;
+        let (cpu_s, redis_s) = (cpu() - cpu0, redis_cpu() - redis0);
+        let mut polls = 0;
+        for (t, (mine, at, p, s)) in done.into_iter().enumerate() {
+            crowds[k].push(mine);
+            cursors[k][t] = at;
+            polls += p;
+            for (state, n) in s {
+                *states[k].entry(state).or_default() += n;
+            }
+        }
+        let per = |s: f64| s * 1e6 / polls.max(1) as f64;
+        println!(
+            "round {r:2} {:8}: {polls:7} polls, {:6.0} a second, the process {:.2} µs a poll, Redis {:.3} µs",
+            sites[k].0,
+            polls as f64 / round.as_secs_f64(),
+            per(cpu_s),
+            per(redis_s)
+        );
+        figures[k].push((per(cpu_s), per(redis_s)));
+    }
+    let median = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let [drawn, pre] = [0, 1].map(|k| {
+        (
+            median(figures[k].iter().map(|f| f.0).collect()),
+            median(figures[k].iter().map(|f| f.1).collect()),
+        )
+    });
+    let pairs: Vec<f64> = (0..ROUNDS)
+        .map(|i| figures[0][i].0 / figures[1][i].0)
+        .collect();
+    println!(
+        "medians of {ROUNDS} rounds each: drawn {:.2} µs of the process and {:.3} µs of Redis a poll, pre-queue {:.2} and {:.3}; \
+         drawn / pre-queue (the process) {:.3}, each pair of rounds {:?}",
+        drawn.0,
+        drawn.1,
+        pre.0,
+        pre.1,
+        drawn.0 / pre.0,
+        pairs
+            .iter()
+            .map(|x| (x * 1000.0).round() / 1000.0)
+            .collect::<Vec<_>>()
+    );
+    println!("answers: drawn {:?}; pre-queue {:?}", states[0], states[1]);
+    assert!(
+        states[0].get("waiting").copied().unwrap_or(0) > 0
+            && states[1].get("prequeue").copied().unwrap_or(0) > 0,
+        "each on-sale's polls were answered as its state says"
+    );
 }

@@ -1528,6 +1528,57 @@ mod contract {
             "left 30 minutes before the opening"
         );
 
+        // A scheduled draw over a mixed crowd, in the draw's random order: people who joined within the grace
+        // (their join is their sign of life), people who joined long before and polled in the last stretch (their
+        // pre-queue marks), people who joined long before and left. The head reads a run of them at a time: each is
+        // judged by their own mark, wherever they fall in the run and whichever hash holds their mark. (One draw
+        // key for all: a store may order them by id within it, and these ids put the kinds in turn.)
+        let ev = format!("{event}-mixed");
+        store
+            .init(&ev, &settings(60, true, Some(opens)))
+            .await
+            .unwrap();
+        let (mut present, mut away) = (Vec::new(), Vec::new());
+        for i in 0..20 {
+            let old = store
+                .join(&ev, &join(&format!("mix-{i:03}-marked-sess"), t0))
+                .await
+                .unwrap();
+            mark(&store, ev.clone(), old.clone(), opens - 30_000 + i).await;
+            present.push(old.session);
+            let gone = store
+                .join(&ev, &join(&format!("mix-{i:03}-gone-session"), t0))
+                .await
+                .unwrap();
+            away.push(gone.session);
+            let new = store
+                .join(
+                    &ev,
+                    &join(&format!("mix-{i:03}-new-session0"), opens - 10_000),
+                )
+                .await
+                .unwrap();
+            present.push(new.session);
+        }
+        let (mut admitted, mut missed) = (Vec::new(), Vec::new());
+        for call in 0.. {
+            assert!(call < 20, "the door settles within 20 calls");
+            let r = store.tick(&ev, &tick(opens)).await.unwrap();
+            if r.admitted.is_empty() && r.missed.is_empty() && !r.drew {
+                break;
+            }
+            admitted.extend(r.admitted);
+            missed.extend(r.missed);
+        }
+        for v in [&mut present, &mut away, &mut admitted, &mut missed] {
+            v.sort();
+        }
+        assert_eq!(
+            admitted, present,
+            "the marked and the newly joined are let in"
+        );
+        assert_eq!(missed, away, "those who left are skipped");
+
         // An early draw ("open now" 25 minutes before the scheduled opening): nobody was marked yet, nobody is
         // skipped at the draw.
         let ev = format!("{event}-early");

@@ -102,8 +102,8 @@ use serde::{Deserialize, Serialize};
 pub use memory::{COMMIT_INTERVAL, DATA_FILE, MemoryStore};
 #[cfg(feature = "redis")]
 pub use redis::{
-    ACTIVE_CHUNK, MARK_CHUNK, RedisStore, RedisStoreBuilder, SEEN_SLOT_MS, TICKET_BATCH,
-    TOUCH_CHUNK,
+    ACTIVE_CHUNK, MARK_CHUNK, PSEEN_SHARDS, RedisStore, RedisStoreBuilder, SEEN_SLOT_MS,
+    TICKET_BATCH, TOUCH_CHUNK, pseen_shard,
 };
 
 use crate::error::StoreError;

@@ -42,6 +42,21 @@ use waitroom_verify::redis::{FINISH_KEY_PARTS, RedisConnection, RedisTarget, con
 /// 2.9 ms (3 to 5.8 ms with 256).
 pub const TOUCH_CHUNK: usize = 64;
 
+/// How many hashes the pre-queue's liveness marks are kept in (`wr:{ev}:pseen:<k>`, k = [`pseen_shard`]), so that
+/// no hash grows to the pre-queue's size. Redis doubles a hash's table in the command that fills it, and the new
+/// table's pages are met one fault at a time: with one `pseen` hash for the seed's 600,000, a 64-field `HSET` took
+/// 6.6 and 6.8 ms as it reached 2^20 fields, 3,454 of Redis's minor page faults around it, in no stall of the
+/// machine (the seed's soak, BENCHMARKS.md). 64 hashes of about 9,400 fields each at the seed's crowd (94,000 at ten
+/// times it) double a table of at most 2^17 buckets (1 MB). The scripts find a session's hash by the same sum
+/// (`pseen_of` in `prelude.lua`).
+pub const PSEEN_SHARDS: u64 = 64;
+
+/// Which `pseen` hash holds session `session`'s pre-queue mark: the sum of its bytes modulo [`PSEEN_SHARDS`] (the
+/// room's session ids are random, so the hashes fill evenly; Lua sums the same bytes).
+pub fn pseen_shard(session: &str) -> u64 {
+    session.bytes().map(u64::from).sum::<u64>() % PSEEN_SHARDS
+}
+
 /// Most numbered liveness marks in one `BITFIELD … SET u1` command: a bit each, far less work than a hash field,
 /// so sixteen times [`TOUCH_CHUNK`] (after an opening these are most of the Redis commands the polls cause: one a
 /// second per 1,024 people polling an instance).
@@ -131,7 +146,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | `wr:{ev}:finished`     | stream | finishes, for every instance and verifier replica (capped near 100,000 entries) |
 /// | `wr:{ev}:seen:<slot>`  | string | a bitmap: bit `n` set when the waiting session numbered `n` polled during slot `now / 10 s` ([`SEEN_SLOT_MS`]); expires after the abandon grace plus two slots |
 /// | `wr:{ev}:seen:j:<slot>:<b>`, `wr:{ev}:seen:js:<second>:<b>` | string | bitmaps per block `b` of 65,536 numbers: bit `n % 65536` set when a session was written into `line` at number `n` during that slot, and that second (read only by the head's look over runs of people away, see "Liveness"); expire the same way |
-/// | `wr:{ev}:pseen`        | hash   | pre-queued session → when it last polled (ms), written only in the last minute or so before the opening; expires the same way |
+/// | `wr:{ev}:pseen:<k>`    | hash   | pre-queued session → when it last polled (ms), in the hash `k` = [`pseen_shard`] of its id (of [`PSEEN_SHARDS`]); written only in the last minute or so before the opening; expires the same way |
 /// | `wr:{ev}:back`         | zset   | after a restore: sessions taken back after the head passed their number, scored by it; let in ahead of the line |
 /// | `wr:{ev}:returning`    | list   | sessions that came back within the return window after missing their turn, served ahead of `line` |
 /// | `wr:{ev}:returning:again` | set | sessions let in from `returning` that have not claimed their pass yet: one that does not come within the arrival window expires (a lapsed admission keeps its turn once) |

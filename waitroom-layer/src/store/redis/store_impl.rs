@@ -1,13 +1,15 @@
 //! [`Store`] for [`RedisStore`]: each operation one script call (the liveness marks one pipeline), its reply
 //! checked by [`super::reply`].
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 
 use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{
     ACTIVE_CHUNK, FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK,
-    live, seen_keep_ms, store_error,
+    live, pseen_shard, seen_keep_ms, store_error,
 };
 use crate::error::StoreError;
 use crate::store::{
@@ -287,15 +289,21 @@ impl Store for RedisStore {
             }
             pipe.cmd("PEXPIRE").arg(&key).arg(keep_ms).ignore();
         }
-        if !unnumbered.is_empty() {
-            for chunk in unnumbered.chunks(TOUCH_CHUNK) {
-                let cmd = pipe.cmd("HSET").arg(&keys[10]);
+        // The pre-queue's marks, each in its `pseen` hash (of PSEEN_SHARDS).
+        let mut shards: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+        for s in unnumbered {
+            shards.entry(pseen_shard(s)).or_default().push(s);
+        }
+        for (shard, sessions) in shards {
+            let key = format!("{}:{shard}", keys[10]);
+            for chunk in sessions.chunks(TOUCH_CHUNK) {
+                let cmd = pipe.cmd("HSET").arg(&key);
                 for s in chunk {
                     cmd.arg(*s).arg(touches.now_ms);
                 }
                 cmd.ignore();
             }
-            pipe.cmd("PEXPIRE").arg(&keys[10]).arg(keep_ms).ignore();
+            pipe.cmd("PEXPIRE").arg(&key).arg(keep_ms).ignore();
         }
         // The tickets no call counted (`line_tickets`' numbers, pre-queue tickets from the room's snapshot) are
         // counted by the first script call (one with no session when none is active), so a Redis that forgot the

@@ -19,7 +19,7 @@ local RUN = 256
 -- drawn who polled before the opening are found at once), or its bit in one of the `seen` slots covering
 -- [now - abandon, now] (rounded out to whole slots, in the session's favour; newest first).
 local function seen(sid, n)
-  if int(redis.call('HGET', KQ, sid)) + abandon >= now then return true end
+  if int(redis.call('HGET', pseen_of(sid), sid)) + abandon >= now then return true end
   for s = math.floor(now / slot), math.floor((now - abandon) / slot), -1 do
     if redis.call('GETBIT', KN .. ':' .. fmt(s), n) == 1 then return true end
   end
@@ -432,9 +432,20 @@ local function run_states(sids, number, floor, since)
   end
   local marks = {}
   if #stale == 0 then return st, ts, marks end
-  local ask = {}
-  for j, i in ipairs(stale) do ask[j] = sids[i] end
-  local q = redis.call('HMGET', KQ, unpack(ask))
+  -- Their marks, one HMGET a `pseen` hash they fall in.
+  local q, by = {}, {}
+  for j, i in ipairs(stale) do
+    local k = pseen_of(sids[i])
+    local g = by[k]
+    if not g then g = {}; by[k] = g end
+    g[#g + 1] = j
+  end
+  for k, g in pairs(by) do
+    local ask = {}
+    for x, j in ipairs(g) do ask[x] = sids[stale[j]] end
+    local got = redis.call('HMGET', k, unpack(ask))
+    for x, j in ipairs(g) do q[j] = got[x] end
+  end
   local unseen = {}
   for j, i in ipairs(stale) do
     marks[i] = int(q[j]) + abandon >= now
