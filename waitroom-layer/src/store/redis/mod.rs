@@ -245,12 +245,13 @@ pub const TICKET_BATCH: usize = 1_024;
 /// in each instance's batch once a second, and they are the one thing that grows with the crowd (300,000 a second
 /// at ten times the seed's crowd), so a mark costs no script and no record rewrite: a session with a line number
 /// sets its bit in the current 10-second slot's bitmap (`BITFIELD … SET u1 <n> 1`, [`MARK_CHUNK`] per command), a
-/// pre-queued one writes its time into `pseen` (`HSET`, [`TOUCH_CHUNK`] fields per command, the commands of a batch
-/// in one pipeline). When the head reaches
+/// pre-queued one writes its time into its `pseen` hash (`pseen:<k>`, one of [`PSEEN_SHARDS`] by [`pseen_shard`];
+/// `HSET`, [`TOUCH_CHUNK`] fields per command, the commands of a batch in one pipeline). When the head reaches
 /// number `n` with a join time older than the grace, the tick reads bit `n` of the slots covering the grace (at
-/// most one slot more, in the session's favour) and the session's `pseen` entry. Rooms mark pre-queue polls only
+/// most one slot more, in the session's favour) and the session's `pseen` entry (one `HMGET` a hash for a run).
+/// Rooms mark pre-queue polls only
 /// in the last stretch before the scheduled opening (the draw reads liveness as of the opening; earlier marks
-/// would be overwritten), so `pseen` holds one entry per live pre-queued session for about a minute and then
+/// would be overwritten), so the `pseen` hashes hold one entry per live pre-queued session for about a minute and then
 /// expires. A draw that runs before the scheduled opening ("open now") counts every drawn session as seen at the
 /// draw (`meta.dfloor`), since nobody was being marked yet. Measured (BENCHMARKS.md): about 0.13 µs of Redis time
 /// per mark either way, where rewriting the record in a script took 4.4 µs.
@@ -442,7 +443,9 @@ pub const TICKET_BATCH: usize = 1_024;
 ///   record's time. The `seen` bits are read from the slot before the draw's on (`meta.dat`; the slot before for
 ///   an instance's clock a little behind the one that drew): no earlier slot holds a drawn number.
 /// - **Pre-queue liveness marks go in commands of [`TOUCH_CHUNK`] (64)** fields, pipelined (a 5,000-field `HSET`
-///   took 3.5 to 5.3 ms; 256 fields 3 to 5 ms while the `pseen` hash grew, see [`TOUCH_CHUNK`]).
+///   took 3.5 to 5.3 ms; 256 fields 3 to 5 ms while the `pseen` hash grew, see [`TOUCH_CHUNK`]), into
+///   [`PSEEN_SHARDS`] (64) hashes, so no hash's table doubles at the pre-queue's size (64 fields took 6.8 ms as one
+///   hash of 600,000 reached 2^20; see [`PSEEN_SHARDS`]).
 ///
 /// **The largest unit of work** of a tick call is `admit_chunk` sessions (default 64). Measured (BENCHMARKS.md,
 /// "The opening in runs": an opening of 8,000 places over 200,000 pre-queued people, half of them gone, two
