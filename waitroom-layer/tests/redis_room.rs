@@ -1304,9 +1304,9 @@ async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields_each_in_it
     .await;
     let mut by_hash: HashMap<u64, Vec<String>> = HashMap::new();
     for s in &sessions {
-        let sum: u64 = s.bytes().map(u64::from).sum();
-        assert_eq!(pseen_shard(s), sum % PSEEN_SHARDS, "the byte sum: {s}");
-        by_hash.entry(sum % 64).or_default().push(s.clone());
+        let k = s.bytes().map(u64::from).sum::<u64>() % 64;
+        assert_eq!((pseen_shard(s), PSEEN_SHARDS), (k, 64), "the byte sum: {s}");
+        by_hash.entry(k).or_default().push(s.clone());
     }
     assert!(by_hash[&0].len() >= 130);
     assert!(
@@ -2322,6 +2322,7 @@ async fn measure_a_drawn_poll_against_a_prequeued_poll() {
     let mut cursors = vec![vec![0usize; TASKS]; 2];
     let mut figures: Vec<Vec<(f64, f64)>> = vec![Vec::new(), Vec::new()];
     let mut states: Vec<HashMap<String, u64>> = vec![HashMap::new(), HashMap::new()];
+    let mut drawn_polls: Vec<u64> = Vec::new();
     for r in 0..2 * ROUNDS {
         let k = r % 2;
         let svc = sites[k].2.clone();
@@ -2386,6 +2387,9 @@ async fn measure_a_drawn_poll_against_a_prequeued_poll() {
             per(redis_s)
         );
         figures[k].push((per(cpu_s), per(redis_s)));
+        if k == 0 {
+            drawn_polls.push(polls);
+        }
     }
     let median = |mut xs: Vec<f64>| {
         xs.sort_by(f64::total_cmp);
@@ -2400,6 +2404,17 @@ async fn measure_a_drawn_poll_against_a_prequeued_poll() {
     let pairs: Vec<f64> = (0..ROUNDS)
         .map(|i| figures[0][i].0 / figures[1][i].0)
         .collect();
+    // The pairs from the first round begun after every drawn person had polled once since the draw.
+    let first_steady = drawn_polls
+        .iter()
+        .scan(0, |sum, p| {
+            let before = *sum;
+            *sum += p;
+            Some(before)
+        })
+        .position(|before| before >= people as u64)
+        .unwrap_or(ROUNDS);
+    let steady = pairs[first_steady..].to_vec();
     println!(
         "medians of {ROUNDS} rounds each: drawn {:.2} µs of the process and {:.3} µs of Redis a poll, pre-queue {:.2} and {:.3}; \
          drawn / pre-queue (the process) {:.3}, each pair of rounds {:?}",
@@ -2413,6 +2428,17 @@ async fn measure_a_drawn_poll_against_a_prequeued_poll() {
             .map(|x| (x * 1000.0).round() / 1000.0)
             .collect::<Vec<_>>()
     );
+    if steady.is_empty() {
+        println!(
+            "no pair of rounds after every drawn person had polled once: more WAITROOM_POLL_ROUND_MS"
+        );
+    } else {
+        println!(
+            "once every drawn person had polled (pairs {} to {ROUNDS}): drawn / pre-queue median {:.3}",
+            first_steady + 1,
+            median(steady)
+        );
+    }
     println!("answers: drawn {:?}; pre-queue {:?}", states[0], states[1]);
     assert!(
         states[0].get("waiting").copied().unwrap_or(0) > 0

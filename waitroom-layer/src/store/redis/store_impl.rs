@@ -271,12 +271,6 @@ impl Store for RedisStore {
         let keys = self.keys(event)?;
         let keep_ms = seen_keep_ms(touches.abandon_after_ms);
         let numbers: Vec<u64> = touches.waiting.iter().filter_map(|m| m.number).collect();
-        let unnumbered: Vec<&str> = touches
-            .waiting
-            .iter()
-            .filter(|m| m.number.is_none())
-            .map(|m| m.session.as_str())
-            .collect();
         let mut pipe = ::redis::pipe();
         if !numbers.is_empty() {
             let key = format!("{}:{}", keys[9], touches.now_ms / SEEN_SLOT_MS);
@@ -291,8 +285,11 @@ impl Store for RedisStore {
         }
         // The pre-queue's marks, each in its `pseen` hash (of PSEEN_SHARDS).
         let mut shards: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
-        for s in unnumbered {
-            shards.entry(pseen_shard(s)).or_default().push(s);
+        for m in touches.waiting.iter().filter(|m| m.number.is_none()) {
+            shards
+                .entry(pseen_shard(&m.session))
+                .or_default()
+                .push(&m.session);
         }
         for (shard, sessions) in shards {
             let key = format!("{}:{shard}", keys[10]);
