@@ -1364,6 +1364,181 @@ async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields_each_in_it
     );
 }
 
+/// Every live session record sits in the hash its id's byte sum names (`sessions:live:<k>`, k = `pseen_shard`, of
+/// `PSEEN_SHARDS`), and in no other, so no hash grows to the crowd: Redis doubles a hash's table in the command
+/// that fills it, and one hash of the seed's 600,000 records made `REDEEM`s of 5 to 15 ms as it reached 2^20.
+/// 1,025 people in a pre-queue, a draw, ten let in who take their place and finish: the 1,015 waiting are each
+/// in their own hash (1,015 fields over the 64, each hash about a 64th), the ten finished in none of them, and
+/// no single `sessions` hash exists; the meta hash says the records are spread (`shards`, 64).
+#[tokio::test]
+async fn live_records_sit_in_the_hash_their_ids_byte_sum_names_and_none_holds_everyone() {
+    use waitroom_layer::store::{PSEEN_SHARDS, pseen_shard};
+    let server = RedisServer::from_env_or_start();
+    let ids: Vec<String> = std::iter::repeat_with(WaitingRoom::new_session_id)
+        .take(1_025)
+        .collect();
+    let (store, ev, sessions, start) = prequeue_on(&server, "liveshards", 10, false, 1_025, |i| {
+        ids[i as usize].clone()
+    })
+    .await;
+    draw_and_let_in_ten(&store, &ev, start + 2_000).await;
+    let live = |k: u64| store.key(&ev, &format!("sessions:live:{k}"));
+    let mut finished = 0;
+    for s in &sessions {
+        let p = store.lookup(&ev, s).await.unwrap().expect("known");
+        let k = s.bytes().map(u64::from).sum::<u64>() % 64;
+        assert_eq!(pseen_shard(s), k, "the byte sum: {s}");
+        let here = server.command(&["HEXISTS", &live(k), s]);
+        if p.state == SessionState::Finished {
+            finished += 1;
+            assert_eq!(here.trim(), "0", "{s} finished: out of its live hash");
+        } else {
+            assert_eq!(p.state, SessionState::Waiting, "{s}");
+            assert_eq!(here.trim(), "1", "{s}'s record in hash {k}");
+        }
+    }
+    assert_eq!(finished, 10, "the ten let in finished");
+    let lens: Vec<u64> = (0..PSEEN_SHARDS)
+        .map(|k| server.command(&["HLEN", &live(k)]).trim().parse().unwrap())
+        .collect();
+    assert_eq!(
+        lens.iter().sum::<u64>(),
+        1_015,
+        "every waiting record once, nothing else"
+    );
+    // About 16 a hash: a hash over 48 would be a sum that does not spread (a random id's sum spreads
+    // evenly, so its chance in any hash is about 1e-10).
+    assert!(
+        lens.iter().all(|&n| n <= 48),
+        "the records spread over the hashes: {lens:?}"
+    );
+    assert_eq!(
+        server
+            .command(&["EXISTS", &store.key(&ev, "sessions")])
+            .trim(),
+        "0",
+        "no single hash of everyone"
+    );
+    assert_eq!(
+        server
+            .command(&["HGET", &store.key(&ev, "meta"), "shards"])
+            .trim(),
+        "64"
+    );
+}
+
+/// An on-sale begun by a version that kept every live record in the one `sessions` hash (its meta without
+/// `shards`) runs on through an upgrade with nothing lost: six joined a FIFO line of capacity 2, the first two
+/// were let in and the first claimed its pass; then their records are put back as that version kept them. Every
+/// place reads as before; the second claims its pass at its next poll; the first finishes and is finished (its
+/// old record gone, not read back as active); the freed place goes to the next in line; a new join takes the
+/// number after the last; and an operator's search finds each of the seven once.
+#[tokio::test]
+async fn an_on_sale_begun_before_the_records_were_spread_keeps_every_place_after_the_upgrade() {
+    use waitroom_layer::store::PSEEN_SHARDS;
+    let server = RedisServer::from_env_or_start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let ev = event("oldsessions");
+    let mut settings = far_draw(false);
+    settings.capacity = 2;
+    settings.random_draw = false;
+    settings.opens_at_ms = None;
+    store.init(&ev, &settings).await.unwrap();
+    let t0 = 1_800_000_000_000u64;
+    let names = ["a-in", "b-in", "c-next", "d", "e", "f"];
+    for (i, sid) in names.iter().enumerate() {
+        let join = Join {
+            session: (*sid).into(),
+            account: None,
+            now_ms: t0 + i as u64,
+            draw_key: 0,
+        };
+        store.join(&ev, &join).await.unwrap();
+    }
+    let tick = |now_ms| Tick {
+        now_ms,
+        arrival_window_ms: 60_000,
+        abandon_after_ms: 600_000,
+        return_window_ms: 600_000,
+        max_scan: 1_000,
+    };
+    assert_eq!(
+        store.tick(&ev, &tick(t0 + 10)).await.unwrap().admitted,
+        ["a-in", "b-in"]
+    );
+    store.claim(&ev, "a-in", t0 + 20, 600_000).await.unwrap();
+    let mut before = Vec::new();
+    for sid in names {
+        before.push(store.lookup(&ev, sid).await.unwrap().expect("known"));
+    }
+    // The records as the version before kept them: one hash, and no `shards` in the meta hash.
+    let old = store.key(&ev, "sessions");
+    let to_old = format!(
+        "for k = 0, {} do local key = KEYS[1] .. ':live:' .. k \
+         local all = redis.call('HGETALL', key) \
+         if #all > 0 then redis.call('HSET', KEYS[1], unpack(all)) redis.call('DEL', key) end end \
+         redis.call('HDEL', KEYS[2], 'shards') return redis.call('HLEN', KEYS[1])",
+        PSEEN_SHARDS - 1
+    );
+    let meta = store.key(&ev, "meta");
+    assert_eq!(
+        server.command(&["EVAL", &to_old, "2", &old, &meta]).trim(),
+        "6"
+    );
+    for (sid, was) in names.iter().zip(&before) {
+        let now = store
+            .lookup(&ev, sid)
+            .await
+            .unwrap()
+            .expect("known after the upgrade");
+        assert_eq!(&now, was, "{sid}");
+    }
+    // b's poll claims its pass (the touch reads and writes its record).
+    let touches = Touches {
+        now_ms: t0 + 30,
+        waiting: vec![],
+        active: vec!["b-in".into()],
+        idle_timeout_ms: 600_000,
+        abandon_after_ms: 600_000,
+        tickets: 0,
+    };
+    store.touch(&ev, &touches).await.unwrap();
+    assert_eq!(
+        store.lookup(&ev, "b-in").await.unwrap().unwrap().state,
+        SessionState::Active
+    );
+    assert!(store.finish(&ev, "a-in", 2, t0 + 40).await.unwrap());
+    assert_eq!(
+        store.lookup(&ev, "a-in").await.unwrap().unwrap().state,
+        SessionState::Finished,
+        "finished, its old record not read back"
+    );
+    assert_eq!(server.command(&["HEXISTS", &old, "a-in"]).trim(), "0");
+    assert_eq!(
+        store.tick(&ev, &tick(t0 + 50)).await.unwrap().admitted,
+        ["c-next"]
+    );
+    let g = Join {
+        session: "g-new".into(),
+        account: None,
+        now_ms: t0 + 60,
+        draw_key: 0,
+    };
+    let placed = store.join(&ev, &g).await.unwrap();
+    assert_eq!(placed.number, Some(7), "after the last: {placed:?}");
+    for (sid, n) in [("d", 4), ("e", 5), ("f", 6), ("g-new", 7)] {
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(
+            (p.state, p.number),
+            (SessionState::Waiting, Some(n)),
+            "{sid}"
+        );
+    }
+    let mut found = store.find_sessions(&ev, &|_| true, 100).await.unwrap();
+    found.sort();
+    assert_eq!(found, ["a-in", "b-in", "c-next", "d", "e", "f", "g-new"]);
+}
+
 /// How many times Redis ran `cmd` since it started and the µs it took (`INFO commandstats`; commands run by
 /// scripts included).
 fn command_stat(server: &RedisServer, cmd: &str) -> (u64, u64) {

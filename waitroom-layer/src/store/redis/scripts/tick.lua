@@ -90,7 +90,7 @@ local function report()
     local ask = math.min(left, RUN)
     local u = redis.call('LPOP', KU, ask)
     if not u then break end
-    local got, zs = redis.call('HMGET', KS, unpack(u)), {}
+    local got, zs = recs_of(u), {}
     for i, sid in ipairs(u) do
       missed[#missed + 1] = sid
       local st, _, t = unpacked(got[i])
@@ -202,7 +202,7 @@ local function sweep(budget)
     end
     local hi = math.min(h - h % LINE_BLOCK + LINE_BLOCK - 1, served)
     local ns, sids, next_n = held_run(h, hi, math.min(budget, RUN))
-    local got = redis.call('HMGET', KS, unpack(sids))
+    local got = recs_of(sids)
     local recs, zs = {}, {}
     for i, sid in ipairs(sids) do
       local st, rn = unpacked(got[i])
@@ -213,7 +213,7 @@ local function sweep(budget)
       end
     end
     if #recs > 0 then
-      redis.call('HSET', KS, unpack(recs))
+      puts(recs)
       missed_add(m, now, zs)
     end
     leave_run(ns, sids, #ns)
@@ -383,7 +383,7 @@ local nback = redis.call('LLEN', KT)
 -- writes: one HSET of the records, one ZADD of the admissions and one of the misses for up to RUN sessions.
 local recs, adm_zs, miss_zs, unrep = {}, {}, {}, {}
 local function write()
-  if #recs > 0 then redis.call('HSET', KS, unpack(recs)) end
+  if #recs > 0 then puts(recs) end
   if #adm_zs > 0 then redis.call('ZADD', KA, unpack(adm_zs)) end
   if #miss_zs > 0 then missed_add(m, now, miss_zs) end
   if #unrep > 0 then redis.call('RPUSH', KU, unpack(unrep)) end
@@ -422,7 +422,7 @@ end
 -- mark, their bits in each `seen` slot covering the grace, one GETRANGE a slot (as `seen` reads them one GETBIT at
 -- a time). Returns the states, the times and the marks (nil: not read, the time is within the grace).
 local function run_states(sids, number, floor, since)
-  local got = redis.call('HMGET', KS, unpack(sids))
+  local got = recs_of(sids)
   local st, ts, stale = {}, {}, {}
   for i, sid in ipairs(sids) do
     local s, _, t = unpacked(got[i])
