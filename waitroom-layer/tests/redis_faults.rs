@@ -151,7 +151,7 @@ fn waiting_numbers(server: &RedisServer, store: &RedisStore, event: &str) -> Vec
         "local o = {{}} for k = 0, {} do for _, v in ipairs(redis.call('HVALS', KEYS[1] .. k)) do \
          if string.sub(v, 1, 1) == 'w' then o[#o + 1] = string.format('%d', struct.unpack('>I5', v, 2)) end \
          end end return o",
-        waitroom_layer::store::PSEEN_SHARDS - 1
+        waitroom_layer::store::SESSION_SHARDS - 1
     );
     let all = server.command(&["EVAL", &decode, "1", &key]);
     let mut numbers: Vec<u64> = all.lines().filter_map(|n| n.parse().ok()).collect();

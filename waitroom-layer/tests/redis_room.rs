@@ -1364,15 +1364,15 @@ async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields_each_in_it
     );
 }
 
-/// Every live session record sits in the hash its id's byte sum names (`sessions:live:<k>`, k = `pseen_shard`, of
-/// `PSEEN_SHARDS`), and in no other, so no hash grows to the crowd: Redis doubles a hash's table in the command
-/// that fills it, and one hash of the seed's 600,000 records made `REDEEM`s of 5 to 15 ms as it reached 2^20.
-/// 1,025 people in a pre-queue, a draw, ten let in who take their place and finish: the 1,015 waiting are each
-/// in their own hash (1,015 fields over the 64, each hash about a 64th), the ten finished in none of them, and
-/// no single `sessions` hash exists; the meta hash says the records are spread (`shards`, 64).
+/// Every live session record sits in the hash its id's byte sum names (`sessions:live:<k>`, k = `session_shard`,
+/// of `SESSION_SHARDS`), and in no other, so no hash grows to the crowd: Redis doubles a hash's table in the
+/// command that fills it, and one hash of the seed's 600,000 records made `REDEEM`s of 5 to 15 ms as it reached
+/// 2^20. 1,025 people in a pre-queue, a draw, ten let in who take their place and finish: the 1,015 waiting are
+/// each in their own hash (1,015 fields over the 8, each about an eighth), the ten finished in none of them, and
+/// no single `sessions` hash exists; the meta hash says the records are spread (`shards`, 8).
 #[tokio::test]
 async fn live_records_sit_in_the_hash_their_ids_byte_sum_names_and_none_holds_everyone() {
-    use waitroom_layer::store::{PSEEN_SHARDS, pseen_shard};
+    use waitroom_layer::store::{SESSION_SHARDS, session_shard};
     let server = RedisServer::from_env_or_start();
     let ids: Vec<String> = std::iter::repeat_with(WaitingRoom::new_session_id)
         .take(1_025)
@@ -1386,8 +1386,12 @@ async fn live_records_sit_in_the_hash_their_ids_byte_sum_names_and_none_holds_ev
     let mut finished = 0;
     for s in &sessions {
         let p = store.lookup(&ev, s).await.unwrap().expect("known");
-        let k = s.bytes().map(u64::from).sum::<u64>() % 64;
-        assert_eq!(pseen_shard(s), k, "the byte sum: {s}");
+        let k = s.bytes().map(u64::from).sum::<u64>() % 8;
+        assert_eq!(
+            (session_shard(s), SESSION_SHARDS),
+            (k, 8),
+            "the byte sum: {s}"
+        );
         let here = server.command(&["HEXISTS", &live(k), s]);
         if p.state == SessionState::Finished {
             finished += 1;
@@ -1398,7 +1402,7 @@ async fn live_records_sit_in_the_hash_their_ids_byte_sum_names_and_none_holds_ev
         }
     }
     assert_eq!(finished, 10, "the ten let in finished");
-    let lens: Vec<u64> = (0..PSEEN_SHARDS)
+    let lens: Vec<u64> = (0..SESSION_SHARDS)
         .map(|k| server.command(&["HLEN", &live(k)]).trim().parse().unwrap())
         .collect();
     assert_eq!(
@@ -1406,10 +1410,10 @@ async fn live_records_sit_in_the_hash_their_ids_byte_sum_names_and_none_holds_ev
         1_015,
         "every waiting record once, nothing else"
     );
-    // About 16 a hash: a hash over 48 would be a sum that does not spread (a random id's sum spreads
-    // evenly, so its chance in any hash is about 1e-10).
+    // About 127 a hash (a binomial's spread, about 10.5): a hash outside 64..=190, six spreads away, would be a
+    // sum that does not spread.
     assert!(
-        lens.iter().all(|&n| n <= 48),
+        lens.iter().all(|&n| (64..=190).contains(&n)),
         "the records spread over the hashes: {lens:?}"
     );
     assert_eq!(
@@ -1423,7 +1427,7 @@ async fn live_records_sit_in_the_hash_their_ids_byte_sum_names_and_none_holds_ev
         server
             .command(&["HGET", &store.key(&ev, "meta"), "shards"])
             .trim(),
-        "64"
+        "8"
     );
 }
 
@@ -1435,7 +1439,7 @@ async fn live_records_sit_in_the_hash_their_ids_byte_sum_names_and_none_holds_ev
 /// number after the last; and an operator's search finds each of the seven once.
 #[tokio::test]
 async fn an_on_sale_begun_before_the_records_were_spread_keeps_every_place_after_the_upgrade() {
-    use waitroom_layer::store::PSEEN_SHARDS;
+    use waitroom_layer::store::SESSION_SHARDS;
     let server = RedisServer::from_env_or_start();
     let store = RedisStore::connect(server.url()).await.unwrap();
     let ev = event("oldsessions");
@@ -1478,7 +1482,7 @@ async fn an_on_sale_begun_before_the_records_were_spread_keeps_every_place_after
          local all = redis.call('HGETALL', key) \
          if #all > 0 then redis.call('HSET', KEYS[1], unpack(all)) redis.call('DEL', key) end end \
          redis.call('HDEL', KEYS[2], 'shards') return redis.call('HLEN', KEYS[1])",
-        PSEEN_SHARDS - 1
+        SESSION_SHARDS - 1
     );
     let meta = store.key(&ev, "meta");
     assert_eq!(

@@ -4423,6 +4423,22 @@ mod redis {
         .await;
     }
 
+    /// Redis loses the on-sale's meta hash alone (an operator's `DEL`, a partial loss) and keeps its other keys:
+    /// the restore clears what was left (the live records in their 64 hashes, the line), so the same rules hold
+    /// as when every key went: people are taken back at their numbers, the door resumes in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_that_loses_only_the_meta_hash_takes_people_back_at_their_numbers() {
+        let server = RedisServer::from_env_or_start();
+        let store = RedisStore::connect(server.url()).await.unwrap();
+        let event = fresh_event("forgetmeta");
+        let meta = store.key(&event, "meta");
+        let server = &server;
+        contract::forgetting(Arc::new(store), &event, || async move {
+            assert_eq!(server.command(&["DEL", &meta]).trim(), "1");
+        })
+        .await;
+    }
+
     /// A Redis that lost its latest writes (a failover to a lagging replica) gets the room's number floor.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_store_behind_the_room_keeps_the_lost_numbers_for_their_owners() {

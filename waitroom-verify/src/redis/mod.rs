@@ -89,10 +89,13 @@ pub const FINISH_KEY_PARTS: [&str; 4] = ["meta", "sessions", "active", "finished
 
 /// How many hashes an on-sale's live session records are spread over (`<sessions key>:live:<k>`, `k` the sum of
 /// the session id's bytes modulo this): Redis doubles a hash's table in the command that fills it, and one hash of
-/// the seed's 600,000 records doubled to 2^20 buckets (8 MB) in a join, a `REDEEM` of 5 to 15 ms; a 64th of the
-/// crowd is about 9,400 records, a table of 128 KB.
+/// the seed's 600,000 records doubled to 2^20 buckets (8 MB) in a join, a `REDEEM` of 5 to 15 ms. An eighth of the
+/// seed's crowd is 75,000 records: the largest table to double is 2^17 buckets, 1 MB. Not more hashes: the scripts
+/// that read or write a batch of records (the door's runs, a touch's claims, a snapshot's admissions) make a
+/// command a hash the batch falls in, and with 64 hashes the seed's 30 s after the opening took 0.071 Redis commands
+/// a poll against 0.028 to 0.043 with one hash (BENCHMARKS.md).
 #[doc(hidden)]
-pub const SESSION_SHARDS: usize = 64;
+pub const SESSION_SHARDS: usize = 8;
 
 /// The Lua both the sink's script and the room store's scripts run to finish a session: the one definition of a
 /// finish in Redis. It expects the locals `KM`, `KS`, `KA`, `KF` (the keys of [`FINISH_KEY_PARTS`]) in scope and
@@ -100,8 +103,9 @@ pub const SESSION_SHARDS: usize = 64;
 ///
 /// - `int(x)`, `fmt(n)`: a number from a reply (0 when none), an integer as text;
 /// - `meta()`: the on-sale's meta hash as a table, `nil` when the on-sale was not initialised;
-/// - `shard(sid)`: the sum of the session id's bytes modulo [`SESSION_SHARDS`] (the room's pre-queue marks use it
-///   too); `skey(sid)`: the hash holding the session's live record, `<sessions key>:live:<shard>`;
+/// - `bytesum(sid)`: the sum of the session id's bytes (the room's pre-queue marks are spread by it too);
+///   `shard(sid)`: that sum modulo [`SESSION_SHARDS`]; `skey(sid)`: the hash holding the session's live record,
+///   `<sessions key>:live:<shard>`;
 /// - `rec(sid)` / `put(sid, st, n, t)`: a session record read and written (12 bytes: the state's byte, the number
 ///   and a time in ms, big-endian in 5 and 6 bytes). A live record is in its session's `skey` hash (an on-sale
 ///   begun by a version before them, whose meta hash has no `shards`, is read from the one `sessions` hash too,
@@ -153,16 +157,16 @@ local function ended_slot() return math.max(math.ceil((KEEP or 600000) / 4), 100
 local function ended_key(s, len) return KS .. ':' .. fmt(s * len) end
 -- The live records are spread over SESSION_SHARDS hashes by the sum of the session id's bytes (SESSION_SHARDS in
 -- this crate's Rust; a script works a session's sum out once).
-local SHARDS, SUMS, byte = 64, {}, string.byte
-local function shard(sid)
-  local k = SUMS[sid]
-  if k then return k end
-  local sum = 0
+local SHARDS, SUMS, byte = 8, {}, string.byte
+local function bytesum(sid)
+  local sum = SUMS[sid]
+  if sum then return sum end
+  sum = 0
   for i = 1, #sid do sum = sum + byte(sid, i) end
-  k = sum % SHARDS
-  SUMS[sid] = k
-  return k
+  SUMS[sid] = sum
+  return sum
 end
+local function shard(sid) return bytesum(sid) % SHARDS end
 local function skey(sid) return KS .. ':live:' .. fmt(shard(sid)) end
 local function rec(sid)
   local v = redis.call('HGET', skey(sid), sid)

@@ -48,12 +48,23 @@ pub const TOUCH_CHUNK: usize = 64;
 /// 6.6 and 6.8 ms as it reached 2^20 fields, 3,454 of Redis's minor page faults around it, in no stall of the
 /// machine (the seed's soak, BENCHMARKS.md). 64 hashes of about 9,400 fields each at the seed's crowd (94,000 at ten
 /// times it) double a table of at most 2^17 buckets (1 MB). The scripts find a session's hash by the same sum
-/// (`pseen_of` in `prelude.lua`).
-pub const PSEEN_SHARDS: u64 = waitroom_verify::redis::SESSION_SHARDS as u64;
+/// (`pseen_of` in `prelude.lua`, over `bytesum` in `waitroom_verify::redis::FINISH_LUA`; the live session records
+/// are spread by it too, over [`SESSION_SHARDS`] hashes).
+pub const PSEEN_SHARDS: u64 = 64;
 
-/// Which `pseen` hash holds session `session`'s pre-queue mark, and which `sessions:live` hash its record: the sum
-/// of its bytes modulo [`PSEEN_SHARDS`] (the room's session ids are random, so the hashes fill evenly; Lua sums the
-/// same bytes, `shard` in `waitroom_verify::redis::FINISH_LUA`).
+/// How many hashes the live session records are spread over (`wr:{ev}:sessions:live:<k>`, k = [`session_shard`]),
+/// so no hash grows to the crowd; the verifier's finish sink runs the same Lua. See the key table.
+pub const SESSION_SHARDS: u64 = waitroom_verify::redis::SESSION_SHARDS as u64;
+
+/// Which `sessions:live` hash holds session `session`'s record: the sum of its bytes modulo [`SESSION_SHARDS`]
+/// (`shard` in `waitroom_verify::redis::FINISH_LUA`).
+pub fn session_shard(session: &str) -> u64 {
+    session.bytes().map(u64::from).sum::<u64>() % SESSION_SHARDS
+}
+
+/// Which `pseen` hash holds session `session`'s pre-queue mark: the sum of its bytes modulo [`PSEEN_SHARDS`] (the
+/// room's session ids are random, so the hashes fill evenly; Lua sums the same bytes, `bytesum` in
+/// `waitroom_verify::redis::FINISH_LUA`).
 pub fn pseen_shard(session: &str) -> u64 {
     session.bytes().map(u64::from).sum::<u64>() % PSEEN_SHARDS
 }
@@ -134,7 +145,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | key                    | type   | holds                                                                    |
 /// |------------------------|--------|--------------------------------------------------------------------------|
 /// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `swept`, `xlo`, `drawn`, `dbase`, `dcount`, `dbits`), the counters, and the last tick's clock, keep time and grace (`tnow`, `keep`, `abn`) |
-/// | `wr:{ev}:sessions:live:<k>` | hash | one field per live session (waiting, pre-queued, admitted, active, missed, returning): its 12-byte record, in the hash `k` = [`pseen_shard`] of its id (of [`PSEEN_SHARDS`], 64), so no hash grows to the crowd; `meta.shards` says so (an on-sale begun by an earlier version, without it, is read from the one hash `wr:{ev}:sessions` too, where a session's own hash has no record) |
+/// | `wr:{ev}:sessions:live:<k>` | hash | one field per live session (waiting, pre-queued, admitted, active, missed, returning): its 12-byte record, in the hash `k` = [`session_shard`] of its id (of [`SESSION_SHARDS`], 8), so no hash grows to the crowd; `meta.shards` says so (an on-sale begun by an earlier version, without it, is read from the one hash `wr:{ev}:sessions` too, where a session's own hash has no record) |
 /// | `wr:{ev}:sessions:<ms>`| hash   | the sessions that ended in the slot starting at `<ms>` (finished, expired, abandoned, turned away): their records, for the return window; expires by itself (see "What is forgotten when") |
 /// | `wr:{ev}:line:<k>`     | zset   | sessions waiting with a number `n` in `128 k .. 128 k + 127` outside the drawn segment (FIFO joins, joins after the draw, redeemed tickets), scored by `n % 128`; a number nobody holds has no entry |
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
@@ -473,9 +484,10 @@ pub const TICKET_BATCH: usize = 1_024;
 /// 13 soaks, as the sessions hash passed 524,288 records (soaks with Redis at `SCHED_FIFO`: the kernel's real-time
 /// throttling may account for some of them, see below), and 5.0 to 15.1 ms in 3 of 17 later soaks, in no stall of
 /// the machine, with 408 to 2,877 of Redis's minor page faults around them. So the live records are spread over
-/// [`PSEEN_SHARDS`] hashes as the pre-queue's marks are (`sessions:live:<k>`, about 9,400 records each at the
-/// seed's crowd: a table of 2^14 buckets, 128 KB, doubles); a run of the head reads its records with one `HMGET` a
-/// hash it falls in (at most 64 of a few fields each, where one hash took one `HMGET`). The
+/// [`SESSION_SHARDS`] hashes (`sessions:live:<k>`, 75,000 records each at the seed's crowd: the largest table to
+/// double is 2^17 buckets, 1 MB, where the one hash doubled 8 MB); a batch of records (the door's run, a touch's
+/// claims, a snapshot's admissions) is read with one `HMGET` a hash it falls in and written with one `HSET` a hash,
+/// up to 8 where one hash took one (64 hashes made the seed's 30 s after the opening 0.071 commands a poll). The
 /// missed sessions are kept a set a second, so none grows to the crowd (the `ZADD`s of 10 to 16 ms that led to it
 /// were the throttling's: one set of everyone missed showed none over 3.7 ms with it lifted).
 /// **A machine that holds Redis in the kernel** makes a call as long as the hold, whatever the call: on the 2-core

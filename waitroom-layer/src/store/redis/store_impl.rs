@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{
-    ACTIVE_CHUNK, FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, PSEEN_SHARDS, RedisStore, SEEN_SLOT_MS,
-    TOUCH_CHUNK, live, pseen_shard, seen_keep_ms, store_error,
+    ACTIVE_CHUNK, FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, RedisStore, SEEN_SLOT_MS,
+    SESSION_SHARDS, TOUCH_CHUNK, live, pseen_shard, seen_keep_ms, store_error,
 };
 use crate::error::StoreError;
 use crate::store::{
@@ -621,7 +621,7 @@ impl Store for RedisStore {
         // otherwise), then those that ended within the keep time (the slot hashes lookups read, by the last tick's
         // clock; a record older than the keep time in the oldest slot is left out, as lookups do).
         let keys = self.keys(event)?;
-        let mut hashes: Vec<(String, Option<u64>)> = (0..PSEEN_SHARDS)
+        let mut hashes: Vec<(String, Option<u64>)> = (0..SESSION_SHARDS)
             .map(|k| (format!("{}:live:{k}", keys[1]), None))
             .collect();
         hashes.push((keys[1].clone(), None));

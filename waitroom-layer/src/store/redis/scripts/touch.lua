@@ -3,9 +3,9 @@ if not set[1] then return redis.error_reply(NOEVENT) end
 LEGACY = not set[2]
 -- ARGV: now, idle timeout, tickets, then the sessions (up to ACTIVE_CHUNK): an active one's idle deadline moves; an
 -- admitted one claims its pass (turns active, keeping when it was let in), as CLAIM does. Their records in one
--- HMGET, the deadlines in one ZADD, the claimed records in one HSET. `tickets`: tickets the room gave out since its
--- last flush that no call counted (`line_tickets`' numbers, pre-queue tickets from its snapshot), added to
--- `meta.tickets`.
+-- HMGET a hash they fall in, the deadlines in one ZADD, the claimed records in one HSET a hash. `tickets`: tickets
+-- the room gave out since its last flush that no call counted (`line_tickets`' numbers, pre-queue tickets from
+-- its snapshot), added to `meta.tickets`.
 local now, idle, tickets = int(ARGV[1]), int(ARGV[2]), int(ARGV[3])
 if tickets > 0 then redis.call('HINCRBY', KM, 'tickets', tickets) end
 if #ARGV < 4 then return 1 end
