@@ -1543,6 +1543,67 @@ async fn an_on_sale_begun_before_the_records_were_spread_keeps_every_place_after
     assert_eq!(found, ["a-in", "b-in", "c-next", "d", "e", "f", "g-new"]);
 }
 
+/// A touch of 128 people let in (two calls of the touch script, 64 each, all claims) reads their records with one
+/// `HMGET` a hash a call falls in and writes them with one `HSET` a hash: the room hands the sessions over in the
+/// order of their records' hashes, so the two calls fall in at most 8 + 1 hashes together (they share one at most),
+/// where in the order given each call would fall in about all 8 (16 of each). Each call also reads the meta hash
+/// (one more `HMGET` a call).
+#[tokio::test]
+async fn a_touch_of_people_let_in_reads_and_writes_their_records_a_hash_at_a_time() {
+    use waitroom_layer::store::SESSION_SHARDS;
+    // A private server: the test counts its commands.
+    let server = RedisServer::start();
+    let store = RedisStore::connect(server.url()).await.unwrap();
+    let ev = event("touchshards");
+    let mut settings = far_draw(false);
+    settings.capacity = 128;
+    settings.random_draw = false;
+    settings.opens_at_ms = None;
+    store.init(&ev, &settings).await.unwrap();
+    let t0 = 1_800_000_000_000u64;
+    let ids: Vec<String> = std::iter::repeat_with(WaitingRoom::new_session_id)
+        .take(128)
+        .collect();
+    for (i, sid) in ids.iter().enumerate() {
+        let join = Join {
+            session: sid.clone(),
+            account: None,
+            now_ms: t0 + i as u64,
+            draw_key: 0,
+        };
+        store.join(&ev, &join).await.unwrap();
+    }
+    let r = store.tick(&ev, &door_tick(t0 + 1_000)).await.unwrap();
+    assert_eq!(r.admitted.len(), 128);
+    let (hmget, hset) = (
+        command_stat(&server, "hmget").0,
+        command_stat(&server, "hset").0,
+    );
+    let touches = Touches {
+        now_ms: t0 + 2_000,
+        waiting: vec![],
+        active: ids.clone(),
+        idle_timeout_ms: 600_000,
+        abandon_after_ms: 600_000,
+        tickets: 0,
+    };
+    store.touch(&ev, &touches).await.unwrap();
+    for sid in &ids {
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(p.state, SessionState::Active, "{sid} claimed its pass");
+    }
+    let hmgets = command_stat(&server, "hmget").0 - hmget;
+    let hsets = command_stat(&server, "hset").0 - hset;
+    assert!(
+        hmgets <= SESSION_SHARDS + 1 + 2,
+        "{hmgets} HMGETs: the records' hashes, one read a hash (two calls sharing one at most), and the meta hash's"
+    );
+    assert!(
+        hsets <= SESSION_SHARDS + 1,
+        "{hsets} HSETs: one write a hash the claims fall in"
+    );
+}
+
 /// How many times Redis ran `cmd` since it started and the µs it took (`INFO commandstats`; commands run by
 /// scripts included).
 fn command_stat(server: &RedisServer, cmd: &str) -> (u64, u64) {

@@ -9,7 +9,7 @@ use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{
     ACTIVE_CHUNK, FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, RedisStore, SEEN_SLOT_MS,
-    SESSION_SHARDS, TOUCH_CHUNK, live, pseen_shard, seen_keep_ms, store_error,
+    SESSION_SHARDS, TOUCH_CHUNK, live, pseen_shard, seen_keep_ms, session_shard, store_error,
 };
 use crate::error::StoreError;
 use crate::store::{
@@ -306,8 +306,12 @@ impl Store for RedisStore {
         // counted by the first script call (one with no session when none is active), so a Redis that forgot the
         // on-sale gets no meta hash of `tickets` alone.
         let mut tickets = touches.tickets;
-        let none: &[String] = &[];
-        let chunks = touches.active.chunks(ACTIVE_CHUNK);
+        let none: &[&String] = &[];
+        // In the order of their records' hashes, so a call's sessions fall in few of them (the script reads and
+        // writes their records one command a hash).
+        let mut active: Vec<&String> = touches.active.iter().collect();
+        active.sort_by_key(|s| session_shard(s));
+        let chunks = active.chunks(ACTIVE_CHUNK);
         let first = (tickets > 0 && touches.active.is_empty()).then_some(none);
         for chunk in first.into_iter().chain(chunks) {
             let mut cmd = self.evalsha(&self.scripts.touch, event)?;
