@@ -144,16 +144,13 @@ fn number_of(status: &serde_json::Value) -> Option<u64> {
 }
 
 /// The line numbers Redis holds for waiting sessions (records `w` + the number in 5 bytes + a time in 6, big-endian,
-/// in the live records' hashes, `sessions:live:<k>`; decoded in Redis, since the records are binary).
+/// in the sessions hash; decoded in Redis, since the records are binary).
 fn waiting_numbers(server: &RedisServer, store: &RedisStore, event: &str) -> Vec<u64> {
-    let key = store.key(event, "sessions:live:");
-    let decode = format!(
-        "local o = {{}} for k = 0, {} do for _, v in ipairs(redis.call('HVALS', KEYS[1] .. k)) do \
-         if string.sub(v, 1, 1) == 'w' then o[#o + 1] = string.format('%d', struct.unpack('>I5', v, 2)) end \
-         end end return o",
-        waitroom_layer::store::SESSION_SHARDS - 1
-    );
-    let all = server.command(&["EVAL", &decode, "1", &key]);
+    let key = store.key(event, "sessions");
+    let decode = "local o = {} for _, v in ipairs(redis.call('HVALS', KEYS[1])) do \
+                  if string.sub(v, 1, 1) == 'w' then o[#o + 1] = string.format('%d', struct.unpack('>I5', v, 2)) end \
+                  end return o";
+    let all = server.command(&["EVAL", decode, "1", &key]);
     let mut numbers: Vec<u64> = all.lines().filter_map(|n| n.parse().ok()).collect();
     numbers.sort_unstable();
     numbers

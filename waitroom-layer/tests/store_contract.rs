@@ -4424,8 +4424,8 @@ mod redis {
     }
 
     /// Redis loses the on-sale's meta hash alone (an operator's `DEL`, a partial loss) and keeps its other keys:
-    /// the restore clears what was left (the live records in their 64 hashes, the line), so the same rules hold
-    /// as when every key went: people are taken back at their numbers, the door resumes in order.
+    /// the restore clears what was left (the session records, the line), so the same rules hold as when every key
+    /// went: people are taken back at their numbers, the door resumes in order.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_store_that_loses_only_the_meta_hash_takes_people_back_at_their_numbers() {
         let server = RedisServer::from_env_or_start();

@@ -103,7 +103,7 @@ pub use memory::{COMMIT_INTERVAL, DATA_FILE, MemoryStore};
 #[cfg(feature = "redis")]
 pub use redis::{
     ACTIVE_CHUNK, MARK_CHUNK, PSEEN_SHARDS, RedisStore, RedisStoreBuilder, SEEN_SLOT_MS,
-    SESSION_SHARDS, TICKET_BATCH, TOUCH_CHUNK, pseen_shard, session_shard,
+    TICKET_BATCH, TOUCH_CHUNK, pseen_shard,
 };
 
 use crate::error::StoreError;

@@ -87,30 +87,15 @@ const READ_BATCH: u64 = 10_000;
 #[doc(hidden)]
 pub const FINISH_KEY_PARTS: [&str; 4] = ["meta", "sessions", "active", "finished"];
 
-/// How many hashes an on-sale's live session records are spread over (`<sessions key>:live:<k>`, `k` the sum of
-/// the session id's bytes modulo this): Redis doubles a hash's table in the command that fills it, and one hash of
-/// the seed's 600,000 records doubled to 2^20 buckets (8 MB) in a join, a `REDEEM` of 5 to 15 ms. An eighth of the
-/// seed's crowd is 75,000 records: the largest table to double is 2^17 buckets, 1 MB. Not more hashes: the scripts
-/// that read or write a batch of records (the door's runs, a touch's claims, a snapshot's admissions) make a
-/// command a hash the batch falls in, and with 64 hashes the seed's 30 s after the opening took 0.071 Redis commands
-/// a poll against 0.028 to 0.043 with one hash (BENCHMARKS.md).
-#[doc(hidden)]
-pub const SESSION_SHARDS: usize = 8;
-
 /// The Lua both the sink's script and the room store's scripts run to finish a session: the one definition of a
 /// finish in Redis. It expects the locals `KM`, `KS`, `KA`, `KF` (the keys of [`FINISH_KEY_PARTS`]) in scope and
 /// defines:
 ///
 /// - `int(x)`, `fmt(n)`: a number from a reply (0 when none), an integer as text;
 /// - `meta()`: the on-sale's meta hash as a table, `nil` when the on-sale was not initialised;
-/// - `bytesum(sid)`: the sum of the session id's bytes (the room's pre-queue marks are spread by it too);
-///   `shard(sid)`: that sum modulo [`SESSION_SHARDS`]; `skey(sid)`: the hash holding the session's live record,
-///   `<sessions key>:live:<shard>`;
 /// - `rec(sid)` / `put(sid, st, n, t)`: a session record read and written (12 bytes: the state's byte, the number
-///   and a time in ms, big-endian in 5 and 6 bytes). A live record is in its session's `skey` hash (an on-sale
-///   begun by a version before them, whose meta hash has no `shards`, is read from the one `sessions` hash too,
-///   where the shard has none). A record that ends (`f`, `e`, `x`, `X`, `t`) leaves the
-///   live hash for the hash of the time slot it ended in (`<sessions key>:<slot start ms>`, under Redis expiry),
+///   and a time in ms, big-endian in 5 and 6 bytes). A record that ends (`f`, `e`, `x`, `X`, `t`) leaves the
+///   `sessions` hash for the hash of the time slot it ended in (`<sessions key>:<slot start ms>`, under Redis expiry),
 ///   its time the end (`NOW`: the script's own `now`, else the room's clock as of the last tick, `meta.tnow`);
 ///   `rec` reads it from there while it is younger than `meta.keep` (the return window, at least an abandon grace)
 ///   by `REF` (`meta.tnow`), and after that the session is unknown (forgotten);
@@ -129,9 +114,6 @@ local function fmt(n) return string.format('%d', n) end
 -- abandon grace), and when a record ending now ends (the script's own `now` where it has one, else REF); set by
 -- meta().
 local REF, KEEP, NOW = 0, nil, 0
--- Whether the on-sale was begun by a version that kept every live record in the one `sessions` hash (its meta has
--- no `shards`): that hash is read too, where a session's own hash has no record. Set by meta().
-local LEGACY = false
 local function meta()
   local r = redis.call('HGETALL', KM)
   if #r == 0 then return nil end
@@ -141,7 +123,6 @@ local function meta()
   if m.cap == nil then return nil end
   REF, KEEP = int(m.tnow), tonumber(m.keep)
   NOW = REF
-  LEGACY = m.shards == nil
   return m
 end
 -- A record is 12 bytes (Redis keeps it in its 16-byte allocation): the state's byte, the number (5 bytes) and a
@@ -155,22 +136,8 @@ end
 -- expiring (Redis's clock) two slots after `keep` from its last write, so nothing sweeps them.
 local function ended_slot() return math.max(math.ceil((KEEP or 600000) / 4), 1000) end
 local function ended_key(s, len) return KS .. ':' .. fmt(s * len) end
--- The live records are spread over SESSION_SHARDS hashes by the sum of the session id's bytes (SESSION_SHARDS in
--- this crate's Rust; a script works a session's sum out once).
-local SHARDS, SUMS, byte = 8, {}, string.byte
-local function bytesum(sid)
-  local sum = SUMS[sid]
-  if sum then return sum end
-  sum = 0
-  for i = 1, #sid do sum = sum + byte(sid, i) end
-  SUMS[sid] = sum
-  return sum
-end
-local function shard(sid) return bytesum(sid) % SHARDS end
-local function skey(sid) return KS .. ':live:' .. fmt(shard(sid)) end
 local function rec(sid)
-  local v = redis.call('HGET', skey(sid), sid)
-  if not v and LEGACY then v = redis.call('HGET', KS, sid) end
+  local v = redis.call('HGET', KS, sid)
   if v then return unpacked(v) end
   if not KEEP then return nil end
   -- The newest slot that holds it has its last ending; kept while younger than `keep` by REF.
@@ -189,8 +156,7 @@ local function terminal(st) return st == 'f' or st == 'e' or st == 'x' or st == 
 -- An ended record, ended at `at`: out of `sessions`, into its slot's hash (at most the slot after REF's, where
 -- `rec` looks, for a script whose clock is ahead of the last tick's; kept longer by as much).
 local function ended(sid, st, n, at)
-  redis.call('HDEL', skey(sid), sid)
-  if LEGACY then redis.call('HDEL', KS, sid) end
+  redis.call('HDEL', KS, sid)
   local len = ended_slot()
   local key = ended_key(math.min(math.floor(at / len), math.floor(REF / len) + 1), len)
   redis.call('HSET', key, sid, st .. struct.pack('>I5>I6', n, at))
@@ -200,49 +166,7 @@ end
 -- Writes a record; an ending (a terminal state) ends at NOW, whatever `t` says.
 local function put(sid, st, n, t)
   if terminal(st) then return ended(sid, st, n, NOW) end
-  redis.call('HSET', skey(sid), sid, st .. struct.pack('>I5>I6', n, t))
-end
--- The live records of `sids` (`''`: nobody), aligned with them (false: none), one HMGET a hash they fall in (and,
--- for an on-sale of an earlier version, one of `sessions` for the rest).
-local function recs_of(sids)
-  local by, got = {}, {}
-  for i, sid in ipairs(sids) do
-    got[i] = false
-    if sid ~= '' then
-      local k = shard(sid)
-      local g = by[k]
-      if not g then g = {}; by[k] = g end
-      g[#g + 1] = i
-    end
-  end
-  for k, g in pairs(by) do
-    local ask = {}
-    for x, i in ipairs(g) do ask[x] = sids[i] end
-    local r = redis.call('HMGET', KS .. ':live:' .. fmt(k), unpack(ask))
-    for x, i in ipairs(g) do got[i] = r[x] end
-  end
-  if LEGACY then
-    local miss, ask = {}, {}
-    for i, sid in ipairs(sids) do
-      if not got[i] and sid ~= '' then miss[#miss + 1], ask[#ask + 1] = i, sid end
-    end
-    if #ask > 0 then
-      local r = redis.call('HMGET', KS, unpack(ask))
-      for x, i in ipairs(miss) do got[i] = r[x] end
-    end
-  end
-  return got
-end
--- Writes live records: `recs` is session, record, session, record, ...; one HSET a hash they fall in.
-local function puts(recs)
-  local by = {}
-  for i = 1, #recs, 2 do
-    local k = shard(recs[i])
-    local g = by[k]
-    if not g then g = {}; by[k] = g end
-    g[#g + 1], g[#g + 2] = recs[i], recs[i + 1]
-  end
-  for k, g in pairs(by) do redis.call('HSET', KS .. ':live:' .. fmt(k), unpack(g)) end
+  redis.call('HSET', KS, sid, st .. struct.pack('>I5>I6', n, t))
 end
 local function inv(m)
   if m.inv == nil or m.inv == '' then return nil end

@@ -48,23 +48,11 @@ pub const TOUCH_CHUNK: usize = 64;
 /// 6.6 and 6.8 ms as it reached 2^20 fields, 3,454 of Redis's minor page faults around it, in no stall of the
 /// machine (the seed's soak, BENCHMARKS.md). 64 hashes of about 9,400 fields each at the seed's crowd (94,000 at ten
 /// times it) double a table of at most 2^17 buckets (1 MB). The scripts find a session's hash by the same sum
-/// (`pseen_of` in `prelude.lua`, over `bytesum` in `waitroom_verify::redis::FINISH_LUA`; the live session records
-/// are spread by it too, over [`SESSION_SHARDS`] hashes).
+/// (`pseen_of` in `prelude.lua`).
 pub const PSEEN_SHARDS: u64 = 64;
 
-/// How many hashes the live session records are spread over (`wr:{ev}:sessions:live:<k>`, k = [`session_shard`]),
-/// so no hash grows to the crowd; the verifier's finish sink runs the same Lua. See the key table.
-pub const SESSION_SHARDS: u64 = waitroom_verify::redis::SESSION_SHARDS as u64;
-
-/// Which `sessions:live` hash holds session `session`'s record: the sum of its bytes modulo [`SESSION_SHARDS`]
-/// (`shard` in `waitroom_verify::redis::FINISH_LUA`).
-pub fn session_shard(session: &str) -> u64 {
-    session.bytes().map(u64::from).sum::<u64>() % SESSION_SHARDS
-}
-
 /// Which `pseen` hash holds session `session`'s pre-queue mark: the sum of its bytes modulo [`PSEEN_SHARDS`] (the
-/// room's session ids are random, so the hashes fill evenly; Lua sums the same bytes, `bytesum` in
-/// `waitroom_verify::redis::FINISH_LUA`).
+/// room's session ids are random, so the hashes fill evenly; Lua sums the same bytes).
 pub fn pseen_shard(session: &str) -> u64 {
     session.bytes().map(u64::from).sum::<u64>() % PSEEN_SHARDS
 }
@@ -145,7 +133,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// | key                    | type   | holds                                                                    |
 /// |------------------------|--------|--------------------------------------------------------------------------|
 /// | `wr:{ev}:meta`         | hash   | settings (`cap`, `apm`, `paused`, `closed`, `opens`, `random`, `inv`, and the timetable's `sched`, `pqopens`, `closes`), the line (`last`, `served`, `swept`, `xlo`, `drawn`, `dbase`, `dcount`, `dbits`), the counters, and the last tick's clock, keep time and grace (`tnow`, `keep`, `abn`) |
-/// | `wr:{ev}:sessions:live:<k>` | hash | one field per live session (waiting, pre-queued, admitted, active, missed, returning): its 12-byte record, in the hash `k` = [`session_shard`] of its id (of [`SESSION_SHARDS`], 8), so no hash grows to the crowd; `meta.shards` says so (an on-sale begun by an earlier version, without it, is read from the one hash `wr:{ev}:sessions` too, where a session's own hash has no record) |
+/// | `wr:{ev}:sessions`     | hash   | one field per live session (waiting, pre-queued, admitted, active, missed, returning): its 12-byte record |
 /// | `wr:{ev}:sessions:<ms>`| hash   | the sessions that ended in the slot starting at `<ms>` (finished, expired, abandoned, turned away): their records, for the return window; expires by itself (see "What is forgotten when") |
 /// | `wr:{ev}:line:<k>`     | zset   | sessions waiting with a number `n` in `128 k .. 128 k + 127` outside the drawn segment (FIFO joins, joins after the draw, redeemed tickets), scored by `n % 128`; a number nobody holds has no entry |
 /// | `wr:{ev}:draw:<b>`     | zset   | pre-queue bucket `b` (`0 .. 2^dbits`), scored by the rest of the draw key |
@@ -183,10 +171,10 @@ pub const TICKET_BATCH: usize = 1_024;
 ///
 /// # What is forgotten when
 ///
-/// A record that ends (finished, expired, abandoned, turned away) leaves its live hash for the hash of the time slot it
+/// A record that ends (finished, expired, abandoned, turned away) leaves `sessions` for the hash of the time slot it
 /// ended in, `wr:{ev}:sessions:<slot start ms>`: slots a quarter of the keep time long (at least 1 s), where the
 /// keep time (`meta.keep`, written by the tick) is the return window, and at least the abandon grace. Lookups read
-/// a session there (newest slot first, at most six `HGET`s, only for a session its live hash does not hold) while it
+/// a session there (newest slot first, at most six `HGET`s, only for a session `sessions` does not hold) while it
 /// ended less than the keep time ago by the last tick's clock (`meta.tnow`), exactly as the embedded store forgets
 /// at its ticks; after that the store does not know the session: a join is a new place at the back, a poll is told
 /// it is not in line (a finished session's token stays refused by the verifiers' deny list, fed from the
@@ -194,7 +182,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// slots from its last write (`PEXPIRE`, only ever lengthened), so Redis frees it with no script sweeping: the
 /// store holds the live line plus the last return window's endings, whatever the crowd that came and went.
 /// (Field expiry, `HEXPIRE`, would need Redis 7.4 or Valkey 9; key expiry works on Redis 7.0 and every Valkey.)
-/// [`Store::find_sessions`] scans the live hashes and then those slots' hashes (the same age rule). What stays until
+/// [`Store::find_sessions`] scans `sessions` and then those slots' hashes (the same age rule). What stays until
 /// [`RedisStore::purge`]: the meta hash and its counters, `line:held`'s bits (one per number ever given out), the
 /// `accounts` entries, and the `finished` stream (capped near 100,000 entries).
 ///
@@ -366,7 +354,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// Measured on Redis 7.0.15 (jemalloc) with 22-character session ids (see BENCHMARKS.md, "Redis store", for the
 /// command): `used_memory` grows by about **121 bytes per waiting FIFO session** (120.7 per redeemed ticket, 119.4
 /// per join in one run of `one_shot`'s Redis measure; 136.7 before the records were packed in 12 bytes). Of it,
-/// the live record's field is about 82 bytes (`MEMORY USAGE`: a 24-byte hash entry, the id in a 32-byte allocation,
+/// the `sessions` field is about 82 bytes (`MEMORY USAGE`: a 24-byte hash entry, the id in a 32-byte allocation,
 /// the record in a 16-byte one, and the hash table's slot), its `line` set member about 29 (a listpack entry), and
 /// the sets' and the bitmap's share the rest. A one-shot request (a ticket never redeemed) costs about **0.2 bytes** (its
 /// bit), a pre-queued session about **158 bytes** with 600,000 in the pre-queue (164 with 100,000; 2^14 buckets then,
@@ -482,12 +470,12 @@ pub const TICKET_BATCH: usize = 1_024;
 /// slowest of 1,100,000 `HSET`s into one hash took 0.6 to 2.9 ms in three runs (`one_shot.rs`
 /// `measure_one_hash_growing_past_a_million_fields`). During the seed's first polls two `REDEEM`s took 4.9 and 6.3 ms in
 /// 13 soaks, as the sessions hash passed 524,288 records (soaks with Redis at `SCHED_FIFO`: the kernel's real-time
-/// throttling may account for some of them, see below), and 5.0 to 15.1 ms in 3 of 17 later soaks, in no stall of
-/// the machine, with 408 to 2,877 of Redis's minor page faults around them. So the live records are spread over
-/// [`SESSION_SHARDS`] hashes (`sessions:live:<k>`, 75,000 records each at the seed's crowd: the largest table to
-/// double is 2^17 buckets, 1 MB, where the one hash doubled 8 MB); a batch of records (the door's run, a touch's
-/// claims, a snapshot's admissions) is read with one `HMGET` a hash it falls in and written with one `HSET` a hash,
-/// up to 8 where one hash took one (64 hashes made the seed's 30 s after the opening 0.071 commands a poll). The
+/// throttling may account for some of them, see below). The sessions hash is not spread over smaller keys: spread
+/// over 64 and then 8 hashes (no table of them doubling past 1 MB at the seed's crowd), the joins still had
+/// `REDEEM`s of 5.4 to 9.1 ms in no stall of the machine, as many as with the one hash, so its doubling is not
+/// what makes them; and a batch of records (the door's run, a touch's claims, a snapshot's admissions) took a
+/// command a hash it fell in, 0.007 Redis commands a poll more in the 30 s after the seed's opening with 8 hashes,
+/// 0.03 with 64 (BENCHMARKS.md, "The sessions hash spread over 64 and 8 hashes, and back"). The
 /// missed sessions are kept a set a second, so none grows to the crowd (the `ZADD`s of 10 to 16 ms that led to it
 /// were the throttling's: one set of everyone missed showed none over 3.7 ms with it lifted).
 /// **A machine that holds Redis in the kernel** makes a call as long as the hold, whatever the call: on the 2-core

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use super::reply::opt_int;
 use super::reply::{array, corrupt, flag, int, placement, settings, strings, text};
 use super::{
-    ACTIVE_CHUNK, FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, RedisStore, SEEN_SLOT_MS,
-    SESSION_SHARDS, TOUCH_CHUNK, live, pseen_shard, seen_keep_ms, session_shard, store_error,
+    ACTIVE_CHUNK, FINISHED_BATCH, FINISHED_CAP, MARK_CHUNK, RedisStore, SEEN_SLOT_MS, TOUCH_CHUNK,
+    live, pseen_shard, seen_keep_ms, store_error,
 };
 use crate::error::StoreError;
 use crate::store::{
@@ -306,12 +306,8 @@ impl Store for RedisStore {
         // counted by the first script call (one with no session when none is active), so a Redis that forgot the
         // on-sale gets no meta hash of `tickets` alone.
         let mut tickets = touches.tickets;
-        let none: &[&String] = &[];
-        // In the order of their records' hashes, so a call's sessions fall in few of them (the script reads and
-        // writes their records one command a hash).
-        let mut active: Vec<&String> = touches.active.iter().collect();
-        active.sort_by_key(|s| session_shard(s));
-        let chunks = active.chunks(ACTIVE_CHUNK);
+        let none: &[String] = &[];
+        let chunks = touches.active.chunks(ACTIVE_CHUNK);
         let first = (tickets > 0 && touches.active.is_empty()).then_some(none);
         for chunk in first.into_iter().chain(chunks) {
             let mut cmd = self.evalsha(&self.scripts.touch, event)?;
@@ -621,14 +617,10 @@ impl Store for RedisStore {
         matches: &(dyn for<'s> Fn(&'s str) -> bool + Send + Sync),
         limit: usize,
     ) -> Result<Vec<String>, StoreError> {
-        // The live sessions (their hashes, then the one hash of an on-sale begun by an earlier version, empty
-        // otherwise), then those that ended within the keep time (the slot hashes lookups read, by the last tick's
-        // clock; a record older than the keep time in the oldest slot is left out, as lookups do).
+        // The live sessions, then those that ended within the keep time (the slot hashes lookups read, by the
+        // last tick's clock; a record older than the keep time in the oldest slot is left out, as lookups do).
         let keys = self.keys(event)?;
-        let mut hashes: Vec<(String, Option<u64>)> = (0..SESSION_SHARDS)
-            .map(|k| (format!("{}:live:{k}", keys[1]), None))
-            .collect();
-        hashes.push((keys[1].clone(), None));
+        let mut hashes = vec![(keys[1].clone(), None)];
         let mut clock = ::redis::cmd("HMGET");
         clock.arg(&keys[0]).arg("tnow").arg("keep");
         if let [tnow, keep] = array(self.send(&clock).await.map_err(store_error)?)?.as_slice()

@@ -132,12 +132,16 @@ local function missed_add(m, t, zs)
   end
 end
 -- `pseen` (a pre-queued session's last poll, ms) is kept in PSEEN_SHARDS hashes, `pseen:<k>`, k the sum of the
--- session id's bytes (`bytesum`) modulo PSEEN_SHARDS (`PSEEN_SHARDS` and `pseen_shard` in mod.rs, which the rooms'
--- marks use), so no hash grows to the pre-queue's size: Redis doubles a hash's table in the command that fills it,
--- and one `pseen` of the seed's 600,000 took an `HSET` of 64 fields 6.8 ms at 2^20 (the new table's pages met one
--- fault at a time; BENCHMARKS.md).
+-- session id's bytes modulo PSEEN_SHARDS (`PSEEN_SHARDS` and `pseen_shard` in mod.rs, which the rooms' marks
+-- use), so no hash grows to the pre-queue's size: Redis doubles a hash's table in the command that fills it, and
+-- one `pseen` of the seed's 600,000 took an `HSET` of 64 fields 6.8 ms at 2^20 (the new table's pages met one fault
+-- at a time; BENCHMARKS.md).
 local PSEEN_SHARDS = 64
-local function pseen_of(sid) return KQ .. ':' .. fmt(bytesum(sid) % PSEEN_SHARDS) end
+local function pseen_of(sid)
+  local sum = 0
+  for i = 1, #sid do sum = sum + string.byte(sid, i) end
+  return KQ .. ':' .. fmt(sum % PSEEN_SHARDS)
+end
 -- Length of a liveness slot in ms (`SEEN_SLOT_MS` in mod.rs): a poll of the session numbered n sets bit n of
 -- `seen:<now / SEEN_SLOT>`.
 local SEEN_SLOT = 10000

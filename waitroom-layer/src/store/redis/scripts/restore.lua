@@ -18,9 +18,6 @@ local blk = redis.call('HKEYS', KBLK)
 for _, b in ipairs(blk) do
   for j = 0, 4096 / LINE_BLOCK - 1 do redis.call('DEL', KL .. ':' .. fmt(int(b) * 4096 / LINE_BLOCK + j)) end
 end
-local live = {}
-for k = 0, SHARDS - 1 do live[#live + 1] = KS .. ':live:' .. fmt(k) end
-redis.call('DEL', unpack(live))
 redis.call('DEL', KS, KL, KA, KC, KR, KP, KB, KT, KAGAIN, KX, KX .. ':unrep', KFRONT, KMOVED, KHELD, KBLK)
 local served = int(ARGV[11])
 -- A `last` left alone in `meta` (a room's `line_tickets` `HINCRBY` after the loss) is a floor too: numbers may have
@@ -34,5 +31,5 @@ redis.call('HSET', KM, 'cap', ARGV[1], 'apm', ARGV[2], 'paused', ARGV[3], 'close
   'dbase', '0', 'dcount', '0', 'last', fmt(last), 'served', fmt(served), 'joined', ARGV[12],
   'admitted', ARGV[13], 'finished', ARGV[14], 'expired', ARGV[15], 'abandoned', ARGV[16], 'turned', ARGV[17],
   'orders', ARGV[18], 'seats', ARGV[19], 'fcur', fcur, 'rupto', fmt(last), 'runtil', ARGV[20], 'rlate', ARGV[21],
-  'pqopens', ARGV[24], 'closes', ARGV[25], 'lver', ARGV[20], 'shards', fmt(SHARDS))
+  'pqopens', ARGV[24], 'closes', ARGV[25], 'lver', ARGV[20])
 return settings(meta())

@@ -47,7 +47,7 @@ local adm = {}
 if #page > 0 then
   local sids = {}
   for i = 1, #page, 2 do sids[#sids + 1] = page[i] end
-  local got = recs_of(sids)
+  local got = redis.call('HMGET', KS, unpack(sids))
   for i, sid in ipairs(sids) do
     local _, n = unpacked(got[i])
     adm[#adm + 1], adm[#adm + 2], adm[#adm + 3] = sid, page[2 * i], n or 0

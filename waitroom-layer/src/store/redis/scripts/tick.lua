@@ -13,7 +13,7 @@ end
 -- skipped, turned away or ended, an empty pre-queue bucket passed), so no call's work grows with the line, the
 -- pre-queue or the capacity. A part that stops at the budget sets `more`: the room calls again.
 local left, more = maxscan, 0
--- The most sessions one run of the head takes (one ZPOPMIN, one HMGET a records hash) and one HSET or ZADD writes.
+-- The most sessions one run of the head takes (one ZPOPMIN, one HMGET) and one HSET or ZADD writes.
 local RUN = 256
 -- Whether session sid, number n, polled within the grace: its mark in `pseen` (pre-queue; one read, and the
 -- drawn who polled before the opening are found at once), or its bit in one of the `seen` slots covering
@@ -90,7 +90,7 @@ local function report()
     local ask = math.min(left, RUN)
     local u = redis.call('LPOP', KU, ask)
     if not u then break end
-    local got, zs = recs_of(u), {}
+    local got, zs = redis.call('HMGET', KS, unpack(u)), {}
     for i, sid in ipairs(u) do
       missed[#missed + 1] = sid
       local st, _, t = unpacked(got[i])
@@ -202,7 +202,7 @@ local function sweep(budget)
     end
     local hi = math.min(h - h % LINE_BLOCK + LINE_BLOCK - 1, served)
     local ns, sids, next_n = held_run(h, hi, math.min(budget, RUN))
-    local got = recs_of(sids)
+    local got = redis.call('HMGET', KS, unpack(sids))
     local recs, zs = {}, {}
     for i, sid in ipairs(sids) do
       local st, rn = unpacked(got[i])
@@ -213,7 +213,7 @@ local function sweep(budget)
       end
     end
     if #recs > 0 then
-      puts(recs)
+      redis.call('HSET', KS, unpack(recs))
       missed_add(m, now, zs)
     end
     leave_run(ns, sids, #ns)
@@ -380,11 +380,10 @@ end
 local nreclaimed = redis.call('ZCARD', KB)
 local nback = redis.call('LLEN', KT)
 -- Decides for the session at number n, record time t, whether it is let in or missed (away), and collects the
--- writes: one HSET of the records a hash they fall in, one ZADD of the admissions and one of the misses for up to
--- RUN sessions.
+-- writes: one HSET of the records, one ZADD of the admissions and one of the misses for up to RUN sessions.
 local recs, adm_zs, miss_zs, unrep = {}, {}, {}, {}
 local function write()
-  if #recs > 0 then puts(recs) end
+  if #recs > 0 then redis.call('HSET', KS, unpack(recs)) end
   if #adm_zs > 0 then redis.call('ZADD', KA, unpack(adm_zs)) end
   if #miss_zs > 0 then missed_add(m, now, miss_zs) end
   if #unrep > 0 then redis.call('RPUSH', KU, unpack(unrep)) end
@@ -418,13 +417,12 @@ local function decide(sid, n, t, known, quiet)
   return not away
 end
 -- A run of sessions at the head (`sids[i]` at number `number(i)`; `''`: a number with nobody's entry): their
--- records in one HMGET a hash (`recs_of`; times no earlier than `floor`), and for those whose last sign of life
--- is older than the grace, whether they were seen within it: their `pseen` marks (one HMGET a hash), then, for
--- the ones without a fresh mark, their bits in each `seen` slot covering the grace, one GETRANGE a slot (as `seen`
--- reads them one GETBIT at a time). Returns the states, the times and the marks (nil: not read, the time is within
--- the grace).
+-- records in one HMGET (times no earlier than `floor`), and for those whose last sign of life is older than the
+-- grace, whether they were seen within it: their `pseen` marks in one HMGET, then, for the ones without a fresh
+-- mark, their bits in each `seen` slot covering the grace, one GETRANGE a slot (as `seen` reads them one GETBIT at
+-- a time). Returns the states, the times and the marks (nil: not read, the time is within the grace).
 local function run_states(sids, number, floor, since)
-  local got = recs_of(sids)
+  local got = redis.call('HMGET', KS, unpack(sids))
   local st, ts, stale = {}, {}, {}
   for i, sid in ipairs(sids) do
     local s, _, t = unpacked(got[i])
@@ -476,7 +474,7 @@ local function run_states(sids, number, floor, since)
   return st, ts, marks
 end
 -- The head in the drawn segment, a run at a time: the bucket's front (the segment's next numbers) read with one
--- ZRANGE, their records (one HMGET a hash) and, for those whose last sign of life is older than the grace, their
+-- ZRANGE, their records in one HMGET and, for those whose last sign of life is older than the grace, their
 -- pre-queue marks in another (`run_states`); those decided leave the bucket in one ZREMRANGEBYRANK. People away
 -- cost the door none of its budget: only those let in count against it, and at most PASS_MAX away a call are
 -- passed beside it (each written missed at once, and named by a later call out of its budget: `KU`). A drawn
@@ -598,7 +596,7 @@ end
 -- The head in `line` (outside the drawn segment), a run at a time, as `take` would go one number at a time: from
 -- the next held number (one BITPOS), the numbers of its block of LINE_BLOCK (so at most 128) up to what the budget
 -- allows (stopping at the admission that fills the room: people away take no place), their held bits in one
--- GETRANGE, their sessions in one ZRANGEBYSCORE, their records (one HMGET a hash) and their marks as drawn_run reads
+-- GETRANGE, their sessions in one ZRANGEBYSCORE, their records in one HMGET and their marks as drawn_run reads
 -- them, and the writes (one ZREM, one BITFIELD of the bits cleared, one version of their block of the live line):
 -- a few commands a run instead of a dozen a session, so the door crosses people who went quiet faster. Returns
 -- false when the head is not there (the caller goes one at a time).

@@ -1,18 +1,16 @@
-local set = redis.call('HMGET', KM, 'cap', 'shards')
-if not set[1] then return redis.error_reply(NOEVENT) end
-LEGACY = not set[2]
+if redis.call('HEXISTS', KM, 'cap') == 0 then return redis.error_reply(NOEVENT) end
 -- ARGV: now, idle timeout, tickets, then the sessions (up to ACTIVE_CHUNK): an active one's idle deadline moves; an
 -- admitted one claims its pass (turns active, keeping when it was let in), as CLAIM does. Their records in one
--- HMGET a hash they fall in, the deadlines in one ZADD, the claimed records in one HSET a hash. `tickets`: tickets
--- the room gave out since its last flush that no call counted (`line_tickets`' numbers, pre-queue tickets from
--- its snapshot), added to `meta.tickets`.
+-- HMGET, the deadlines in one ZADD, the claimed records in one HSET. `tickets`: tickets the room gave out since its
+-- last flush that no call counted (`line_tickets`' numbers, pre-queue tickets from its snapshot), added to
+-- `meta.tickets`.
 local now, idle, tickets = int(ARGV[1]), int(ARGV[2]), int(ARGV[3])
 if tickets > 0 then redis.call('HINCRBY', KM, 'tickets', tickets) end
 if #ARGV < 4 then return 1 end
 local deadline = fmt(now + idle)
 local sids = {}
 for i = 4, #ARGV do sids[#sids + 1] = ARGV[i] end
-local got = recs_of(sids)
+local got = redis.call('HMGET', KS, unpack(sids))
 local zs, claimed = {}, {}
 for i, sid in ipairs(sids) do
   local st, n, t = unpacked(got[i])
@@ -22,7 +20,7 @@ for i, sid in ipairs(sids) do
   end
 end
 if #claimed > 0 then
-  puts(claimed)
+  redis.call('HSET', KS, unpack(claimed))
   -- Claimed: no longer let in again from the returning queue (see the tick).
   local ids = {}
   for i = 1, #claimed, 2 do ids[#ids + 1] = claimed[i] end
