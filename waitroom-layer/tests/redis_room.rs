@@ -1342,7 +1342,7 @@ async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields_each_in_it
     assert!(expect >= by_hash.len() + 2, "hash 0 took three commands");
     let mut written = 0;
     for (k, v) in &by_hash {
-        let key = format!("wr:{{{ev}}}:pseen:{k}");
+        let key = store.key(&ev, &format!("pseen:{k}"));
         for s in v {
             assert_eq!(
                 server.command(&["HGET", &key, s]).trim(),
@@ -1360,9 +1360,7 @@ async fn pre_queue_marks_reach_redis_in_commands_of_at_most_64_fields_each_in_it
     }
     assert_eq!(written, 1_025, "every mark written, and nothing else");
     assert_eq!(
-        server
-            .command(&["EXISTS", &format!("wr:{{{ev}}}:pseen")])
-            .trim(),
+        server.command(&["EXISTS", &store.key(&ev, "pseen")]).trim(),
         "0",
         "no single hash of everyone"
     );
