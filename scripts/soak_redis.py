@@ -1102,7 +1102,8 @@ def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, 
         print(f"| {ph} | {len(es)} | {int(top[2]):,} µs | {name(top)} ({int(top[1]) - bounds['opening']:+.0f} s from the opening) | "
               f"{sum(over.values())}: {over_s} |")
     print()
-    print("The ten longest: " + "; ".join(f"{int(e[2]):,} µs {name(e)} ({int(e[1]) - bounds['opening']:+.0f} s)"
+    print("The ten longest: " + "; ".join(f"{int(e[2]):,} µs {name(e)} ({int(e[1]) - bounds['opening']:+.0f} s, "
+                                          f"{time.strftime('%H:%M:%S', time.gmtime(int(e[1])))})"
                                           for e in sorted(slow, key=lambda e: -int(e[2]))[:10]))
     for label, xs in (("the rounds before the opening", before), ("the 30 s after the opening", first30),
                       ("the minute after that", minute)):

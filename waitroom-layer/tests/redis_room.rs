@@ -1160,6 +1160,38 @@ async fn a_draw_page_holding_a_session_id_with_a_newline_is_refused_not_read_off
     );
 }
 
+/// A page of the draw holds whole buckets, and Redis reads each bucket once: the bucket that may not fit in what is
+/// left of a page (it held more at the draw) is left for the next page unread, not read in part and dropped. Pages
+/// of 100 over 8 buckets of about 37: the pages' `ZRANGE`s are the 8 buckets, and the pages hold everyone at the
+/// number a lookup gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_the_draw_reads_no_bucket_it_leaves_for_the_next_page() {
+    let server = RedisServer::start(); // its own: the test counts the server's ZRANGEs
+    let (store, ev, sessions, start) = prequeue_on(&server, "drawwhole", 3, true, 300, |_| {
+        WaitingRoom::new_session_id()
+    })
+    .await;
+    open_now(&store, &ev, start).await;
+    let r = store.tick(&ev, &door_tick(start + 1_000)).await.unwrap();
+    assert!(r.admitted.is_empty(), "the door paused: {r:?}");
+    let zranges = command_stat(&server, "zrange").0;
+    let pages = drawn_pages(&store, &ev, 100).await;
+    assert!(pages.len() >= 3, "{} pages of 100 for 300", pages.len());
+    assert_eq!(
+        command_stat(&server, "zrange").0 - zranges,
+        8,
+        "one ZRANGE a bucket over {} pages",
+        pages.len()
+    );
+    let mut read = 0;
+    for (sid, n) in pages.iter().flat_map(|p| &p.numbers) {
+        let p = store.lookup(&ev, sid).await.unwrap().expect("known");
+        assert_eq!(p.number, Some(*n), "{sid}");
+        read += 1;
+    }
+    assert_eq!(read, sessions.len(), "everyone in a page");
+}
+
 /// Every room instance reads the same pages of the draw, so Redis works each out once: a second instance's store
 /// gets the pages the first read (the same cursors, the same numbers) with no `ZRANGE` of a bucket, also after the
 /// door let people in between the two reads. Those let in since are in the kept pages at numbers at or below the

@@ -12,10 +12,10 @@
 -- more, and the page is refused). A next bucket of -1: no more pages. {-2}: not drawn. The work is bounded: at
 -- most ARGV[4] members read, and at most BUCKETS buckets looked at (a page of a small crowd in many buckets, or
 -- past buckets the door emptied, ends there: a page may hold no one).
--- A bucket costs one ZRANGE: read to its end, its size is what was read. A page holds whole buckets: one that does
--- not fit in what is left of the page is left for the next page (which starts at its front), so no bucket is
--- counted (ZCARD) or searched for a cursor (ZCOUNT), but for one bucket alone larger than a page. The buckets'
--- starts come from `drawidx` SPAN buckets to a GETRANGE.
+-- A bucket costs one ZRANGE: read to its end, its size is what was read. A page holds whole buckets: one that may
+-- not fit in what is left of the page (it held more at the draw, `drawidx` says) is left for the next page, which
+-- starts at its front, unread here; so no bucket is counted (ZCARD) or searched for a cursor (ZCOUNT), but for one
+-- bucket alone larger than a page. The buckets' starts come from `drawidx` SPAN buckets to a GETRANGE.
 -- Each room instance reads every page, from the same first cursor and with the same page size, within seconds of
 -- the draw: so a page worked out here is kept for PAGE_KEEP_MS under its cursor (and the draw's segment), and the
 -- next instance asking for it gets it back with one GET instead of the buckets' ZRANGEs. A page kept a few seconds
@@ -76,6 +76,14 @@ while b < nb do
   local lo, hi = bounds(b)
   -- No index (a store that lost it): nothing to read.
   if not lo then return {-1, '', ''} end
+  -- A bucket held its size at the draw (`hi - lo`) and only loses people since (from its front, to the door): one
+  -- that held more than what is left of the page may not fit, and the next page takes it whole, from its front,
+  -- without a ZRANGE here of what would not be kept (a page's last bucket read in part and left: about one in eight of the
+  -- ZRANGEs of the seed's pages). One the door took people from since may have fitted; it goes whole next page.
+  if after == '' and got > 0 and hi - lo > most - got then
+    out[1], out[2], out[3] = b, '', ''
+    return keep(out)
+  end
   local key = bucket(b)
   local first, ties = 0, 0
   if after ~= '' then
@@ -91,12 +99,8 @@ while b < nb do
   else
     z, step = redis.call('ZRANGE', key, first, first + want - 1, 'WITHSCORES'), 2
   end
-  local whole = #z / step < want
-  -- Does not fit after what the page holds: the next page takes it whole.
-  if not whole and got > 0 and after == '' then
-    out[1], out[2], out[3] = b, '', ''
-    return keep(out)
-  end
+  -- Read to its end: fewer than asked came back, or, from its front, it held no more than asked at the draw.
+  local whole = #z / step < want or (after == '' and hi - lo <= want)
   local card = whole and first + #z / step or redis.call('ZCARD', key)
   local base = dbase + lo + (hi - lo - card) + first + 1
   -- The bucket's members as one run: its first number, their count, then the members in number order joined by
