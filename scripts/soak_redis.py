@@ -574,13 +574,16 @@ class Resp:
 
 
 def command_stats(r):
-    """Calls so far per command (`INFO commandstats`)."""
-    out = {}
+    """Calls so far per command, and the microseconds Redis spent in them (`INFO commandstats`; a script's
+    `EVALSHA` counts the whole script, the commands it runs are counted again under their own names)."""
+    calls, usec = {}, {}
     for k, v in r.info("commandstats").items():
-        m = re.search(r"calls=(\d+)", v)
+        m, u = re.search(r"calls=(\d+)", v), re.search(r"usec=(\d+)", v)
         if m:
-            out[k.removeprefix("cmdstat_")] = int(m.group(1))
-    return out
+            calls[k.removeprefix("cmdstat_")] = int(m.group(1))
+        if u:
+            usec[k.removeprefix("cmdstat_")] = int(u.group(1))
+    return calls, usec
 
 
 def script_names():
@@ -925,8 +928,9 @@ def main():
                 time.sleep(min(0.05, max(0.0, at - time.time())))
             bound("the rounds")
             ours = r.calls
+            by_command, by_usec = command_stats(r)
             cut = dict(t=time.time(), cmds=int(r.info("stats")["total_commands_processed"]), ours=ours,
-                       by_command=command_stats(r), redis_cpu=sum(float(v) for f, v in r.info("cpu").items()
+                       by_command=by_command, by_usec=by_usec, redis_cpu=sum(float(v) for f, v in r.info("cpu").items()
                                                                    if f in ("used_cpu_sys", "used_cpu_user")),
                        demo_cpu=sum(cpu_seconds(p) for p in pids), wrk_cpu=sum(cpu_seconds(p.pid) for p in procs),
                        wrk_waits=sum(voluntary_switches(p.pid) for p in procs),
@@ -984,6 +988,7 @@ def main():
                 at=a["t"] - opens_at, polls=polls, rps=polls / args.round, p50=percentile(x["bins"], 50),
                 p99=percentile(x["bins"], 99), non2xx=x["non2xx"], errors=0, cmds=cmds, per_poll=cmds / max(polls, 1),
                 by_command={c: v - a["by_command"].get(c, 0) for c, v in b["by_command"].items() if v > a["by_command"].get(c, 0)},
+                by_usec={c: v - a["by_usec"].get(c, 0) for c, v in b["by_usec"].items() if v > a["by_usec"].get(c, 0)},
                 cpu_us=(b["demo_cpu"] - a["demo_cpu"]) * 1e6 / max(polls, 1),
                 wrk_us=(b["wrk_cpu"] - a["wrk_cpu"]) * 1e6 / max(polls, 1),
                 wrk_waits=(b["wrk_waits"] - a["wrk_waits"]) / max(polls, 1), resealed=x["resealed"], redis_cpu=(b["redis_cpu"] - a["redis_cpu"]) / span,
@@ -1115,6 +1120,12 @@ def report(args, rounds, slow, shas, phases, stats, kit, load_start, load_open, 
         d = sorted(total.items(), key=lambda kv: -kv[1])[:10]
         print(f"Redis calls by command in {label} (`INFO commandstats`, commands run by scripts included), per 1,000 polls: "
               + ", ".join(f"{k} {1000 * v / polls:.3f}" for k, v in d))
+    for x in rounds:
+        if 0 <= x["at"] < args.round:
+            d = sorted(x["by_usec"].items(), key=lambda kv: -kv[1])[:10]
+            print(f"Redis's time by command in the opening's round (+0 s, `INFO commandstats`; `evalsha` is the scripts' "
+                  f"whole time, the commands they run counted again under their names), ms: "
+                  + ", ".join(f"{k} {v / 1000:,.0f}" for k, v in d))
     print()
     c = stats.get("counters", {})
     print(f"The room at the end: {stats.get('active', 0):,} active of {stats.get('capacity', 0):,}, {stats.get('waiting', 0):,} waiting, "
