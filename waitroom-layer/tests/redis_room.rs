@@ -1131,9 +1131,7 @@ async fn a_draw_page_holding_a_session_id_with_a_newline_is_refused_not_read_off
         }
     })
     .await;
-    open_now(&store, &ev, start).await;
-    let r = store.tick(&ev, &door_tick(start + 1_000)).await.unwrap();
-    assert!(r.admitted.is_empty(), "{r:?}");
+    draw_with_the_door_paused(&store, &ev, start).await;
     let mut next = Some(DrawCursor::default());
     let (mut read, mut refused) = (0, None);
     while let Some(from) = next.take() {
@@ -1171,9 +1169,7 @@ async fn a_page_of_the_draw_reads_no_bucket_it_leaves_for_the_next_page() {
         WaitingRoom::new_session_id()
     })
     .await;
-    open_now(&store, &ev, start).await;
-    let r = store.tick(&ev, &door_tick(start + 1_000)).await.unwrap();
-    assert!(r.admitted.is_empty(), "the door paused: {r:?}");
+    draw_with_the_door_paused(&store, &ev, start).await;
     let zranges = command_stat(&server, "zrange").0;
     let pages = drawn_pages(&store, &ev, 100).await;
     assert!(pages.len() >= 3, "{} pages of 100 for 300", pages.len());
@@ -1460,6 +1456,14 @@ async fn draw_and_let_in_ten(store: &RedisStore, ev: &str, at: u64) {
         let_in_and_finish(store, ev, &door_tick(at + 1_000)).await,
         10
     );
+}
+
+/// The door opened at `at` on an on-sale whose door is paused (`far_draw(true)`): the draw's tick a second later
+/// draws and lets nobody in.
+async fn draw_with_the_door_paused(store: &RedisStore, ev: &str, at: u64) {
+    open_now(store, ev, at).await;
+    let r = store.tick(ev, &door_tick(at + 1_000)).await.unwrap();
+    assert!(r.admitted.is_empty(), "the door paused: {r:?}");
 }
 
 /// The operator opens the door now (`at`): the draw runs at the next tick.

@@ -477,7 +477,11 @@ pub const TICKET_BATCH: usize = 1_024;
 /// `REDEEM`s of 5.4 to 9.1 ms in no stall of the machine, as many as with the one hash, so its doubling is not
 /// what makes them; and a batch of records (the door's run, a touch's claims, a snapshot's admissions) took a
 /// command a hash it fell in, 0.007 Redis commands a poll more in the 30 s after the seed's opening with 8 hashes,
-/// 0.03 with 64 (BENCHMARKS.md, "The sessions hash spread over 64 and 8 hashes, and back"). The
+/// 0.03 with 64 (BENCHMARKS.md, "The sessions hash spread over 64 and 8 hashes, and back"). With the scheduler
+/// traced through five commands of 6 to 14 ms in the joins, Redis's main thread never left its core for more than
+/// half a millisecond in those seconds (no wait for a lock, a core or the kernel) while a real-time thread on a
+/// core could not run: the machine's core held by its host, not the command's work (BENCHMARKS.md, "The draw's
+/// pages without a bucket read in part"). The
 /// missed sessions are kept a set a second, so none grows to the crowd (the `ZADD`s of 10 to 16 ms that led to it
 /// were the throttling's: one set of everyone missed showed none over 3.7 ms with it lifted).
 /// **A machine that holds Redis in the kernel** makes a call as long as the hold, whatever the call: on the 2-core
