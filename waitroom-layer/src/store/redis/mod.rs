@@ -222,7 +222,7 @@ pub const TICKET_BATCH: usize = 1_024;
 /// `ZRANGE` a bucket (its members only from a bucket's front; `WITHSCORES` from a cursor of bucket, score and
 /// member, and one `ZSCORE` for the cursor of a bucket larger than a page), the buckets' starts read 64 to a
 /// `GETRANGE`; a bucket that held more at the draw than what is left of the page is left unread for the next page,
-/// which starts at its front (it was read in part and dropped: one `ZRANGE` in eight of the seed's pages); the same
+/// which starts at its front (it was read in part and dropped: about one `ZRANGE` in seven of the seed's pages); the same
 /// arithmetic, so each page is exact when read and stays exact while its people wait, as the head only pops bucket
 /// fronts), and answers a drawn person's polls from memory; a poll from their moment of the
 /// ten minutes after seals the number into their cookie (`RESEAL_SPREAD_MS` in `room/drawn.rs`). A page comes back
@@ -479,9 +479,9 @@ pub const TICKET_BATCH: usize = 1_024;
 /// command a hash it fell in, 0.007 Redis commands a poll more in the 30 s after the seed's opening with 8 hashes,
 /// 0.03 with 64 (BENCHMARKS.md, "The sessions hash spread over 64 and 8 hashes, and back"). With the scheduler
 /// traced through five commands of 6 to 14 ms in the joins, Redis's main thread never left its core for more than
-/// half a millisecond in those seconds (no wait for a lock, a core or the kernel) while a real-time thread on a
-/// core could not run: the machine's core held by its host, not the command's work (BENCHMARKS.md, "The draw's
-/// pages without a bucket read in part"). The
+/// half a millisecond at a time in those seconds (no long wait for a lock, a core or the kernel) while a real-time
+/// thread on a core could not run: the machine's core held by its host, not the command's work (BENCHMARKS.md,
+/// "The draw's pages without a bucket read in part"). The
 /// missed sessions are kept a set a second, so none grows to the crowd (the `ZADD`s of 10 to 16 ms that led to it
 /// were the throttling's: one set of everyone missed showed none over 3.7 ms with it lifted).
 /// **A machine that holds Redis in the kernel** makes a call as long as the hold, whatever the call: on the 2-core

@@ -78,8 +78,10 @@ while b < nb do
   if not lo then return {-1, '', ''} end
   -- A bucket held its size at the draw (`hi - lo`) and only loses people since (from its front, to the door): one
   -- that held more than what is left of the page may not fit, and the next page takes it whole, from its front,
-  -- without a ZRANGE here of what would not be kept (a page's last bucket read in part and left: about one in eight of the
-  -- ZRANGEs of the seed's pages). One the door took people from since may have fitted; it goes whole next page.
+  -- without a ZRANGE here of what would not be kept (a page's last bucket was read in part and left: about one in
+  -- seven of the ZRANGEs of the seed's pages). One the door took people from since may have fitted; it goes whole
+  -- next page. (A bucket it fits is still read as before: one found larger than its size at the draw says, as a
+  -- pre-queue whose counts lost a member would make it, is counted and read on from a cursor.)
   if after == '' and got > 0 and hi - lo > most - got then
     out[1], out[2], out[3] = b, '', ''
     return keep(out)
@@ -99,8 +101,7 @@ while b < nb do
   else
     z, step = redis.call('ZRANGE', key, first, first + want - 1, 'WITHSCORES'), 2
   end
-  -- Read to its end: fewer than asked came back, or, from its front, it held no more than asked at the draw.
-  local whole = #z / step < want or (after == '' and hi - lo <= want)
+  local whole = #z / step < want
   local card = whole and first + #z / step or redis.call('ZCARD', key)
   local base = dbase + lo + (hi - lo - card) + first + 1
   -- The bucket's members as one run: its first number, their count, then the members in number order joined by
