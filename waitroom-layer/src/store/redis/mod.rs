@@ -222,9 +222,9 @@ pub const TICKET_BATCH: usize = 1_024;
 /// `ZRANGE` a bucket (its members only from a bucket's front; `WITHSCORES` from a cursor of bucket, score and
 /// member, and one `ZSCORE` for the cursor of a bucket larger than a page), the buckets' starts read 64 to a
 /// `GETRANGE`; a bucket that held more at the draw than what is left of the page is left unread for the next page,
-/// which starts at its front (it was read in part and dropped: about one `ZRANGE` in seven of the seed's pages); the same
-/// arithmetic, so each page is exact when read and stays exact while its people wait, as the head only pops bucket
-/// fronts), and answers a drawn person's polls from memory; a poll from their moment of the
+/// which starts at its front (it was read in part and dropped: about one `ZRANGE` in seven of the seed's pages);
+/// the same arithmetic, so each page is exact when read and stays exact while its people wait, as the head only
+/// pops bucket fronts), and answers a drawn person's polls from memory; a poll from their moment of the
 /// ten minutes after seals the number into their cookie (`RESEAL_SPREAD_MS` in `room/drawn.rs`). A page comes back
 /// as runs, one a bucket: its first number, its count, and its members in one string joined by newlines, as
 /// `table.concat` joins what `ZRANGE` read, with no Lua loop over them (the k-th holds the first number plus k; one
